@@ -1,0 +1,57 @@
+"""frame_metrics: recommender-system metrics on DataFrames, as polars expressions.
+
+Importing the package registers the ``.recmetrics`` namespace on polars DataFrames and
+LazyFrames, and on pandas DataFrames.
+
+Examples
+--------
+>>> import polars as pl
+>>> import frame_metrics as fm
+>>> recs = pl.DataFrame({"user": [1, 1, 1], "item": ["a", "b", "c"], "rank": [1, 2, 3]})
+>>> truth = pl.DataFrame({"user": [1, 1, 1, 1], "item": ["a", "b", "d", "e"],
+...                       "relevance": [3, 2, 3, 0]})
+>>> ndcg = recs.recmetrics.ndcg(truth, k=3)["ndcg@3"].item()
+>>> import math
+>>> math.isclose(ndcg, (3 + 2 / math.log2(3)) / (3 + 3 / math.log2(3) + 2 / math.log2(4)))
+True
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from frame_metrics import exprs
+from frame_metrics.api import diagnose, evaluate
+from frame_metrics.diagnostics import Diagnostics
+from frame_metrics.errors import (
+    DuplicateRowsError,
+    FrameMetricsError,
+    InvalidOptionError,
+    InvalidValueError,
+    MissingColumnsError,
+    UndefinedMetricWarning,
+)
+from frame_metrics.metrics import REGISTRY
+from frame_metrics.namespace import register_all
+
+try:
+    __version__ = version("frame_metrics")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0+unknown"
+
+register_all()
+
+__all__ = [
+    "REGISTRY",
+    "Diagnostics",
+    "DuplicateRowsError",
+    "FrameMetricsError",
+    "InvalidOptionError",
+    "InvalidValueError",
+    "MissingColumnsError",
+    "UndefinedMetricWarning",
+    "__version__",
+    "diagnose",
+    "evaluate",
+    "exprs",
+]

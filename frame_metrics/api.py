@@ -1,0 +1,180 @@
+"""The function form of the package: ``evaluate`` and ``diagnose`` on any supported frame."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVar, cast
+
+from frame_metrics import engine
+from frame_metrics.diagnostics import Diagnostics
+from frame_metrics.errors import InvalidOptionError
+from frame_metrics.options import ApDenominator, DuplicatePolicy, EmptyPolicy, Gain
+
+__all__ = ["diagnose", "evaluate"]
+
+FrameT = TypeVar("FrameT")
+
+
+def evaluate(
+    recs: FrameT,
+    truth: object | None = None,
+    *,
+    metrics: str | Iterable[str] | None = None,
+    k: int | Iterable[int] | None = None,
+    aggregate: bool = False,
+    user: str | Sequence[str] = "user",
+    item: str = "item",
+    rank: str = "rank",
+    score: str | None = None,
+    relevance: str = "relevance",
+    by: str | Sequence[str] | None = None,
+    threshold: float | None = None,
+    gain: Gain = "linear",
+    ap_denominator: ApDenominator = "min_k",
+    empty: EmptyPolicy = "skip",
+    on_duplicate: DuplicatePolicy = "error",
+    validate: bool = True,
+) -> FrameT:
+    """Evaluate recommendations against truth, per user or as means, at one or many k.
+
+    Parameters
+    ----------
+    recs
+        Recommendations (polars DataFrame or LazyFrame, or pandas DataFrame): one row per
+        (user, item) shown, with a ``rank`` (1 = top) or a ``score`` (higher = better).
+        Without ``truth``, a long table that also carries ``relevance``, where a null rank
+        marks a relevant item that was not recommended.
+    truth
+        One row per (user, item) the user is known to like, with a numeric ``relevance``
+        >= 0. Any supported frame kind. Truth without the ``by`` columns applies to every
+        ``by`` group (e.g. the same test set for every model).
+    metrics
+        Names (``"ndcg"``, ``"map"`` as an alias of ``"ap"``) or names with a cutoff
+        (``"ndcg@10"``). Default: precision, recall, f1, hit_rate, mrr, ap, ndcg.
+    k
+        A cutoff or a list of them, for every metric named without one.
+    aggregate
+        ``False``: one row per evaluated user. ``True``: one row per ``by`` group with
+        ``n_users`` and the mean of every metric over the evaluated users.
+    user, item, rank, score, relevance
+        Column names; ``user`` may be a list (a composite key such as user + session).
+        Give ``score`` to derive ranks: score descending, ties broken by item ascending.
+    by
+        Columns (model, segment, fold) that split the evaluation into independent ones.
+    threshold
+        Relevance needed to count as relevant (``rel >= threshold``); default: ``rel > 0``.
+    gain
+        DCG gain: ``"linear"`` (default), ``"exponential"`` (2^rel - 1) or ``"binary"``.
+    ap_denominator
+        D in AP@k: ``"min_k"`` (default), ``"relevant"``, ``"hits"`` or ``"k"``.
+    empty
+        Users without a relevant item: ``"skip"`` (left out, default) or ``"zero"``.
+    on_duplicate
+        A repeated (user, item) row: ``"error"`` (default) or ``"first"`` (keep the
+        best-ranked recommendation, the highest-relevance truth row).
+    validate
+        Check values (nulls, negative relevance, bad or repeated ranks, duplicates)
+        before computing; for a LazyFrame this is one aggregate pass over the inputs.
+
+    Returns
+    -------
+    A frame of the kind of ``recs`` (a LazyFrame stays lazy) with the ``by`` and user
+    columns and one ``"<metric>@<k>"`` column per metric and cutoff, sorted by key; with
+    ``aggregate=True``, the ``by`` columns, ``n_users`` and the means.
+
+    Raises
+    ------
+    FrameMetricsError
+        (a ``ValueError``) for a missing column, a bad value or an unknown option; see
+        :mod:`frame_metrics.errors`.
+
+    Examples
+    --------
+    Spec example 1: liked {a, b, c, h, i, j}, recommended [a, b, c, d, e].
+
+    >>> import polars as pl
+    >>> import frame_metrics as fm
+    >>> recs = pl.DataFrame({"user": 1, "item": list("abcde"), "rank": range(1, 6)})
+    >>> truth = pl.DataFrame({"user": 1, "item": list("abchij"), "relevance": 1})
+    >>> fm.evaluate(recs, truth, metrics=["precision", "recall"], k=5)
+    shape: (1, 3)
+    ┌──────┬─────────────┬──────────┐
+    │ user ┆ precision@5 ┆ recall@5 │
+    │ ---  ┆ ---         ┆ ---      │
+    │ i32  ┆ f64         ┆ f64      │
+    ╞══════╪═════════════╪══════════╡
+    │ 1    ┆ 0.6         ┆ 0.5      │
+    └──────┴─────────────┴──────────┘
+
+    A user with no relevant item is left out of the means (``n_users`` says how many
+    counted); ``empty="zero"`` scores such a user 0 instead.
+
+    >>> recs2 = pl.concat([recs, recs.with_columns(user=pl.lit(2, pl.Int32))])
+    >>> fm.evaluate(recs2, truth, metrics="precision@5", aggregate=True)["n_users"].item()
+    1
+    >>> fm.evaluate(recs2, truth, metrics="precision@5", aggregate=True, empty="zero")
+    shape: (1, 2)
+    ┌─────────┬─────────────┐
+    │ n_users ┆ precision@5 │
+    │ ---     ┆ ---         │
+    │ i64     ┆ f64         │
+    ╞═════════╪═════════════╡
+    │ 2       ┆ 0.3         │
+    └─────────┴─────────────┘
+    """
+    request = engine.Request(
+        recs,
+        truth,
+        metrics=metrics,
+        k=k,
+        user=user,
+        item=item,
+        rank=rank,
+        score=score,
+        relevance=relevance,
+        by=by,
+        threshold=threshold,
+        gain=gain,
+        ap_denominator=ap_denominator,
+        empty=empty,
+        on_duplicate=on_duplicate,
+        validate=validate,
+    )
+    return cast("FrameT", engine.evaluate(request, aggregate=aggregate))
+
+
+def diagnose(recs: object, truth: object | None = None, **kwargs: Any) -> Diagnostics:
+    """Explain an evaluation: who was left out, scored zero, deduplicated or tied.
+
+    Takes the same arguments as :func:`evaluate` (``aggregate`` excepted) and always
+    computes eagerly.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import frame_metrics as fm
+    >>> recs = pl.DataFrame({"user": [1, 1, 2], "item": ["a", "b", "a"], "score": [0.9, 0.9, 0.5]})
+    >>> truth = pl.DataFrame({"user": [1, 3], "item": ["b", "c"], "relevance": [1, 1]})
+    >>> d = fm.diagnose(recs, truth, k=1, score="score")
+    >>> d.n_users, d.users_without_relevant, d.users_without_recommendations
+    (2, 1, 1)
+    >>> d.ties_at_cutoff   # user 1: "a" and "b" tie at 0.9, and "a" wins the tie
+    {1: 1}
+    """
+    kwargs.pop("aggregate", None)
+    unknown = sorted(set(kwargs) - set(_OPTION_DEFAULTS))
+    if unknown:
+        raise InvalidOptionError(
+            f"diagnose: expected keyword arguments among {', '.join(sorted(_OPTION_DEFAULTS))}, "
+            f"got {', '.join(unknown)}"
+        )
+    return engine.diagnose(engine.Request(recs, truth, **{**_OPTION_DEFAULTS, **kwargs}))
+
+
+# The keyword options of evaluate with their defaults, shared by diagnose.
+_OPTION_DEFAULTS: dict[str, Any] = {
+    name: p.default
+    for name, p in inspect.signature(evaluate).parameters.items()
+    if p.kind is inspect.Parameter.KEYWORD_ONLY and name != "aggregate"
+}

@@ -1,0 +1,73 @@
+"""The column names a call works with, validated once, up front."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from frame_metrics.errors import InvalidOptionError
+
+__all__ = ["Columns", "as_names"]
+
+
+def as_names(value: str | Sequence[str] | None, what: str) -> tuple[str, ...]:
+    """Normalise a column name or list of names to a tuple.
+
+    Examples
+    --------
+    >>> as_names(["user", "session"], "user")
+    ('user', 'session')
+    >>> as_names(3, "user")
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: user: expected a column name or a list of column names, got 3
+    """
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
+        names = tuple(value)
+        if len(set(names)) != len(names):
+            raise InvalidOptionError(f"{what}: expected distinct column names, got {list(names)!r}")
+        return names
+    raise InvalidOptionError(
+        f"{what}: expected a column name or a list of column names, got {value!r}"
+    )
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Which columns hold the user key, item, rank or score, relevance and groups.
+
+    ``user`` may be several columns (a composite key such as user + session); ``by``
+    columns split the evaluation into independent ones (model, segment, fold).
+    """
+
+    user: tuple[str, ...] = ("user",)
+    item: str = "item"
+    rank: str = "rank"
+    score: str | None = None
+    relevance: str = "relevance"
+    by: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.user:
+            raise InvalidOptionError("user: expected at least one column name, got an empty list")
+        for name in ("item", "rank", "relevance"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise InvalidOptionError(f"{name}: expected a column name, got {value!r}")
+        if self.score is not None and not isinstance(self.score, str):
+            raise InvalidOptionError(f"score: expected a column name or None, got {self.score!r}")
+        clash = set(self.user) & set(self.by)
+        if clash or self.item in self.user or self.item in self.by:
+            raise InvalidOptionError(
+                f"by: expected columns distinct from the user key and item, got user={list(self.user)!r}, "
+                f"item={self.item!r}, by={list(self.by)!r}"
+            )
+
+    @property
+    def keys(self) -> list[str]:
+        """The group key of one evaluated user: ``by`` columns, then the user key."""
+        return [*self.by, *self.user]

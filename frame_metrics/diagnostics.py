@@ -1,0 +1,53 @@
+"""What an evaluation left out, scored as zero, resolved or could not decide."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+__all__ = ["Diagnostics"]
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """Counts that explain an evaluation; nothing is dropped without showing up here.
+
+    Attributes
+    ----------
+    n_users
+        Users evaluated (with at least one relevant item), summed over ``by`` groups;
+        under ``empty="zero"`` also the users scored 0 for having none.
+    users_without_relevant
+        Users seen in the inputs with no relevant item: left out under ``empty="skip"``,
+        scored 0 under ``empty="zero"``.
+    users_without_recommendations
+        Evaluated users with no recommended item within the largest cutoff: scored 0.
+    duplicates_resolved
+        Rows dropped as repeated (user, item) pairs, per input frame (only non-zero
+        under ``on_duplicate="first"``; under ``"error"`` a repeat raises).
+    ties_at_cutoff
+        Per cutoff k, users whose k-th and (k+1)-th scores are equal, so the tie rule
+        (item ascending) decided what made the cut. Empty when ranks were given.
+    per_group
+        The user counts per ``by`` group (one row when there is no ``by``).
+    """
+
+    n_users: int
+    users_without_relevant: int
+    users_without_recommendations: int
+    duplicates_resolved: dict[str, int]
+    ties_at_cutoff: dict[int, int]
+    per_group: pl.DataFrame
+
+    def __str__(self) -> str:
+        lines = [
+            f"users evaluated:                        {self.n_users}",
+            f"users without a relevant item:          {self.users_without_relevant}",
+            f"users without recommendations (scored 0): {self.users_without_recommendations}",
+        ]
+        for frame, n in self.duplicates_resolved.items():
+            lines.append(f"duplicate rows resolved in {frame}: {n}")
+        for k, n in self.ties_at_cutoff.items():
+            lines.append(f"score ties straddling k={k}: {n}")
+        return "\n".join(lines)

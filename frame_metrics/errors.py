@@ -1,0 +1,71 @@
+"""Errors and warnings raised by frame_metrics.
+
+Every error is a :class:`ValueError` subclass, so ``except ValueError`` keeps working for
+callers that do not care which check failed, and each message says what was expected,
+what was found and, for columns, which columns exist.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+
+__all__ = [
+    "DuplicateRowsError",
+    "FrameMetricsError",
+    "InvalidOptionError",
+    "InvalidValueError",
+    "MissingColumnsError",
+    "UndefinedMetricWarning",
+]
+
+
+class FrameMetricsError(ValueError):
+    """Base class of every error raised for bad input."""
+
+
+class MissingColumnsError(FrameMetricsError):
+    """A column named by the caller is not in the frame.
+
+    Examples
+    --------
+    >>> raise MissingColumnsError("recs", ["usr"], ["user", "item", "rank"])
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.MissingColumnsError: recs: expected column 'usr' (did you mean 'user'?), not found; available columns: 'user', 'item', 'rank'
+    """
+
+    def __init__(self, frame: str, missing: Sequence[str], available: Sequence[str]) -> None:
+        self.frame = frame
+        self.missing = list(missing)
+        self.available = list(available)
+        parts = []
+        for name in self.missing:
+            hint = difflib.get_close_matches(name, self.available, n=1, cutoff=0.6)
+            suffix = f" (did you mean {hint[0]!r}?)" if hint else ""
+            parts.append(f"{name!r}{suffix}")
+        plural = "s" if len(parts) > 1 else ""
+        super().__init__(
+            f"{frame}: expected column{plural} {', '.join(parts)}, not found; "
+            f"available columns: {_quoted(self.available)}"
+        )
+
+
+class DuplicateRowsError(FrameMetricsError):
+    """The same (user, item) pair, or the same rank within a user, occurs more than once."""
+
+
+class InvalidValueError(FrameMetricsError):
+    """A column holds values the metrics cannot use (nulls in keys, negative relevance, ...)."""
+
+
+class InvalidOptionError(FrameMetricsError):
+    """A keyword argument has a value outside the accepted ones."""
+
+
+class UndefinedMetricWarning(UserWarning):
+    """A metric is undefined for some users and was handled by the empty-case policy."""
+
+
+def _quoted(names: Iterable[str]) -> str:
+    return ", ".join(repr(n) for n in names) or "(none)"

@@ -1,0 +1,11 @@
+"""Metric families; importing this package fills the registry."""
+
+from __future__ import annotations
+
+from frame_metrics.metrics import ranking as ranking
+from frame_metrics.metrics.registry import REGISTRY, Metric, resolve
+
+__all__ = ["REGISTRY", "Metric", "resolve"]
+
+#: Computed when ``metrics=`` is not given (dcg is unnormalised, so it is opt-in).
+DEFAULT_RANKING = ("precision", "recall", "f1", "hit_rate", "mrr", "ap", "ndcg")

@@ -1,0 +1,169 @@
+"""Ranking metrics (spec section 2): one registry entry each.
+
+Every builder reads one user's rows of the long table through a
+:class:`~frame_metrics.metrics.registry.RankingContext`; the empty-case policy is applied
+around it by the registry, so builders may assume the user has a relevant item.
+"""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+
+from frame_metrics.metrics.registry import (
+    HITS_AT_RANK,
+    IDEAL_POSITION,
+    Metric,
+    RankingContext,
+    UserCase,
+    register,
+)
+from frame_metrics.options import MetricOptions
+
+__all__: list[str] = []
+
+
+# --- precision, recall, f1, hit rate ------------------------------------------------------
+
+
+def _precision(ctx: RankingContext, k: int) -> pl.Expr:
+    # Divides by k even when fewer than k items were recommended (trec_eval, ranx, RecTools).
+    return ctx.hits(k) / k
+
+
+def _ref_precision(u: UserCase, k: int, o: MetricOptions) -> float:
+    return len(set(u.top(k)) & u.relevant(o)) / k
+
+
+def _recall(ctx: RankingContext, k: int) -> pl.Expr:
+    return ctx.hits(k) / ctx.n_relevant()
+
+
+def _ref_recall(u: UserCase, k: int, o: MetricOptions) -> float:
+    return len(set(u.top(k)) & u.relevant(o)) / len(u.relevant(o))
+
+
+def _f1(ctx: RankingContext, k: int) -> pl.Expr:
+    # 2PR/(P+R) = 2·hits/(k + |R|): the same value without a 0/0 when both are 0.
+    return 2.0 * ctx.hits(k) / (k + ctx.n_relevant())
+
+
+def _ref_f1(u: UserCase, k: int, o: MetricOptions) -> float:
+    p, r = _ref_precision(u, k, o), _ref_recall(u, k, o)
+    return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+
+def _hit_rate(ctx: RankingContext, k: int) -> pl.Expr:
+    return (ctx.hits(k) > 0).cast(pl.Float64)
+
+
+def _ref_hit_rate(u: UserCase, k: int, o: MetricOptions) -> float:
+    return 1.0 if set(u.top(k)) & u.relevant(o) else 0.0
+
+
+# --- reciprocal rank and average precision -------------------------------------------------
+
+
+def _mrr(ctx: RankingContext, k: int) -> pl.Expr:
+    hit = ctx.is_rel & ctx.in_k(k)
+    return pl.when(hit).then(1.0 / ctx.rank.cast(pl.Float64)).max().fill_null(0.0)
+
+
+def _ref_mrr(u: UserCase, k: int, o: MetricOptions) -> float:
+    rel = u.relevant(o)
+    for i in u.top(k):
+        if i in rel:
+            return 1.0 / u.ranks[i]
+    return 0.0
+
+
+def _ap(ctx: RankingContext, k: int) -> pl.Expr:
+    terms = pl.when(ctx.is_rel).then(ctx.hits_at_rank / ctx.rank.cast(pl.Float64)).otherwise(0.0)
+    total = ctx.sum_in_rank_order(terms, k)
+    denominator = {
+        "min_k": pl.min_horizontal(ctx.n_relevant(), pl.lit(k)),
+        "relevant": ctx.n_relevant(),
+        "hits": ctx.hits(k),
+        "k": pl.lit(k),
+    }[ctx.options.ap_denominator]
+    return pl.when(denominator > 0).then(total / denominator).otherwise(0.0)
+
+
+def _ref_ap(u: UserCase, k: int, o: MetricOptions) -> float:
+    rel = u.relevant(o)
+    hits, total = 0, 0.0
+    for i in u.top(k):
+        if i in rel:
+            hits += 1
+            total += hits / u.ranks[i]
+    d = {"min_k": min(len(rel), k), "relevant": len(rel), "hits": hits, "k": k}[o.ap_denominator]
+    return total / d if d else 0.0
+
+
+# --- discounted cumulative gain --------------------------------------------------------------
+
+
+def _dcg(ctx: RankingContext, k: int) -> pl.Expr:
+    return ctx.sum_in_rank_order(ctx.gain / ctx.discount(ctx.rank), k)
+
+
+def _idcg(ctx: RankingContext, k: int) -> pl.Expr:
+    # Built from ALL relevant truth items, recommended or not, best gains first.
+    return ctx.sum_in_ideal_order(ctx.gain / ctx.discount(ctx.ideal_position), k)
+
+
+def _ndcg(ctx: RankingContext, k: int) -> pl.Expr:
+    return _dcg(ctx, k) / _idcg(ctx, k)
+
+
+def _ref_gain(rel: float, o: MetricOptions) -> float:
+    gains: dict[str, float] = {"linear": rel, "exponential": 2.0**rel - 1.0, "binary": 1.0}
+    return gains[o.gain]
+
+
+def _ref_dcg(u: UserCase, k: int, o: MetricOptions) -> float:
+    rel = u.relevant(o)
+    return sum(
+        _ref_gain(u.relevance[i], o) / math.log2(u.ranks[i] + 1) for i in u.top(k) if i in rel
+    )
+
+
+def _ref_ndcg(u: UserCase, k: int, o: MetricOptions) -> float:
+    ideal = sorted((_ref_gain(u.relevance[i], o) for i in u.relevant(o)), reverse=True)[:k]
+    idcg = sum(g / math.log2(pos + 2) for pos, g in enumerate(ideal))
+    return _ref_dcg(u, k, o) / idcg
+
+
+register(Metric("precision", _precision, _ref_precision, "hits@k / k"))
+register(Metric("recall", _recall, _ref_recall, "hits@k / |R|"))
+register(Metric("f1", _f1, _ref_f1, "2·P@k·R@k / (P@k + R@k), 0 when both are 0"))
+register(Metric("hit_rate", _hit_rate, _ref_hit_rate, "1 if hits@k > 0 else 0"))
+register(Metric("mrr", _mrr, _ref_mrr, "1 / rank of the first relevant item in L[:k], else 0"))
+register(
+    Metric(
+        "ap",
+        _ap,
+        _ref_ap,
+        "(1/D)·Σ_{r<=k, L[r]∈R} hits@r / r, D set by ap_denominator (default min(|R|, k))",
+        features=frozenset({HITS_AT_RANK}),
+    )
+)
+register(
+    Metric(
+        "dcg",
+        _dcg,
+        _ref_dcg,
+        "Σ_{r<=k} gain(rel(L[r])) / log2(r + 1)",
+        bounds=(0.0, None),
+    )
+)
+register(
+    Metric(
+        "ndcg",
+        _ndcg,
+        _ref_ndcg,
+        "dcg@k / idcg@k, idcg from all relevant items",
+        features=frozenset({IDEAL_POSITION}),
+    )
+)

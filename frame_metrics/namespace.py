@@ -1,0 +1,114 @@
+"""The ``.recmetrics`` namespace: a thin forwarder to :mod:`frame_metrics.api`.
+
+Registered on ``polars.DataFrame`` and ``polars.LazyFrame`` at import, and on
+``pandas.DataFrame`` as soon as pandas is imported (before or after this package).
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import polars as pl
+
+from frame_metrics import api
+from frame_metrics.diagnostics import Diagnostics
+from frame_metrics.metrics.registry import ALIASES, REGISTRY, resolve
+
+__all__ = ["NAMESPACE", "RecMetricsNamespace", "register_all"]
+
+NAMESPACE = "recmetrics"
+
+
+class RecMetricsNamespace:
+    """Recommender metrics on this frame: ``frame.recmetrics.<method>``.
+
+    ``evaluate`` and ``diagnostics`` take the arguments of :func:`frame_metrics.evaluate`;
+    every registered metric is also a method (``ndcg``, ``recall``, ``map`` ...) that
+    computes that one metric, per user unless ``aggregate=True``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import frame_metrics
+    >>> recs = pl.DataFrame({"user": [1, 1], "item": ["a", "b"], "rank": [1, 2]})
+    >>> truth = pl.DataFrame({"user": [1], "item": ["b"], "relevance": [1]})
+    >>> recs.recmetrics.mrr(truth, k=2)["mrr@2"].item()
+    0.5
+    >>> recs.lazy().recmetrics.evaluate(truth, metrics="hit_rate@1").collect()["hit_rate@1"].item()
+    0.0
+    """
+
+    def __init__(self, frame: Any) -> None:
+        self._frame = frame
+
+    def evaluate(self, truth: object | None = None, **kwargs: Any) -> Any:
+        """Evaluate this frame's recommendations; see :func:`frame_metrics.evaluate`."""
+        return api.evaluate(self._frame, truth, **kwargs)
+
+    def diagnostics(self, truth: object | None = None, **kwargs: Any) -> Diagnostics:
+        """Explain the evaluation; see :func:`frame_metrics.diagnose`."""
+        return api.diagnose(self._frame, truth, **kwargs)
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name not in REGISTRY and name not in ALIASES:
+            raise AttributeError(f"{NAMESPACE!r} namespace has no attribute {name!r}")
+        metric = resolve(name)
+        frame = self._frame
+
+        def one_metric(truth: object | None = None, **kwargs: Any) -> Any:
+            return api.evaluate(frame, truth, metrics=[name], **kwargs)
+
+        one_metric.__name__ = name
+        one_metric.__doc__ = f"``{metric.name}@k`` ({metric.formula}); see frame_metrics.evaluate."
+        return one_metric
+
+    def __dir__(self) -> list[str]:
+        return sorted([*super().__dir__(), *REGISTRY, *ALIASES])
+
+
+def _register_pandas(pandas: ModuleType) -> None:
+    if NAMESPACE not in getattr(pandas.DataFrame, "_accessors", set()):
+        pandas.api.extensions.register_dataframe_accessor(NAMESPACE)(RecMetricsNamespace)
+
+
+class _PandasImportHook(importlib.abc.MetaPathFinder):
+    """Registers the pandas accessor right after pandas is imported, if it ever is.
+
+    Importing pandas only to register an accessor would cost polars-only users a
+    fraction of a second at every start; this hook costs nothing until pandas loads.
+    """
+
+    def find_spec(
+        self, fullname: str, path: Any, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != "pandas":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        original_exec = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            original_exec(module)
+            _register_pandas(module)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def register_all() -> None:
+    """Register the namespace on polars now and on pandas now or when it is imported."""
+    for register in (pl.api.register_dataframe_namespace, pl.api.register_lazyframe_namespace):
+        register(NAMESPACE)(RecMetricsNamespace)
+    pandas = sys.modules.get("pandas")
+    if pandas is not None and hasattr(pandas, "DataFrame"):
+        _register_pandas(pandas)
+    elif not any(isinstance(f, _PandasImportHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, _PandasImportHook())

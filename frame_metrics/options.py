@@ -1,0 +1,117 @@
+"""The metric options and cutoffs, validated once, up front.
+
+Validation is declarative: :data:`CHOICES` lists the accepted values of every string
+option, so a new variant is one new entry there plus its meaning in the metric that
+reads it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from frame_metrics.errors import InvalidOptionError
+
+__all__ = ["CHOICES", "MetricOptions", "validate_k"]
+
+Gain = Literal["linear", "exponential", "binary"]
+ApDenominator = Literal["min_k", "relevant", "hits", "k"]
+EmptyPolicy = Literal["skip", "zero"]
+DuplicatePolicy = Literal["error", "first"]
+
+#: The accepted values of every string option, first one the default.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "gain": ("linear", "exponential", "binary"),
+    "ap_denominator": ("min_k", "relevant", "hits", "k"),
+    "empty": ("skip", "zero"),
+    "on_duplicate": ("error", "first"),
+}
+
+
+def _check_choice(name: str, value: object) -> None:
+    allowed = CHOICES[name]
+    if not isinstance(value, str) or value not in allowed:
+        raise InvalidOptionError(
+            f"{name}: expected one of {', '.join(repr(a) for a in allowed)}, got {value!r}"
+        )
+
+
+@dataclass(frozen=True)
+class MetricOptions:
+    """How relevance, gains, AP and empty cases are treated (see the spec, sections 2-4).
+
+    Parameters
+    ----------
+    threshold
+        Relevance an item needs to count as relevant (``rel >= threshold``); ``None``
+        means any positive relevance.
+    gain
+        DCG gain: ``"linear"`` (rel), ``"exponential"`` (2^rel - 1) or ``"binary"`` (1).
+    ap_denominator
+        The D in AP@k: ``"min_k"`` = min(|R|, k), ``"relevant"`` = |R|,
+        ``"hits"`` = hits@k, ``"k"`` = k.
+    empty
+        Users with no relevant item: ``"skip"`` leaves them out, ``"zero"`` scores them 0.
+    on_duplicate
+        A repeated (user, item) row: ``"error"`` raises, ``"first"`` keeps the
+        best-ranked recommendation and the highest-relevance truth row.
+
+    Examples
+    --------
+    >>> MetricOptions(gain="exponential").gain
+    'exponential'
+    >>> MetricOptions(gain="log")
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: gain: expected one of 'linear', 'exponential', 'binary', got 'log'
+    >>> MetricOptions(threshold=0)
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: threshold: expected a finite number > 0 or None, got 0
+    """
+
+    threshold: float | None = None
+    gain: Gain = "linear"
+    ap_denominator: ApDenominator = "min_k"
+    empty: EmptyPolicy = "skip"
+    on_duplicate: DuplicatePolicy = "error"
+
+    def __post_init__(self) -> None:
+        t = self.threshold
+        if t is not None and (
+            isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0
+        ):
+            # 0 would make every recommended item relevant (absent items have rel 0).
+            raise InvalidOptionError(f"threshold: expected a finite number > 0 or None, got {t!r}")
+        for name in CHOICES:
+            _check_choice(name, getattr(self, name))
+
+
+def validate_k(k: int | Iterable[int] | None, *, required: bool = True) -> tuple[int, ...]:
+    """Return the cutoffs as a sorted tuple of distinct ints >= 1.
+
+    Examples
+    --------
+    >>> validate_k([10, 5, 10])
+    (5, 10)
+    >>> validate_k(0)
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: k: expected an int >= 1 or a list of them, got 0
+    """
+    if k is None:
+        if required:
+            raise InvalidOptionError("k: expected an int >= 1 or a list of them, got None")
+        return ()
+    values: list[object] = (
+        list(k) if isinstance(k, Iterable) and not isinstance(k, (str, bytes)) else [k]
+    )
+    if not values:
+        raise InvalidOptionError("k: expected an int >= 1 or a list of them, got an empty list")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            shown = v if len(values) > 1 or not isinstance(k, Iterable) else k
+            raise InvalidOptionError(f"k: expected an int >= 1 or a list of them, got {shown!r}")
+    return tuple(sorted({int(v) for v in values}))  # type: ignore[call-overload]

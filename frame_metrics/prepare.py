@@ -1,0 +1,323 @@
+"""Recommendations (+ truth) → the spec's long table, checked before any work is done.
+
+The long table has the key columns (``by`` + user), the item, ``RANK`` (null for a relevant
+item that was not recommended) and ``REL`` (0 for a recommended item absent from truth).
+Rows ranked below the largest cutoff never reach it: they cannot change any metric, and
+dropping them first is what keeps evaluation cheap on long recommendation lists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from frame_metrics.columns import Columns
+from frame_metrics.errors import InvalidValueError, MissingColumnsError
+from frame_metrics.options import MetricOptions
+from frame_metrics.validation import (
+    CheckedFrame,
+    duplicate_check,
+    nan_check,
+    negative_check,
+    nonintegral_check,
+    null_checks,
+    rank_below_one_check,
+)
+
+__all__ = ["RANK", "REL", "Prepared", "prepare"]
+
+RANK = "_fm_rank"
+REL = "_fm_rel"
+_SCORE = "_fm_score"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The long table plus what the engine and diagnostics need beside it."""
+
+    long: pl.LazyFrame
+    #: Every evaluated-or-not key (by + user) seen in the inputs; for ``empty="zero"``.
+    all_keys: pl.LazyFrame
+    #: Rows of recommendations and truth dropped as duplicates under ``on_duplicate="first"``.
+    duplicates: pl.LazyFrame
+    #: Per key and cutoff k, whether the k-th and (k+1)-th scores tie (score input only).
+    ties: pl.LazyFrame | None
+    #: Value checks of the inputs, run by the engine together with the result.
+    checks: list[CheckedFrame]
+
+
+def _require(frame: pl.LazyFrame, label: str, names: list[str]) -> pl.Schema:
+    schema = frame.collect_schema()
+    missing = [n for n in names if n not in schema]
+    if missing:
+        raise MissingColumnsError(label, missing, list(schema.names()))
+    return schema
+
+
+def _require_dtype(label: str, column: str, dtype: pl.DataType, expected: str) -> None:
+    ok = {
+        "numeric": dtype.is_numeric() or dtype == pl.Boolean,
+        "integer": dtype.is_integer() or dtype.is_float(),
+    }[expected]
+    if not ok:
+        raise InvalidValueError(
+            f"{label}: expected column {column!r} to hold {expected} values, found dtype {dtype}"
+        )
+
+
+def _align_key_dtypes(
+    recs: pl.LazyFrame, truth: pl.LazyFrame, names: list[str]
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Give join keys one dtype on both sides, or say clearly why they cannot be joined."""
+    rs, ts = recs.collect_schema(), truth.collect_schema()
+    casts: dict[str, pl.DataType] = {}
+    for name in names:
+        a, b = rs[name], ts[name]
+        if a == b:
+            continue
+        if a.is_integer() and b.is_integer():
+            casts[name] = pl.Int64()
+        elif a.is_numeric() and b.is_numeric():
+            # pandas stores an integer id column holding a null as float64.
+            casts[name] = pl.Float64()
+        elif {type(a), type(b)} <= {pl.String, pl.Categorical, pl.Enum}:
+            casts[name] = pl.String()
+        else:
+            raise InvalidValueError(
+                f"recs and truth: expected column {name!r} to have the same kind of dtype in both "
+                f"frames, found {a} in recs and {b} in truth"
+            )
+    if not casts:
+        return recs, truth
+    exprs = [pl.col(n).cast(t) for n, t in casts.items()]
+    return recs.with_columns(exprs), truth.with_columns(exprs)
+
+
+def _dedup_hint(policy: str, keep: str) -> str:
+    return "" if policy != "error" else f" (pass on_duplicate='first' to keep the {keep} row)"
+
+
+def prepare(
+    recs: pl.LazyFrame,
+    truth: pl.LazyFrame | None,
+    columns: Columns,
+    options: MetricOptions,
+    max_k: int,
+    *,
+    validate: bool = True,
+    tie_cutoffs: tuple[int, ...] = (),
+) -> Prepared:
+    """Build the long table from recommendations and truth, or from a long table alone."""
+    if truth is None:
+        return _prepare_long(recs, columns, options, max_k, validate=validate)
+    return _prepare_pair(
+        recs, truth, columns, options, max_k, validate=validate, tie_cutoffs=tie_cutoffs
+    )
+
+
+def _prepare_pair(
+    recs: pl.LazyFrame,
+    truth: pl.LazyFrame,
+    columns: Columns,
+    options: MetricOptions,
+    max_k: int,
+    *,
+    validate: bool,
+    tie_cutoffs: tuple[int, ...],
+) -> Prepared:
+    c = columns
+    order_col = c.score if c.score is not None else c.rank
+    rs = _require(recs, "recs", [*c.keys, c.item, order_col])
+    truth_by = [b for b in c.by if b in truth.collect_schema()]
+    ts = _require(truth, "truth", [*c.user, *truth_by, c.item, c.relevance])
+    if c.score is not None:
+        _require_dtype("recs", c.score, rs[c.score], "numeric")
+    else:
+        _require_dtype("recs", c.rank, rs[c.rank], "integer")
+    _require_dtype("truth", c.relevance, ts[c.relevance], "numeric")
+    join_keys = [*c.user, *truth_by, c.item]
+    recs, truth = _align_key_dtypes(recs, truth, join_keys)
+
+    keys, item = c.keys, c.item
+    if c.score is not None:
+        # Rank from score: score descending, ties by item ascending (spec section 4).
+        ranked = recs.select(*keys, item, pl.col(c.score).cast(pl.Float64).alias(_SCORE))
+        if options.on_duplicate == "first":
+            ranked = ranked.group_by([*keys, item]).agg(pl.col(_SCORE).max())
+        ranked = ranked.with_columns(
+            pl.int_range(1, pl.len() + 1, dtype=pl.Int64)
+            .over(keys, order_by=[-pl.col(_SCORE), pl.col(item)])
+            .alias(RANK)
+        )
+        scan_k = max_k + 1 if tie_cutoffs else max_k
+        top = ranked.filter(pl.col(RANK) <= scan_k)
+        ties = _ties(top, keys, tie_cutoffs) if tie_cutoffs else None
+        top = top.filter(pl.col(RANK) <= max_k).select(*keys, item, RANK)
+        recs_checks = [
+            *null_checks([*keys, item, c.score], "key"),
+            *nan_check(c.score, rs[c.score]),  # a NaN score has no place in a ranking
+        ]
+        recs_check_frame = recs
+        recs_dup_frame = recs
+    else:
+        ties = None
+        top = recs.filter(pl.col(c.rank) <= max_k).select(
+            *keys, item, pl.col(c.rank).cast(pl.Int64).alias(RANK)
+        )
+        recs_checks = [
+            *null_checks([*keys, item, c.rank], "key"),
+            rank_below_one_check(c.rank),
+            *nonintegral_check(c.rank, rs[c.rank]),
+        ]
+        recs_check_frame = recs
+        # Repeats beyond the largest cutoff cannot change a metric; checking only the
+        # rows within it keeps the (hash-based) duplicate checks cheap.
+        recs_dup_frame = recs.filter(pl.col(c.rank) <= max_k)
+        if options.on_duplicate == "first":
+            top = top.group_by([*keys, item]).agg(pl.col(RANK).min())
+
+    truth_rows = truth.select(
+        *c.user, *truth_by, item, pl.col(c.relevance).cast(pl.Float64).alias(REL)
+    )
+    if options.on_duplicate == "first":
+        truth_rows = truth_rows.group_by(join_keys).agg(pl.col(REL).max())
+
+    checks: list[CheckedFrame] = []
+    if validate:
+        dup_checks = []
+        if options.on_duplicate == "error":
+            dup_checks.append(
+                duplicate_check(
+                    [*keys, item],
+                    "(user, item) pair",
+                    _dedup_hint(options.on_duplicate, "best-ranked"),
+                )
+            )
+        rank_checks = []
+        if c.score is None:
+            rank_checks = [duplicate_check([*keys, c.rank], "rank within a user", "")]
+        show_recs = [*keys, item, order_col]
+        show_truth = [*c.user, *truth_by, item, c.relevance]
+        truth_checks = [
+            *null_checks([*c.user, *truth_by, item], "key"),
+            *null_checks([c.relevance], "relevance"),
+            negative_check(c.relevance),
+            *nan_check(c.relevance, ts[c.relevance]),
+        ]
+        if options.on_duplicate == "error":
+            truth_checks.append(
+                duplicate_check(
+                    join_keys,
+                    "(user, item) pair",
+                    _dedup_hint(options.on_duplicate, "highest-relevance"),
+                )
+            )
+        checks = [
+            CheckedFrame("recs", recs_check_frame, recs_checks, show_recs),
+            CheckedFrame("recs", recs_dup_frame, [*rank_checks, *dup_checks], show_recs),
+            CheckedFrame("truth", truth, truth_checks, show_truth),
+        ]
+
+    missing_by = [b for b in c.by if b not in truth_by]
+    if missing_by:
+        # Truth without the by columns applies to every group (e.g. every model): each
+        # group is judged on all truth users, recommended to or not.
+        groups = recs.select(missing_by).unique()
+        truth_rows = truth_rows.join(groups, how="cross")
+    long = top.join(
+        truth_rows.select(*keys, item, REL), on=[*keys, item], how="full", coalesce=True
+    ).with_columns(pl.col(REL).fill_null(0.0))
+
+    all_keys = pl.concat(
+        [recs.select(keys), truth_rows.select(keys)], how="vertical_relaxed"
+    ).unique()
+    dup_counts = _duplicates_dropped(recs, truth, c, max_k, join_keys)
+    return Prepared(long, all_keys, dup_counts, ties, checks)
+
+
+def _duplicates_dropped(
+    recs: pl.LazyFrame,
+    truth: pl.LazyFrame,
+    c: Columns,
+    max_k: int,
+    join_keys: list[str],
+) -> pl.LazyFrame:
+    """Rows that ``on_duplicate='first'`` drops, per frame (0 under ``'error'``)."""
+    if c.score is None:
+        recs = recs.filter(pl.col(c.rank) <= max_k)
+    recs_dups = recs.select(pl.len() - pl.struct([*c.keys, c.item]).n_unique())
+    truth_dups = truth.select(pl.len() - pl.struct(join_keys).n_unique())
+    return pl.concat(
+        [
+            recs_dups.select(
+                pl.lit("recs").alias("frame"), pl.all().cast(pl.Int64).alias("rows_dropped")
+            ),
+            truth_dups.select(
+                pl.lit("truth").alias("frame"), pl.all().cast(pl.Int64).alias("rows_dropped")
+            ),
+        ]
+    )
+
+
+def _ties(top: pl.LazyFrame, keys: list[str], cutoffs: tuple[int, ...]) -> pl.LazyFrame:
+    """Keys whose k-th and (k+1)-th scores are equal: the tie rule decided who made the cut."""
+    return top.group_by(keys).agg(
+        (
+            (pl.col(_SCORE).filter(pl.col(RANK) == k).first())
+            == (pl.col(_SCORE).filter(pl.col(RANK) == k + 1).first())
+        )
+        .fill_null(False)
+        .alias(f"tie@{k}")
+        for k in cutoffs
+    )
+
+
+def _prepare_long(
+    long: pl.LazyFrame,
+    columns: Columns,
+    options: MetricOptions,
+    max_k: int,
+    *,
+    validate: bool,
+) -> Prepared:
+    c = columns
+    keys, item = c.keys, c.item
+    schema = _require(long, "long table", [*keys, item, c.rank, c.relevance])
+    _require_dtype("long table", c.rank, schema[c.rank], "integer")
+    _require_dtype("long table", c.relevance, schema[c.relevance], "numeric")
+    checked: list[CheckedFrame] = []
+    if validate:
+        checks = [
+            *null_checks([*keys, item], "key"),
+            negative_check(c.relevance),
+            *nan_check(c.relevance, schema[c.relevance]),
+            rank_below_one_check(c.rank),
+            *nonintegral_check(c.rank, schema[c.rank]),
+            duplicate_check([*keys, c.rank], "rank within a user", ""),
+        ]
+        if options.on_duplicate == "error":
+            checks.append(
+                duplicate_check(
+                    [*keys, item], "(user, item) pair", _dedup_hint("error", "best-ranked")
+                )
+            )
+        checked = [CheckedFrame("long table", long, checks, [*keys, item, c.rank, c.relevance])]
+    rows = long.select(
+        *keys,
+        item,
+        pl.col(c.rank).cast(pl.Int64).alias(RANK),
+        pl.col(c.relevance).cast(pl.Float64).fill_null(0.0).alias(REL),
+    )
+    dups = rows.select(
+        pl.lit("long table").alias("frame"),
+        (pl.len() - pl.struct([*keys, item]).n_unique()).cast(pl.Int64).alias("rows_dropped"),
+    )
+    if options.on_duplicate == "first":
+        rows = rows.sort(RANK, nulls_last=True).unique(
+            subset=[*keys, item], keep="first", maintain_order=True
+        )
+    # Keep what can matter: ranked within the cutoff, or relevant (for |R| and the IDCG).
+    rows = rows.filter((pl.col(RANK) <= max_k) | (pl.col(REL) > 0))
+    all_keys = long.select(keys).unique()
+    return Prepared(rows, all_keys, dups, None, checked)

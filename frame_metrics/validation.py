@@ -1,0 +1,160 @@
+"""Checks of values, declared as a table and run in one pass before any metric is computed.
+
+Each :class:`Check` counts offending rows with an expression; all counts of all frames
+are collected together (``pl.collect_all``), and only when one is non-zero is a second,
+small query run to show an example row in the error message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from frame_metrics.errors import DuplicateRowsError, FrameMetricsError, InvalidValueError
+
+if TYPE_CHECKING:
+    from polars._typing import EngineType
+
+__all__ = [
+    "Check",
+    "CheckedFrame",
+    "duplicate_check",
+    "nan_check",
+    "negative_check",
+    "nonintegral_check",
+    "null_checks",
+    "rank_below_one_check",
+    "run_checks",
+]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One rule: ``count`` offending rows; ``offending`` selects them for an example."""
+
+    count: pl.Expr
+    offending: pl.Expr
+    error: type[FrameMetricsError]
+    message: str  # formatted with n= and example=
+
+
+@dataclass(frozen=True)
+class CheckedFrame:
+    """A frame, the label used in messages, and the checks to run on it."""
+
+    label: str
+    frame: pl.LazyFrame
+    checks: Sequence[Check]
+    show: Sequence[str]  # columns printed in an example
+
+
+def null_checks(columns: Sequence[str], role: str) -> list[Check]:
+    """No nulls in the given columns."""
+    return [
+        Check(
+            pl.col(c).null_count(),
+            pl.col(c).is_null(),
+            InvalidValueError,
+            f"expected no nulls in {role} column {c!r}, found {{n}} null row(s), e.g. {{example}}",
+        )
+        for c in columns
+    ]
+
+
+def negative_check(column: str) -> Check:
+    """Relevance must be >= 0."""
+    return Check(
+        (pl.col(column) < 0).sum(),
+        pl.col(column) < 0,
+        InvalidValueError,
+        f"expected relevance >= 0 in column {column!r}, found {{n}} negative value(s), "
+        "e.g. {example}",
+    )
+
+
+def nan_check(column: str, dtype: pl.DataType) -> list[Check]:
+    """A float column must hold numbers: NaN is neither a relevance nor a score."""
+    if not dtype.is_float():
+        return []
+    return [
+        Check(
+            pl.col(column).is_nan().sum(),
+            pl.col(column).is_nan(),
+            InvalidValueError,
+            f"expected numbers in column {column!r}, found {{n}} NaN value(s), e.g. {{example}}",
+        )
+    ]
+
+
+def rank_below_one_check(column: str) -> Check:
+    """Ranks start at 1."""
+    return Check(
+        (pl.col(column) < 1).sum(),
+        pl.col(column) < 1,
+        InvalidValueError,
+        f"expected ranks >= 1 in column {column!r} (1 = top), found {{n}} rank(s) below 1, "
+        "e.g. {example}",
+    )
+
+
+def nonintegral_check(column: str, dtype: pl.DataType) -> list[Check]:
+    """A float rank column must hold whole numbers (NaN included in the count)."""
+    if not dtype.is_float():
+        return []
+    bad = (pl.col(column) != pl.col(column).floor()) | pl.col(column).is_nan()
+    return [
+        Check(
+            bad.sum(),
+            bad,
+            InvalidValueError,
+            f"expected integer ranks in column {column!r}, found {{n}} non-integer value(s), "
+            "e.g. {example}",
+        )
+    ]
+
+
+def duplicate_check(key: Sequence[str], what: str, hint: str) -> Check:
+    """The columns in ``key`` identify at most one row (null keys are not compared)."""
+    dup = pl.struct(list(key)).is_duplicated() & pl.all_horizontal(
+        pl.col(c).is_not_null() for c in key
+    )
+    return Check(
+        dup.sum(),
+        dup,
+        DuplicateRowsError,
+        f"expected one row per {what}, found {{n}} rows that repeat one, e.g. {{example}}{hint}",
+    )
+
+
+def _describe(row: dict[str, object]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in row.items()) or "(no columns)"
+
+
+def run_checks(
+    frames: Sequence[CheckedFrame],
+    *,
+    with_queries: Sequence[pl.LazyFrame] = (),
+    engine: EngineType = "auto",
+) -> list[pl.DataFrame]:
+    """Run every check of every frame in one batch; raise the first failure found.
+
+    ``with_queries`` are collected in the same batch, so a result and the checks of its
+    inputs share one pass over the data (polars shares common subplans in
+    ``collect_all``); their frames are returned only when every check passed.
+    """
+    checked = [cf for cf in frames if cf.checks]
+    queries = [
+        cf.frame.select(c.count.cast(pl.Int64).alias(f"c{i}") for i, c in enumerate(cf.checks))
+        for cf in checked
+    ]
+    results = pl.collect_all([*queries, *with_queries], engine=engine)
+    for cf, counts_frame in zip(checked, results, strict=False):
+        for check, n in zip(cf.checks, counts_frame.row(0), strict=True):
+            if n:
+                example = cf.frame.filter(check.offending).select(cf.show).head(1).collect()
+                shown = _describe(example.row(0, named=True)) if example.height else "(none)"
+                raise check.error(f"{cf.label}: " + check.message.format(n=n, example=shown))
+    return results[len(queries) :]

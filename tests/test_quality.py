@@ -1,0 +1,36 @@
+"""ruff and mypy --strict are part of the test run, so CI fails on either."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CODE = [d for d in ("frame_metrics", "tests", "bench") if (ROOT / d).is_dir()]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [sys.executable, "-m", "ruff", "check", *CODE],
+        [sys.executable, "-m", "ruff", "format", "--check", *CODE],
+        [sys.executable, "-m", "mypy", "--strict", "frame_metrics"],
+    ],
+    ids=["ruff-check", "ruff-format", "mypy-strict"],
+)
+def test_tool_is_clean(command: list[str]) -> None:
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_module_has_future_annotations() -> None:
+    for path in [
+        *ROOT.glob("frame_metrics/**/*.py"),
+        *ROOT.glob("tests/*.py"),
+        *ROOT.glob("bench/*.py"),
+    ]:
+        text = path.read_text()
+        assert "from __future__ import annotations" in text, path
