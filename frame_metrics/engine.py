@@ -16,12 +16,8 @@ from frame_metrics.columns import Columns, as_names
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.frames import Source, to_lazy
 from frame_metrics.metrics import DEFAULT_RANKING
-from frame_metrics.metrics.registry import (
-    Metric,
-    RankingContext,
-    add_row_features,
-    resolve_requests,
-)
+from frame_metrics.metrics.context import RankingContext, add_row_features, engine_context
+from frame_metrics.metrics.registry import Metric, resolve_requests
 from frame_metrics.options import (
     ApDenominator,
     DuplicatePolicy,
@@ -115,10 +111,9 @@ class Request:
 def per_user_plan(request: Request, prepared: Prepared) -> pl.LazyFrame:
     """One row per evaluated user: key columns and one column per metric@k."""
     keys = request.columns.keys
-    features = frozenset().union(*(m.features for m, _ in request.requests))
-    ctx = RankingContext.from_features(RANK, REL, request.options)
+    ctx = engine_context(RANK, REL, request.options, request.max_k)
     aggs = [ctx.n_relevant().alias(_N_REL), *(m.expr(ctx, k) for m, k in request.requests)]
-    long = add_row_features(prepared.long, keys, ctx, RANK, REL, features)
+    long = add_row_features(prepared.long, keys, ctx, REL)
     scored = long.group_by(keys).agg(aggs)
     cols = request.metric_columns
     if request.options.empty == "skip":

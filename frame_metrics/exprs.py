@@ -41,7 +41,8 @@ from typing import Any
 import polars as pl
 
 from frame_metrics.errors import InvalidOptionError
-from frame_metrics.metrics.registry import ALIASES, REGISTRY, RankingContext, resolve
+from frame_metrics.metrics.context import RankingContext
+from frame_metrics.metrics.registry import ALIASES, REGISTRY, resolve
 from frame_metrics.options import MetricOptions
 
 __all__ = ["metric"]  # and one function per registered metric, via __getattr__

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import frame_metrics as fm
+from frame_metrics.metrics.context import PIVOT_MAX_K
 from frame_metrics.metrics.registry import REGISTRY, UserCase
 from frame_metrics.options import CHOICES, MetricOptions
 from tests.conftest import CONSTRUCTORS, Constructor, to_polars
@@ -121,25 +122,27 @@ def assert_matches(got: pl.DataFrame, expected: dict[int, dict[str, float]]) -> 
 
 
 KS = [1, 3, 5, 10]
+# A cutoff above PIVOT_MAX_K switches the engine from per-rank sums to running sums.
+KS_RUNNING = [1, 3, PIVOT_MAX_K + 1]
 
 
 @settings(max_examples=150, deadline=None)
-@given(table=tables(), options=options_strategy)
-def test_evaluate_matches_reference(table: Table, options: MetricOptions) -> None:
-    expected = expected_per_user(table, KS, options)
+@given(table=tables(), options=options_strategy, ks=st.sampled_from([KS, KS_RUNNING]))
+def test_evaluate_matches_reference(table: Table, options: MetricOptions, ks: list[int]) -> None:
+    expected = expected_per_user(table, ks, options)
     got = fm.evaluate(
-        table.recs(), table.truth(), metrics=list(REGISTRY), k=KS, **option_kwargs(options)
+        table.recs(), table.truth(), metrics=list(REGISTRY), k=ks, **option_kwargs(options)
     )
     assert_matches(got, expected)
     # The long-table input gives the same numbers.
-    got_long = fm.evaluate(table.long(), metrics=list(REGISTRY), k=KS, **option_kwargs(options))
+    got_long = fm.evaluate(table.long(), metrics=list(REGISTRY), k=ks, **option_kwargs(options))
     assert_matches(got_long, expected)
     # The aggregate is the plain mean over evaluated users.
     agg = fm.evaluate(
         table.recs(),
         table.truth(),
         metrics=list(REGISTRY),
-        k=KS,
+        k=ks,
         aggregate=True,
         **option_kwargs(options),
     )
@@ -178,23 +181,28 @@ def _relabel(df: pl.DataFrame) -> pl.DataFrame:
 
 
 @settings(max_examples=60, deadline=None)
-@given(table=tables(), seed=st.integers(0, 2**16), options=options_strategy)
+@given(
+    table=tables(),
+    seed=st.integers(0, 2**16),
+    options=options_strategy,
+    ks=st.sampled_from([KS, KS_RUNNING]),
+)
 def test_invariant_to_row_order_and_relabelling(
-    table: Table, seed: int, options: MetricOptions
+    table: Table, seed: int, options: MetricOptions, ks: list[int]
 ) -> None:
     kwargs = option_kwargs(options)
     recs, truth = table.recs(), table.truth()
-    base = fm.evaluate(recs, truth, metrics=list(REGISTRY), k=KS, **kwargs)
+    base = fm.evaluate(recs, truth, metrics=list(REGISTRY), k=ks, **kwargs)
     shuffled = fm.evaluate(
         recs.sample(fraction=1.0, shuffle=True, seed=seed),
         truth.sample(fraction=1.0, shuffle=True, seed=seed + 1),
         metrics=list(REGISTRY),
-        k=KS,
+        k=ks,
         **kwargs,
     )
     assert shuffled.equals(base)
     relabelled = fm.evaluate(
-        _relabel(recs), _relabel(truth), metrics=list(REGISTRY), k=KS, **kwargs
+        _relabel(recs), _relabel(truth), metrics=list(REGISTRY), k=ks, **kwargs
     )
     if base.is_empty():
         assert relabelled.is_empty()
@@ -207,17 +215,23 @@ def test_invariant_to_row_order_and_relabelling(
     assert back.sort("user").equals(base)
 
 
+@pytest.mark.parametrize("ks", [KS, KS_RUNNING], ids=["pivot", "running"])
+@pytest.mark.parametrize("engine", ["in-memory", "streaming"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_every_frame_kind_agrees_exactly(seed: int) -> None:
+def test_every_frame_kind_agrees_exactly(
+    seed: int, engine: str, ks: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Exact agreement across frame kinds, polars engines and repeated runs."""
+    monkeypatch.setattr(fm.engine, "DEFAULT_ENGINE", engine)
     table = tables().example() if seed < 0 else _seeded_table(seed)
     results = []
-    for make in CONSTRUCTORS.values():
+    for make in [*CONSTRUCTORS.values(), CONSTRUCTORS["polars"]]:
         for aggregate in (False, True):
             out = fm.evaluate(
                 make(table.recs()),
                 make(table.truth()),
                 metrics=list(REGISTRY),
-                k=KS,
+                k=ks,
                 aggregate=aggregate,
             )
             results.append((aggregate, to_polars(out)))

@@ -1,7 +1,7 @@
 """Ranking metrics (spec section 2): one registry entry each.
 
 Every builder reads one user's rows of the long table through a
-:class:`~frame_metrics.metrics.registry.RankingContext`; the empty-case policy is applied
+:class:`~frame_metrics.metrics.context.RankingContext`; the empty-case policy is applied
 around it by the registry, so builders may assume the user has a relevant item.
 """
 
@@ -11,14 +11,8 @@ import math
 
 import polars as pl
 
-from frame_metrics.metrics.registry import (
-    HITS_AT_RANK,
-    IDEAL_POSITION,
-    Metric,
-    RankingContext,
-    UserCase,
-    register,
-)
+from frame_metrics.metrics.context import RankingContext
+from frame_metrics.metrics.registry import Metric, UserCase, register
 from frame_metrics.options import MetricOptions
 
 __all__: list[str] = []
@@ -79,8 +73,7 @@ def _ref_mrr(u: UserCase, k: int, o: MetricOptions) -> float:
 
 
 def _ap(ctx: RankingContext, k: int) -> pl.Expr:
-    terms = pl.when(ctx.is_rel).then(ctx.hits_at_rank / ctx.rank.cast(pl.Float64)).otherwise(0.0)
-    total = ctx.sum_in_rank_order(terms, k)
+    total = ctx.precision_at_hits_sum(k)
     denominator = {
         "min_k": pl.min_horizontal(ctx.n_relevant(), pl.lit(k)),
         "relevant": ctx.n_relevant(),
@@ -105,12 +98,12 @@ def _ref_ap(u: UserCase, k: int, o: MetricOptions) -> float:
 
 
 def _dcg(ctx: RankingContext, k: int) -> pl.Expr:
-    return ctx.sum_in_rank_order(ctx.gain / ctx.discount(ctx.rank), k)
+    return ctx.gain_sum(k)
 
 
 def _idcg(ctx: RankingContext, k: int) -> pl.Expr:
     # Built from ALL relevant truth items, recommended or not, best gains first.
-    return ctx.sum_in_ideal_order(ctx.gain / ctx.discount(ctx.ideal_position), k)
+    return ctx.ideal_gain_sum(k)
 
 
 def _ndcg(ctx: RankingContext, k: int) -> pl.Expr:
@@ -146,7 +139,6 @@ register(
         _ap,
         _ref_ap,
         "(1/D)·Σ_{r<=k, L[r]∈R} hits@r / r, D set by ap_denominator (default min(|R|, k))",
-        features=frozenset({HITS_AT_RANK}),
     )
 )
 register(
@@ -164,6 +156,5 @@ register(
         _ndcg,
         _ref_ndcg,
         "dcg@k / idcg@k, idcg from all relevant items",
-        features=frozenset({IDEAL_POSITION}),
     )
 )
