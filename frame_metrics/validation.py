@@ -33,12 +33,17 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Check:
-    """One rule: ``count`` offending rows; ``offending`` selects them for an example."""
+    """One rule: ``count`` offending rows; ``offending`` selects them for an example.
+
+    ``screen``, when given, is a cheaper count that is 0 whenever ``count`` is (it may
+    be positive spuriously): the batch runs it, and ``count`` runs only when it is not 0.
+    """
 
     count: pl.Expr
     offending: pl.Expr
     error: type[FrameMetricsError]
     message: str  # formatted with n= and example=
+    screen: pl.Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -121,11 +126,17 @@ def duplicate_check(key: Sequence[str], what: str, hint: str) -> Check:
     dup = pl.struct(list(key)).is_duplicated() & pl.all_horizontal(
         pl.col(c).is_not_null() for c in key
     )
+    # Screen: distinct combined hashes. Equal keys always hash equal, so a repeat is
+    # never missed; a collision only costs the exact count. ~3x cheaper than the struct.
+    combined = pl.col(key[0]).hash(0)
+    for seed, c in enumerate(key[1:], start=1):
+        combined = combined ^ pl.col(c).hash(seed)
     return Check(
         dup.sum(),
         dup,
         DuplicateRowsError,
         f"expected one row per {what}, found {{n}} rows that repeat one, e.g. {{example}}{hint}",
+        screen=pl.len() - combined.n_unique(),
     )
 
 
@@ -147,12 +158,18 @@ def run_checks(
     """
     checked = [cf for cf in frames if cf.checks]
     queries = [
-        cf.frame.select(c.count.cast(pl.Int64).alias(f"c{i}") for i, c in enumerate(cf.checks))
+        cf.frame.select(
+            (c.count if c.screen is None else c.screen).cast(pl.Int64).alias(f"c{i}")
+            for i, c in enumerate(cf.checks)
+        )
         for cf in checked
     ]
     results = pl.collect_all([*queries, *with_queries], engine=engine)
     for cf, counts_frame in zip(checked, results, strict=False):
-        for check, n in zip(cf.checks, counts_frame.row(0), strict=True):
+        for check, screened in zip(cf.checks, counts_frame.row(0), strict=True):
+            n = screened
+            if screened and check.screen is not None:
+                n = cf.frame.select(check.count).collect().item()
             if n:
                 example = cf.frame.filter(check.offending).select(cf.show).head(1).collect()
                 shown = _describe(example.row(0, named=True)) if example.height else "(none)"
