@@ -317,7 +317,10 @@ def _prepare_long(
         rows = rows.sort(RANK, nulls_last=True).unique(
             subset=[*keys, item], keep="first", maintain_order=True
         )
-    # Keep what can matter: ranked within the cutoff, or relevant (for |R| and the IDCG).
-    rows = rows.filter((pl.col(RANK) <= max_k) | (pl.col(REL) > 0))
+    # Keep what can matter: ranked within the cutoff, or relevant (for |R| and the IDCG);
+    # a relevant item ranked below the cutoff is, for every metric, not recommended.
+    rows = rows.filter((pl.col(RANK) <= max_k) | (pl.col(REL) > 0)).with_columns(
+        pl.when(pl.col(RANK) <= max_k).then(pl.col(RANK)).alias(RANK)
+    )
     all_keys = long.select(keys).unique()
     return Prepared(rows, all_keys, dups, None, checked)

@@ -151,6 +151,15 @@ def test_long_table_input(constructor: Constructor) -> None:
     assert_kind(constructor(long).recmetrics.recall(k=2), constructor)
 
 
+def test_long_table_relevant_item_far_below_cutoff(constructor: Constructor) -> None:
+    long = pl.DataFrame(
+        {"user": [1, 1, 1], "item": [1, 2, 3], "rank": [1, 100, 2], "relevance": [1, 1, 0]}
+    )
+    got = to_polars(constructor(long).recmetrics.evaluate(metrics=["ap", "ndcg", "mrr"], k=10))
+    # relevant: items 1 (rank 1) and 2 (rank 100, beyond k): AP = (1/1) / min(2, 10).
+    assert got.row(0) == pytest.approx((1, 1 / 2, 1 / (1 + 1 / L2(3)), 1.0), rel=1e-15)
+
+
 def test_shortcuts_and_aliases(constructor: Constructor) -> None:
     recs, truth = constructor(RECS.filter(pl.col("model") == "a")), constructor(TRUTH)
     full = to_polars(recs.recmetrics.evaluate(truth, metrics=["ap"], k=3))

@@ -159,10 +159,15 @@ class RankingContext:
     def precision_at_hits_sum(self, k: int) -> pl.Expr:
         """``Σ_{r<=k, L[r]∈R} hits@r / r``: the numerator of AP@k."""
         if self.mode == "pivot":
+            # One aggregation, shared by every cutoff: bit r-1 is set when the item at
+            # rank r is relevant (the engine's long table holds ranks <= max k <= 32, so
+            # it fits a UInt64); hits@r and the sum then unfold per user, in rank order.
+            hit = self.is_rel & self.rank.is_not_null()
+            bits = pl.when(hit).then(pl.lit(2, pl.UInt64).pow(self.rank - 1)).otherwise(0).sum()
             total: pl.Expr = pl.lit(0.0)
-            hits_so_far: pl.Expr = pl.lit(0)
+            hits_so_far: pl.Expr = pl.lit(0, pl.UInt64)
             for r in range(1, k + 1):
-                hit_r = (self.is_rel & (self.rank == r)).sum()  # 0 or 1
+                hit_r = (bits // (1 << (r - 1))) % 2
                 hits_so_far = hits_so_far + hit_r
                 total = total + hit_r * hits_so_far / r
             return total
