@@ -94,8 +94,8 @@ def _align_key_dtypes(
     return recs.with_columns(exprs), truth.with_columns(exprs)
 
 
-def _dedup_hint(policy: str, keep: str) -> str:
-    return "" if policy != "error" else f" (pass on_duplicate='first' to keep the {keep} row)"
+def _dedup_hint(keep: str) -> str:
+    return f" (pass on_duplicate='first' to keep the {keep} row)"
 
 
 def prepare(
@@ -158,7 +158,6 @@ def _prepare_pair(
             *null_checks([*keys, item, c.score], "key"),
             *nan_check(c.score, rs[c.score]),  # a NaN score has no place in a ranking
         ]
-        recs_check_frame = recs
         recs_dup_frame = recs
     else:
         ties = None
@@ -170,7 +169,6 @@ def _prepare_pair(
             rank_below_one_check(c.rank),
             *nonintegral_check(c.rank, rs[c.rank]),
         ]
-        recs_check_frame = recs
         # Repeats beyond the largest cutoff cannot change a metric; checking only the
         # rows within it keeps the (hash-based) duplicate checks cheap.
         recs_dup_frame = recs.filter(pl.col(c.rank) <= max_k)
@@ -191,7 +189,7 @@ def _prepare_pair(
                 duplicate_check(
                     [*keys, item],
                     "(user, item) pair",
-                    _dedup_hint(options.on_duplicate, "best-ranked"),
+                    _dedup_hint("best-ranked"),
                 )
             )
         rank_checks = []
@@ -210,11 +208,11 @@ def _prepare_pair(
                 duplicate_check(
                     join_keys,
                     "(user, item) pair",
-                    _dedup_hint(options.on_duplicate, "highest-relevance"),
+                    _dedup_hint("highest-relevance"),
                 )
             )
         checks = [
-            CheckedFrame("recs", recs_check_frame, recs_checks, show_recs),
+            CheckedFrame("recs", recs, recs_checks, show_recs),
             CheckedFrame("recs", recs_dup_frame, [*rank_checks, *dup_checks], show_recs),
             CheckedFrame("truth", truth, truth_checks, show_truth),
         ]
@@ -298,9 +296,7 @@ def _prepare_long(
         ]
         if options.on_duplicate == "error":
             checks.append(
-                duplicate_check(
-                    [*keys, item], "(user, item) pair", _dedup_hint("error", "best-ranked")
-                )
+                duplicate_check([*keys, item], "(user, item) pair", _dedup_hint("best-ranked"))
             )
         checked = [CheckedFrame("long table", long, checks, [*keys, item, c.rank, c.relevance])]
     rows = long.select(
