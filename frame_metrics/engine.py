@@ -14,6 +14,7 @@ import polars as pl
 
 from frame_metrics.columns import Columns, as_names
 from frame_metrics.diagnostics import Diagnostics
+from frame_metrics.errors import InvalidOptionError
 from frame_metrics.frames import Source, to_lazy
 from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.context import RankingContext, add_row_features, engine_context
@@ -64,6 +65,11 @@ class Request:
         validate: bool,
     ) -> None:
         # Options and names first: a typo costs no pass over the data.
+        if truth is None and score is not None:
+            raise InvalidOptionError(
+                "score: expected None for a long table (it carries ranks), got "
+                f"{score!r}; pass truth= to rank recommendations by score"
+            )
         self.options = MetricOptions(threshold, gain, ap_denominator, empty, on_duplicate)
         self.columns = Columns(
             as_names(user, "user"), item, rank, score, relevance, as_names(by, "by")
@@ -71,13 +77,6 @@ class Request:
         self.requests: list[tuple[Metric, int]] = resolve_requests(metrics, k, DEFAULT_RANKING)
         self.source: Source = to_lazy(recs, "recs" if truth is not None else "long table")
         self.truth: Source | None = None if truth is None else to_lazy(truth, "truth")
-        if truth is None and score is not None:
-            from frame_metrics.errors import InvalidOptionError
-
-            raise InvalidOptionError(
-                "score: expected None for a long table (it carries ranks), got "
-                f"{score!r}; pass truth= to rank recommendations by score"
-            )
         self.validate = validate
 
     @property
