@@ -18,8 +18,10 @@ CODE = [d for d in ("frame_metrics", "tests", "bench") if (ROOT / d).is_dir()]
         [sys.executable, "-m", "ruff", "check", *CODE],
         [sys.executable, "-m", "ruff", "format", "--check", *CODE],
         [sys.executable, "-m", "mypy", "--strict", "frame_metrics"],
+        [sys.executable, "-m", "mypy", "--strict", "tests"],
+        [sys.executable, "-m", "mypy", "--strict", "bench"],
     ],
-    ids=["ruff-check", "ruff-format", "mypy-strict"],
+    ids=["ruff-check", "ruff-format", "mypy-strict", "mypy-strict-tests", "mypy-strict-bench"],
 )
 def test_tool_is_clean(command: list[str]) -> None:
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)

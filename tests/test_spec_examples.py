@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 import frame_metrics as fm
+from frame_metrics.options import Gain
 from tests.conftest import Constructor, assert_kind, to_polars
 
 L2 = math.log2
@@ -86,7 +87,7 @@ def test_example_5_mrr(constructor: Constructor) -> None:
     ],
 )
 def test_example_6_graded_six_positions(
-    constructor: Constructor, gain: str, dcg: float, idcg: float, ndcg: float
+    constructor: Constructor, gain: Gain, dcg: float, idcg: float, ndcg: float
 ) -> None:
     rels = [3, 3, 3, 4, 2, 2]
     items = [f"i{n}" for n in range(6)]
@@ -95,7 +96,10 @@ def test_example_6_graded_six_positions(
     row = to_polars(fm.evaluate(recs, truth, metrics=["dcg", "ndcg"], k=6, gain=gain)).row(
         0, named=True
     )
-    g = (lambda r: r) if gain == "linear" else (lambda r: 2**r - 1)
+
+    def g(r: int) -> float:
+        return float(r) if gain == "linear" else 2.0**r - 1
+
     expected_dcg = sum(g(r) / L2(pos + 2) for pos, r in enumerate(rels))
     expected_idcg = sum(g(r) / L2(pos + 2) for pos, r in enumerate(sorted(rels, reverse=True)))
     assert expected_dcg == pytest.approx(dcg, rel=1e-15)

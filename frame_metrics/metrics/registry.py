@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
@@ -37,8 +38,8 @@ class UserCase:
     to its relevance (absent = 0).
     """
 
-    ranks: Mapping[Hashable, int]
-    relevance: Mapping[Hashable, float]
+    ranks: Mapping[Any, int]
+    relevance: Mapping[Any, float]
 
     def relevant(self, options: MetricOptions) -> set[Hashable]:
         """The relevant set R under the options' threshold."""

@@ -1,0 +1,3 @@
+"""frame_metrics test suite."""
+
+from __future__ import annotations
