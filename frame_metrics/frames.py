@@ -79,8 +79,13 @@ def to_lazy(frame: object, name: str) -> Source:
     if kind == "polars-lazy":
         assert isinstance(frame, pl.LazyFrame)
         return Source(frame, kind)
+    # Named index levels (``df.set_index("user")``, a groupby result) are columns to a
+    # caller; an unnamed RangeIndex is not, and polars leaves it out.
+    pandas_frame: Any = frame  # pandas is not imported here, so not typed either
+    index_names = {n for n in pandas_frame.index.names if n is not None}
+    include_index = bool(index_names) and not index_names & set(pandas_frame.columns)
     try:
-        converted = pl.from_pandas(frame)  # type: ignore[call-overload]
+        converted = pl.from_pandas(frame, include_index=include_index)  # type: ignore[call-overload]
     except Exception as exc:  # pragma: no cover - depends on exotic pandas dtypes
         raise FrameMetricsError(
             f"{name}: expected columns polars can read from pandas, got an error: {exc}"

@@ -210,6 +210,14 @@ def test_pandas_id_dtypes_round_trip() -> None:
     assert str(arrow["recall@3"].dtype) == "double[pyarrow]"
 
 
+def test_pandas_named_index_is_a_column() -> None:
+    recs = RECS.filter(pl.col("model") == "a").to_pandas()
+    truth = TRUTH.to_pandas()
+    expected = fm.evaluate(recs, truth, metrics="recall@3")
+    got = fm.evaluate(recs.set_index("user"), truth.set_index(["user", "item"]), metrics="recall@3")
+    assert got.equals(expected)
+
+
 def test_mixed_integer_id_widths_are_joined() -> None:
     recs = RECS.with_columns(pl.col("user").cast(pl.Int32))
     a = fm.evaluate(recs, TRUTH, metrics="recall@3", by="model")
