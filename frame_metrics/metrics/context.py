@@ -126,35 +126,30 @@ class RankingContext:
             total = total + term
         return total
 
-    def gain_sum(self, k: int) -> pl.Expr:
-        """``Σ_{r<=k} gain(L[r]) / log2(r + 1)``: the DCG of the top k."""
-        if self.mode == "pivot":
-            return self._left_fold(
-                [
-                    pl.when(self.rank == r).then(self.gain).otherwise(0.0).sum() / self.discount(r)
-                    for r in range(1, k + 1)
-                ]
-            )
-        terms = self.gain / self.discount(self.rank)
+    def _sum_within(self, order: str, position: pl.Expr, terms: pl.Expr, k: int) -> pl.Expr:
+        """Σ of non-negative row ``terms`` over rows whose ``position`` is <= k."""
+        within = (position <= k).fill_null(False)
         if self.mode == "running":
-            return self._running("rank", terms).filter(self.in_k(k)).max().fill_null(0.0)
-        return pl.when(self.in_k(k)).then(terms).otherwise(0.0).sum()
+            return self._running(order, terms).filter(within).max().fill_null(0.0)
+        return pl.when(within).then(terms).otherwise(0.0).sum()
 
-    def ideal_gain_sum(self, k: int) -> pl.Expr:
-        """The DCG of the best k relevant items: ``Σ_{p<=k} gain_(p) / log2(p + 1)``."""
+    def _discounted_gain_sum(self, order: str, position: pl.Expr, k: int) -> pl.Expr:
         if self.mode == "pivot":
             return self._left_fold(
                 [
-                    pl.when(self.ideal_position == p).then(self.gain).otherwise(0.0).sum()
-                    / self.discount(p)
+                    pl.when(position == p).then(self.gain).otherwise(0.0).sum() / self.discount(p)
                     for p in range(1, k + 1)
                 ]
             )
-        terms = self.gain / self.discount(self.ideal_position)
-        within = (self.ideal_position <= k).fill_null(False)
-        if self.mode == "running":
-            return self._running("ideal", terms).filter(within).max().fill_null(0.0)
-        return pl.when(within).then(terms).otherwise(0.0).sum()
+        return self._sum_within(order, position, self.gain / self.discount(position), k)
+
+    def gain_sum(self, k: int) -> pl.Expr:
+        """``Σ_{r<=k} gain(L[r]) / log2(r + 1)``: the DCG of the top k."""
+        return self._discounted_gain_sum("rank", self.rank, k)
+
+    def ideal_gain_sum(self, k: int) -> pl.Expr:
+        """The DCG of the best k relevant items: ``Σ_{p<=k} gain_(p) / log2(p + 1)``."""
+        return self._discounted_gain_sum("ideal", self.ideal_position, k)
 
     def precision_at_hits_sum(self, k: int) -> pl.Expr:
         """``Σ_{r<=k, L[r]∈R} hits@r / r``: the numerator of AP@k."""
@@ -178,9 +173,7 @@ class RankingContext:
             # rank() keeps nulls null; ranks are unique, so the ordinal is hits@r.
             hits_at_rank = pl.when(recommended_rel).then(self.rank).rank("ordinal")
         terms = pl.when(recommended_rel).then(hits_at_rank / self.rank.cast(pl.Float64))
-        if self.mode == "running":
-            return self._running("rank", terms).filter(self.in_k(k)).max().fill_null(0.0)
-        return pl.when(self.in_k(k)).then(terms).otherwise(0.0).sum()
+        return self._sum_within("rank", self.rank, terms, k)
 
 
 def engine_context(rank: str, relevance: str, options: MetricOptions, max_k: int) -> RankingContext:
