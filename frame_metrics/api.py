@@ -9,7 +9,14 @@ from typing import Any, TypeVar, cast
 from frame_metrics import engine
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.errors import InvalidOptionError
-from frame_metrics.options import ApDenominator, DuplicatePolicy, EmptyPolicy, Gain
+from frame_metrics.options import (
+    ApDenominator,
+    DuplicatePolicy,
+    EmptyPolicy,
+    Gain,
+    Similarity,
+    Unexpected,
+)
 
 __all__ = ["diagnose", "evaluate"]
 
@@ -28,12 +35,21 @@ def evaluate(
     rank: str = "rank",
     score: str | None = None,
     relevance: str = "relevance",
+    prediction: str = "prediction",
     by: str | Sequence[str] | None = None,
     threshold: float | None = None,
     gain: Gain = "linear",
     ap_denominator: ApDenominator = "min_k",
     empty: EmptyPolicy = "skip",
     on_duplicate: DuplicatePolicy = "error",
+    catalog: object | None = None,
+    train: object | None = None,
+    item_features: object | None = None,
+    features: str = "features",
+    similarity: Similarity = "auto",
+    baseline: object | None = None,
+    unexpected: Unexpected = "baseline",
+    head_share: float = 0.2,
     validate: bool = True,
 ) -> FrameT:
     """Evaluate recommendations against truth, per user or as means, at one or many k.
@@ -52,14 +68,28 @@ def evaluate(
     metrics
         Names (``"ndcg"``, ``"map"`` as an alias of ``"ap"``) or names with a cutoff
         (``"ndcg@10"``). Default: precision, recall, f1, hit_rate, mrr, ap, ndcg.
+        Ranking metrics, beyond-accuracy metrics (novelty, diversity, serendipity, arp,
+        aplt, coverage, personalization, gini) and rating errors (mse, rmse, mae: named
+        without a cutoff) mix freely in one call; ``frame_metrics.REGISTRY`` lists them
+        with their formulas.
     k
         A cutoff or a list of them, for every metric named without one.
     aggregate
         ``False``: one row per evaluated user. ``True``: one row per ``by`` group with
-        ``n_users`` and the mean of every metric over the evaluated users.
-    user, item, rank, score, relevance
+        ``n_users`` and the mean of every metric over the users it is defined for:
+        ranking metrics and serendipity over the evaluated users (spec section 3);
+        novelty, arp, aplt over users with a recommendation within k; diversity over
+        users with at least two. Rating errors are pooled over all pairs of the group
+        (the usual definition), with ``n_pairs``. Corpus metrics (coverage,
+        personalization, gini) have one value per group, so they need ``aggregate=True``.
+        ``n_users`` counts the users with a value for at least one per-user metric.
+    user, item, rank, score, relevance, prediction
         Column names; ``user`` may be a list (a composite key such as user + session).
         Give ``score`` to derive ranks: score descending, ties broken by item ascending.
+        Rating metrics compare ``prediction`` (in ``recs``) with ``relevance`` (the true
+        rating, in ``truth``) over the (user, item) pairs present in both; pairs on one
+        side only are counted by :func:`diagnose`. Without ``truth``, one frame carries
+        both columns.
     by
         Columns (model, segment, fold) that split the evaluation into independent ones.
     threshold
@@ -73,6 +103,27 @@ def evaluate(
     on_duplicate
         A repeated (user, item) row: ``"error"`` (default) or ``"first"`` (keep the
         best-ranked recommendation, the highest-relevance truth row).
+    catalog
+        The catalog's items (a frame with the ``item`` column) for coverage and gini;
+        every recommended item must be in it. Default: the items seen in ``recs`` (every
+        rank), ``truth`` and ``train``.
+    train
+        Reference interactions (the user and item columns), usually the train split:
+        item popularity for novelty, arp and aplt (distinct users per item), and the
+        users' history for ``unexpected="history"``.
+    item_features, features
+        One row per item with the ``item`` column and a ``features`` column, for
+        diversity: a list of categories (Jaccard) or a numeric vector (cosine).
+    similarity
+        ``"auto"`` (from the features dtype), ``"jaccard"`` or ``"cosine"``.
+    baseline
+        Another model's recommendations (user, item, and rank or score) for serendipity.
+    unexpected
+        Serendipity's unexpected items: ``"baseline"`` (not in the baseline's top k,
+        default) or ``"history"`` (not in the user's ``train`` rows).
+    head_share
+        aplt's long-tail cut: the short head is the most popular train items holding
+        this share of train (user, item) pairs (default 0.2); the rest is the tail.
     validate
         Check values (nulls, negative relevance, bad or repeated ranks, duplicates)
         before computing; for a LazyFrame this is one aggregate pass over the inputs.
@@ -133,12 +184,21 @@ def evaluate(
         rank=rank,
         score=score,
         relevance=relevance,
+        prediction=prediction,
+        features=features,
         by=by,
         threshold=threshold,
         gain=gain,
         ap_denominator=ap_denominator,
         empty=empty,
         on_duplicate=on_duplicate,
+        unexpected=unexpected,
+        similarity=similarity,
+        head_share=head_share,
+        catalog=catalog,
+        train=train,
+        item_features=item_features,
+        baseline=baseline,
         validate=validate,
     )
     return cast("FrameT", engine.evaluate(request, aggregate=aggregate))

@@ -50,11 +50,13 @@ class Columns:
     score: str | None = None
     relevance: str = "relevance"
     by: tuple[str, ...] = ()
+    prediction: str = "prediction"
+    features: str = "features"
 
     def __post_init__(self) -> None:
         if not self.user:
             raise InvalidOptionError("user: expected at least one column name, got an empty list")
-        for name in ("item", "rank", "relevance"):
+        for name in ("item", "rank", "relevance", "prediction", "features"):
             value = getattr(self, name)
             if not isinstance(value, str):
                 raise InvalidOptionError(f"{name}: expected a column name, got {value!r}")

@@ -31,6 +31,10 @@ class Diagnostics:
         (item ascending) decided what made the cut. Empty when ranks were given.
     per_group
         The user counts per ``by`` group (one row when there is no ``by``).
+    pairs_without_rating, pairs_without_prediction
+        Rating metrics only: (user, item) pairs with a prediction but no true rating,
+        and with a rating but no prediction. Errors are computed over the pairs with
+        both; these are left out, and counted here.
     """
 
     n_users: int
@@ -39,6 +43,8 @@ class Diagnostics:
     duplicates_resolved: dict[str, int]
     ties_at_cutoff: dict[int, int]
     per_group: pl.DataFrame
+    pairs_without_rating: int = 0
+    pairs_without_prediction: int = 0
 
     def __str__(self) -> str:
         lines = [
@@ -50,4 +56,11 @@ class Diagnostics:
             lines.append(f"duplicate rows resolved in {frame}: {n}")
         for k, n in self.ties_at_cutoff.items():
             lines.append(f"score ties straddling k={k}: {n}")
+        if self.pairs_without_rating or self.pairs_without_prediction:
+            lines.append(
+                f"predictions without a true rating (left out): {self.pairs_without_rating}"
+            )
+            lines.append(
+                f"ratings without a prediction (left out):      {self.pairs_without_prediction}"
+            )
         return "\n".join(lines)

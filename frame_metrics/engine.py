@@ -15,9 +15,38 @@ import polars as pl
 from frame_metrics.columns import Columns, as_names
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.errors import InvalidOptionError
+from frame_metrics.extras import (
+    EXTRA_INPUTS,
+    FEATURES,
+    N_TRAIN_USERS,
+    ExtraFrame,
+    align_to,
+    baseline_ranks,
+    catalog_items,
+    feature_table,
+    history_pairs,
+    item_popularity,
+    missing_from,
+    require_columns,
+)
 from frame_metrics.frames import Source, to_lazy
 from frame_metrics.metrics import DEFAULT_RANKING
-from frame_metrics.metrics.context import RankingContext, add_row_features, engine_context
+from frame_metrics.metrics.context import (
+    IN_TAIL,
+    POPULARITY,
+    SELF_INFORMATION,
+    RankingContext,
+    add_row_features,
+    engine_context,
+)
+from frame_metrics.metrics.corpus import (
+    CATALOG_SIZE,
+    CorpusContext,
+    exposure_column,
+    users_column,
+)
+from frame_metrics.metrics.diversity import PAIR_RANK, SIMILARITY, DiversityContext, jaccard
+from frame_metrics.metrics.rating import ABS_ERRORS, N_PAIRS, SQUARED_ERRORS, RatingContext
 from frame_metrics.metrics.registry import Metric, resolve_requests
 from frame_metrics.options import (
     ApDenominator,
@@ -25,20 +54,28 @@ from frame_metrics.options import (
     EmptyPolicy,
     Gain,
     MetricOptions,
-    validate_k,
+    Similarity,
+    Unexpected,
 )
-from frame_metrics.prepare import RANK, REL, Prepared, prepare
-from frame_metrics.validation import run_checks
+from frame_metrics.prepare import (
+    PREDICTION,
+    RANK,
+    REL,
+    Prepared,
+    RatingPairs,
+    prepare,
+    prepare_baseline,
+    prepare_ratings,
+)
+from frame_metrics.validation import CheckedFrame, null_checks, run_checks
 
 if TYPE_CHECKING:
     from polars._typing import EngineType
 
-__all__ = ["DEFAULT_ENGINE", "Request", "diagnose", "evaluate"]
+__all__ = ["DEFAULT_ENGINE", "Plan", "Request", "diagnose", "evaluate"]
 
 #: The polars engine of the final collect; ``bench/ranking.py`` measures both.
 DEFAULT_ENGINE: EngineType = "streaming"
-
-_N_REL = "_fm_n_relevant"
 
 
 class Request:
@@ -56,43 +93,103 @@ class Request:
         rank: str,
         score: str | None,
         relevance: str,
+        prediction: str,
+        features: str,
         by: str | Sequence[str] | None,
         threshold: float | None,
         gain: Gain,
         ap_denominator: ApDenominator,
         empty: EmptyPolicy,
         on_duplicate: DuplicatePolicy,
+        unexpected: Unexpected,
+        similarity: Similarity,
+        head_share: float,
+        catalog: object | None,
+        train: object | None,
+        item_features: object | None,
+        baseline: object | None,
         validate: bool,
     ) -> None:
         # Options and names first: a typo costs no pass over the data.
+        self.options = MetricOptions(
+            threshold,
+            gain,
+            ap_denominator,
+            empty,
+            on_duplicate,
+            unexpected,
+            similarity,
+            head_share,
+        )
+        self.columns = Columns(
+            as_names(user, "user"),
+            item,
+            rank,
+            score,
+            relevance,
+            as_names(by, "by"),
+            prediction,
+            features,
+        )
+        self.requests: list[tuple[Metric, int]] = resolve_requests(metrics, k, DEFAULT_RANKING)
+        self.needs: frozenset[str] = frozenset().union(
+            *(m.inputs(self.options) for m, _ in self.requests)
+        )
+        given = {
+            "catalog": catalog,
+            "train": train,
+            "item_features": item_features,
+            "baseline": baseline,
+        }
+        for metric, _ in self.requests:
+            for need in sorted(metric.inputs(self.options)):
+                source = _EXTRA_OF_NEED.get(need)
+                if source is not None and given[source] is None:
+                    raise InvalidOptionError(
+                        f"{metric.name}: expected {source}= ({EXTRA_INPUTS[source]}), got None"
+                        + _SERENDIPITY_HINT.get((metric.name, source), "")
+                    )
         if truth is None and score is not None:
             raise InvalidOptionError(
                 "score: expected None for a long table (it carries ranks), got "
                 f"{score!r}; pass truth= to rank recommendations by score"
             )
-        self.options = MetricOptions(threshold, gain, ap_denominator, empty, on_duplicate)
-        self.columns = Columns(
-            as_names(user, "user"), item, rank, score, relevance, as_names(by, "by")
-        )
-        self.requests: list[tuple[Metric, int]] = resolve_requests(metrics, k, DEFAULT_RANKING)
         self.source: Source = to_lazy(recs, "recs" if truth is not None else "long table")
         self.truth: Source | None = None if truth is None else to_lazy(truth, "truth")
+        self.extras: dict[str, ExtraFrame] = {
+            name: ExtraFrame.of(name, to_lazy(frame, name), self.columns)
+            for name, frame in given.items()
+            if frame is not None
+        }
         self.validate = validate
+
+    def families(self) -> set[str]:
+        """The metric families asked for."""
+        return {m.family for m, _ in self.requests}
+
+    def of_family(self, family: str) -> list[tuple[Metric, int]]:
+        """The requested (metric, k) pairs of one family, in request order."""
+        return [(m, k) for m, k in self.requests if m.family == family]
 
     @property
     def max_k(self) -> int:
         """The largest cutoff asked for: rows ranked below it are never read."""
-        return max(k for _, k in self.requests)
+        return max((k for m, k in self.requests if m.takes_k), default=0)
 
     @property
     def cutoffs(self) -> tuple[int, ...]:
         """Every distinct cutoff asked for, ascending."""
-        return validate_k([k for _, k in self.requests])
+        return tuple(sorted({k for m, k in self.requests if m.takes_k}))
 
     @property
     def metric_columns(self) -> list[str]:
-        """Output column names, ``"<metric>@<k>"``, in request order."""
-        return [f"{m.name}@{k}" for m, k in self.requests]
+        """Output column names, ``"<metric>@<k>"`` (or the bare name), in request order."""
+        return [m.column(k) for m, k in self.requests]
+
+    @property
+    def per_user_columns(self) -> list[str]:
+        """The output columns that have a value per user (all but corpus metrics)."""
+        return [m.column(k) for m, k in self.requests if m.population != "corpus"]
 
     def prepared(self, *, tie_cutoffs: tuple[int, ...] = ()) -> Prepared:
         """The checked long table for this request."""
@@ -104,40 +201,295 @@ class Request:
             self.max_k,
             validate=self.validate,
             tie_cutoffs=tie_cutoffs,
+            needs_relevance="truth" in self.needs and self.max_k > 0,
         )
 
-
-def per_user_plan(request: Request, prepared: Prepared) -> pl.LazyFrame:
-    """One row per evaluated user: key columns and one column per metric@k."""
-    keys = request.columns.keys
-    ctx = engine_context(RANK, REL, request.options, request.max_k)
-    aggs = [ctx.n_relevant().alias(_N_REL), *(m.expr(ctx, k) for m, k in request.requests)]
-    long = add_row_features(prepared.long, keys, ctx, REL)
-    scored = long.group_by(keys).agg(aggs)
-    cols = request.metric_columns
-    if request.options.empty == "skip":
-        scored = scored.filter(pl.col(_N_REL) > 0)
-    else:
-        # Users whose only rows fell below the cutoff have no row yet: they score 0 too.
-        scored = prepared.all_keys.join(scored, on=keys, how="left", nulls_equal=True)
-        scored = scored.with_columns(pl.col(cols).fill_null(0.0))
-    return scored.select(*keys, *cols).sort(keys)
+    def extra(self, name: str, against: pl.Schema, names: Sequence[str]) -> ExtraFrame:
+        """An extra input with its join columns cast to the dtypes of ``against``."""
+        extra = self.extras[name]
+        require_columns(extra, [*extra.by, *names])
+        return align_to(against, extra, [*extra.by, *names], "recs")
 
 
-def aggregate_plan(request: Request, per_user: pl.LazyFrame) -> pl.LazyFrame:
-    """Means over evaluated users per ``by`` group, with ``n_users``."""
-    by = list(request.columns.by)
-    cols = request.metric_columns
-    # A left-to-right sum over users in key order (cum_sum is sequential by definition)
-    # makes the means reproducible to the last bit, whatever the engine's parallelism.
-    aggs = [
-        pl.len().cast(pl.Int64).alias("n_users"),
-        *((pl.col(c).cum_sum().last() / pl.len()).alias(c) for c in cols),
-    ]
-    if by:
-        return per_user.group_by(by).agg(aggs).sort(by)
-    # A global mean of nothing is one row of nulls in polars; the spec wants no rows.
-    return per_user.select(aggs).filter(pl.col("n_users") > 0)
+#: Which extra input an entry of ``Metric.needs`` reads.
+_EXTRA_OF_NEED = {
+    "popularity": "train",
+    "history": "train",
+    "train": "train",
+    "catalog": "catalog",
+    "item_features": "item_features",
+    "baseline": "baseline",
+}
+_SERENDIPITY_HINT = {
+    ("serendipity", "baseline"): "; or pass unexpected='history' to judge against train= instead",
+    ("serendipity", "train"): "; or pass unexpected='baseline' to judge against baseline= instead",
+}
+
+
+class Plan:
+    """The pieces of one evaluation: the per-user frame, the corpus frame and the checks."""
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self.checks: list[CheckedFrame] = []
+        families = request.families()
+        self.prepared: Prepared | None = None
+        if families & {"ranking", "diversity", "corpus"}:
+            self.prepared = request.prepared()
+            self.checks += self.prepared.checks
+        self.ratings: RatingPairs | None = None
+        if "rating" in families:
+            self.ratings = prepare_ratings(
+                request.source.lazy,
+                None if request.truth is None else request.truth.lazy,
+                request.columns,
+                validate=request.validate,
+            )
+            self.checks += self.ratings.checks
+
+    # -- per-user parts --------------------------------------------------------------------
+
+    def _long_with_item_columns(self, prepared: Prepared) -> pl.LazyFrame:
+        """The long table, with the train and baseline columns the metrics read."""
+        r, c = self.request, self.request.columns
+        long = prepared.long
+        schema = long.collect_schema()
+        if "popularity" in r.needs:
+            train = r.extra("train", schema, [*c.user, c.item])
+            self.checks.append(
+                CheckedFrame(
+                    "train",
+                    train.frame,
+                    null_checks([*train.by, *c.user, c.item], "key"),
+                    [*train.by, *c.user, c.item],
+                )
+            )
+            items, n_users = item_popularity(train, c, r.options)
+            long = long.join(items, on=[*train.by, c.item], how="left")
+            long = (
+                long.join(n_users, on=list(train.by), how="left")
+                if train.by
+                else long.join(n_users, how="cross")
+            )
+            # An item no train user had counts as had by one (RecTools' MeanInvUserFreq):
+            # -log2(0) would make the user's novelty infinite.
+            long = long.with_columns(
+                pl.col(POPULARITY).fill_null(0),
+                pl.col(IN_TAIL).fill_null(True),
+                (
+                    pl.col(N_TRAIN_USERS).cast(pl.Float64).log(2)
+                    - pl.max_horizontal(pl.col(POPULARITY).fill_null(0), 1).cast(pl.Float64).log(2)
+                ).alias(SELF_INFORMATION),
+            )
+        if "history" in r.needs:
+            train = r.extra("train", schema, [*c.user, c.item])
+            history = history_pairs(train, c)
+            long = long.join(history, on=[*train.by, *c.user, c.item], how="left")
+        if "baseline" in r.needs:
+            baseline = r.extra("baseline", schema, [*c.user, c.item])
+            top, checks = prepare_baseline(
+                baseline.frame, list(baseline.by), c, r.max_k, validate=r.validate
+            )
+            self.checks += checks
+            ranks = baseline_ranks(top, baseline.by, c, RANK)
+            long = long.join(ranks, on=[*baseline.by, *c.user, c.item], how="left")
+        return long
+
+    def ranking_part(self, prepared: Prepared) -> pl.LazyFrame:
+        """Ranking-family metrics: one ``group_by(keys).agg`` over the long table."""
+        r = self.request
+        keys = r.columns.keys
+        requests = r.of_family("ranking")
+        ctx = engine_context(RANK, REL, r.options, r.max_k)
+        exprs = [m.expr(ctx, k) for m, k in requests]
+        long = add_row_features(self._long_with_item_columns(prepared), keys, ctx, REL)
+        scored = long.group_by(keys).agg(exprs)
+        cols = [m.column(k) for m, k in requests]
+        zero = [m.column(k) for m, k in requests if m.population == "relevant"]
+        if r.options.empty == "zero" and zero:
+            # Users whose only rows fell below the cutoff have no row yet: they score 0 too.
+            scored = prepared.all_keys.join(scored, on=keys, how="left", nulls_equal=True)
+            scored = scored.with_columns(pl.col(zero).fill_null(0.0))
+        return scored.select(*keys, *cols)
+
+    def diversity_part(self, prepared: Prepared) -> pl.LazyFrame:
+        """Diversity: the pairs of each user's top items, one similarity per pair."""
+        r, c = self.request, self.request.columns
+        keys = c.keys
+        top = prepared.top
+        extra = r.extra("item_features", top.collect_schema(), [c.item])
+        table, similarity, checks = feature_table(extra, c, r.options)
+        self.checks += checks
+        on = [*extra.by, c.item]
+        self.checks.append(
+            missing_from(
+                top,
+                table,
+                on,
+                "item_features",
+                "recommended item (within the largest k) to have a features row",
+                "; add their features or leave the items out",
+            )
+        )
+        rows = top.join(table, on=on, how="inner").select(*keys, RANK, FEATURES)
+        pairs = rows.join(rows, on=keys, suffix="_b").filter(pl.col(RANK) < pl.col(f"{RANK}_b"))
+        a, b = pl.col(FEATURES), pl.col(f"{FEATURES}_b")
+        sim = jaccard(a, b) if similarity == "jaccard" else (a * b).list.sum()
+        pairs = pairs.select(*keys, pl.col(f"{RANK}_b").alias(PAIR_RANK), sim.alias(SIMILARITY))
+        ctx = DiversityContext()
+        requests = r.of_family("diversity")
+        return pairs.group_by(keys).agg(
+            m.build(ctx, k).cast(pl.Float64).alias(m.column(k)) for m, k in requests
+        )
+
+    def rating_part(self, ratings: RatingPairs) -> pl.LazyFrame:
+        """Rating metrics per user, with the sums the pooled aggregate reads."""
+        keys = self.request.columns.keys
+        err = pl.col(REL) - pl.col(PREDICTION)
+        sums = ratings.matched.group_by(keys).agg(
+            # Sorted, so the sums do not depend on the order the rows arrive in.
+            (err * err).sort().sum().alias(SQUARED_ERRORS),
+            err.abs().sort().sum().alias(ABS_ERRORS),
+            pl.len().cast(pl.Int64).alias(N_PAIRS),
+        )
+        ctx = RatingContext()
+        return sums.with_columns(
+            m.build(ctx, k).alias(m.column(k)) for m, k in self.request.of_family("rating")
+        )
+
+    def per_user(self) -> pl.LazyFrame:
+        """One row per user with a value for at least one per-user metric."""
+        r = self.request
+        keys = r.columns.keys
+        parts: list[pl.LazyFrame] = []
+        families = r.families()
+        if self.prepared is not None and "ranking" in families:
+            parts.append(self.ranking_part(self.prepared))
+        if self.prepared is not None and "diversity" in families:
+            parts.append(self.diversity_part(self.prepared))
+        if self.ratings is not None:
+            parts.append(self.rating_part(self.ratings))
+        if not parts:
+            # Corpus metrics only: the users are those with a recommendation.
+            assert self.prepared is not None
+            return self.prepared.top.select(keys).unique().sort(keys)
+        frame = parts[0]
+        for part in parts[1:]:
+            frame = frame.join(part, on=keys, how="full", coalesce=True, nulls_equal=True)
+        cols = r.per_user_columns
+        frame = frame.filter(pl.any_horizontal(pl.col(cols).is_not_null()))
+        hidden = [SQUARED_ERRORS, ABS_ERRORS, N_PAIRS] if self.ratings is not None else []
+        return frame.select(*keys, *cols, *hidden).sort(keys)
+
+    # -- aggregates ---------------------------------------------------------------------
+
+    def corpus(self) -> pl.LazyFrame | None:
+        """Corpus metrics per ``by`` group, from the exposure of each item."""
+        r, c = self.request, self.request.columns
+        requests = r.of_family("corpus")
+        if not requests or self.prepared is None:
+            return None
+        by, top = list(c.by), self.prepared.top
+        ks = sorted({k for _, k in requests})
+        exposure = top.group_by([*by, c.item]).agg(
+            (pl.col(RANK) <= k).sum().alias(exposure_column(k)) for k in ks
+        )
+        user = pl.col(c.user[0]) if len(c.user) == 1 else pl.struct(list(c.user))
+        users_aggs = [user.filter(pl.col(RANK) <= k).n_unique().alias(users_column(k)) for k in ks]
+        users = top.group_by(by).agg(users_aggs) if by else top.select(users_aggs)
+        exposure = (
+            exposure.join(users, on=by, how="left") if by else exposure.join(users, how="cross")
+        )
+        exposure = self._with_catalog_size(exposure)
+        ctx = CorpusContext()
+        aggs = [m.build(ctx, k).cast(pl.Float64).alias(m.column(k)) for m, k in requests]
+        return exposure.group_by(by).agg(aggs) if by else exposure.select(aggs)
+
+    def _with_catalog_size(self, exposure: pl.LazyFrame) -> pl.LazyFrame:
+        r, c = self.request, self.request.columns
+        assert self.prepared is not None
+        top = self.prepared.top
+        schema = top.collect_schema()
+        if "catalog" in r.extras:
+            catalog = r.extra("catalog", schema, [c.item])
+            self.checks.append(
+                CheckedFrame(
+                    "catalog",
+                    catalog.frame,
+                    null_checks([*catalog.by, c.item], "key"),
+                    [*catalog.by, c.item],
+                )
+            )
+            items = catalog_items(catalog, c)
+            self.checks.append(
+                missing_from(
+                    top,
+                    items,
+                    [*catalog.by, c.item],
+                    "catalog",
+                    "recommended item (within the largest k) to be in the catalog",
+                    "; pass a catalog that holds every recommended item",
+                )
+            )
+            size_by = list(catalog.by)
+            sizes = (
+                items.group_by(size_by).agg(pl.len().alias(CATALOG_SIZE))
+                if size_by
+                else items.select(pl.len().alias(CATALOG_SIZE))
+            )
+        else:
+            # The items seen in the inputs: recommendations (every rank), truth and train.
+            item_dtype = schema[c.item]
+            seen = [r.source.lazy.select(pl.col(c.item).cast(item_dtype, strict=False))]
+            if r.truth is not None:
+                seen.append(r.truth.lazy.select(pl.col(c.item).cast(item_dtype, strict=False)))
+            if "train" in r.extras:
+                seen.append(
+                    r.extras["train"].frame.select(pl.col(c.item).cast(item_dtype, strict=False))
+                )
+            size_by = []
+            sizes = pl.concat(seen).select(
+                pl.col(c.item).drop_nulls().n_unique().alias(CATALOG_SIZE)
+            )
+        if size_by:
+            return exposure.join(sizes, on=size_by, how="left").with_columns(
+                pl.col(CATALOG_SIZE).fill_null(0)
+            )
+        return exposure.join(sizes, how="cross")
+
+    def aggregate(self, per_user: pl.LazyFrame) -> pl.LazyFrame:
+        """Per ``by`` group: ``n_users``, means, pooled rating errors and corpus metrics.
+
+        Each mean is over the users the metric is defined for; rating errors are pooled
+        over pairs, reported with ``n_pairs``.
+        """
+        r = self.request
+        by = list(r.columns.by)
+        aggs: list[pl.Expr] = [pl.len().cast(pl.Int64).alias("n_users")]
+        if self.ratings is not None:
+            aggs.append(pl.col(N_PAIRS).fill_null(0).sum().cast(pl.Int64).alias(N_PAIRS))
+        pooled = RatingContext(pooled=True)
+        for m, k in r.requests:
+            col = m.column(k)
+            if m.family == "rating":
+                aggs.append(m.build(pooled, k).alias(col))
+            elif m.population != "corpus":
+                # A left-to-right sum over users in key order (cum_sum is sequential by
+                # definition) makes the means reproducible to the last bit.
+                aggs.append(
+                    (pl.col(col).fill_null(0.0).cum_sum().last() / pl.col(col).count()).alias(col)
+                )
+        if by:
+            out = per_user.group_by(by).agg(aggs)
+        else:
+            # A global mean of nothing is one row of nulls in polars; the spec wants no rows.
+            out = per_user.select(aggs).filter(pl.col("n_users") > 0)
+        corpus = self.corpus()
+        if corpus is not None:
+            out = out.join(corpus, on=by, how="left") if by else out.join(corpus, how="cross")
+        lead = ["n_users", *([N_PAIRS] if self.ratings is not None else [])]
+        out = out.select(*by, *lead, *r.metric_columns)
+        return out.sort(by) if by else out
 
 
 def evaluate(request: Request, *, aggregate: bool) -> Any:
@@ -148,19 +500,56 @@ def evaluate(request: Request, *, aggregate: bool) -> Any:
     every check passed. A LazyFrame stays lazy: its checks run now, its metrics when
     the caller collects.
     """
-    prepared = request.prepared()
-    plan = per_user_plan(request, prepared)
+    corpus = [m.column(k) for m, k in request.requests if m.population == "corpus"]
+    if corpus and not aggregate:
+        raise InvalidOptionError(
+            f"aggregate: expected True for corpus metrics (one value per by group, not per "
+            f"user), got False with {', '.join(corpus)}"
+        )
+    plan = Plan(request)
+    per_user = plan.per_user()
     if aggregate:
-        plan = aggregate_plan(request, plan)
+        result = plan.aggregate(per_user)
+    else:
+        result = per_user.select(*request.columns.keys, *request.metric_columns)
     if request.source.kind == "polars-lazy":
-        run_checks(prepared.checks, engine=DEFAULT_ENGINE)
-        return request.source.give_back(plan)
-    (result,) = run_checks(prepared.checks, with_queries=[plan], engine=DEFAULT_ENGINE)
-    return request.source.give_back(result)
+        run_checks(plan.checks, engine=DEFAULT_ENGINE)
+        return request.source.give_back(result)
+    (frame,) = run_checks(plan.checks, with_queries=[result], engine=DEFAULT_ENGINE)
+    return request.source.give_back(frame)
 
 
 def diagnose(request: Request) -> Diagnostics:
-    """Count who is left out, scored zero, deduplicated or tied at a cutoff."""
+    """Count who is left out, scored zero, deduplicated or tied at a cutoff.
+
+    With rating metrics, also the (user, item) pairs on one side only: a prediction
+    without a true rating, or a rating without a prediction.
+    """
+    one_sided = {"pairs_without_rating": 0, "pairs_without_prediction": 0}
+    if "rating" in request.families():
+        ratings = prepare_ratings(
+            request.source.lazy,
+            None if request.truth is None else request.truth.lazy,
+            request.columns,
+            validate=request.validate,
+        )
+        (sided,) = run_checks(
+            ratings.checks,
+            with_queries=[ratings.one_sided.select(pl.col(list(one_sided)).sum())],
+        )
+        one_sided = {name: int(sided[name][0] or 0) for name in one_sided}
+        if request.families() == {"rating"}:
+            n_pairs_users = ratings.matched.select(request.columns.keys).unique()
+            n = n_pairs_users.select(pl.len()).collect().item()
+            return Diagnostics(
+                n_users=int(n),
+                users_without_relevant=0,
+                users_without_recommendations=0,
+                duplicates_resolved={},
+                ties_at_cutoff={},
+                per_group=pl.DataFrame(),
+                **one_sided,
+            )
     ties_wanted = request.cutoffs if request.columns.score is not None else ()
     prepared = request.prepared(tie_cutoffs=ties_wanted)
     run_checks(prepared.checks)
@@ -201,4 +590,5 @@ def diagnose(request: Request) -> Diagnostics:
         duplicates_resolved={str(f): int(n) for f, n in dups.items()},
         ties_at_cutoff=ties,
         per_group=per_group,
+        **one_sided,
     )

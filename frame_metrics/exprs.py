@@ -72,10 +72,23 @@ def metric(
     frame_metrics.errors.InvalidOptionError: k: expected an int >= 1, got 0
     """
     entry = resolve(name)
+    if entry.name not in EXPRESSIBLE:
+        raise InvalidOptionError(
+            f"name: expected a metric computed from rank and relevance alone "
+            f"({', '.join(sorted(EXPRESSIBLE))}), got {name!r}; use frame_metrics.evaluate"
+        )
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidOptionError(f"k: expected an int >= 1, got {k!r}")
     options = MetricOptions(threshold, gain, ap_denominator, empty)  # type: ignore[arg-type]
     return entry.expr(RankingContext.from_columns(rank, relevance, options), k)
+
+
+#: The metrics an expression can compute: those that read only ranks and relevance.
+EXPRESSIBLE = frozenset(
+    name
+    for name, m in REGISTRY.items()
+    if m.family == "ranking" and m.needs == frozenset({"truth"})
+)
 
 
 def _bound(name: str) -> Callable[..., pl.Expr]:
@@ -93,10 +106,10 @@ def _bound(name: str) -> Callable[..., pl.Expr]:
 
 
 def __getattr__(name: str) -> Callable[..., pl.Expr]:
-    if name in REGISTRY or name in ALIASES:
+    if ALIASES.get(name, name) in EXPRESSIBLE:
         return _bound(name)
     raise AttributeError(f"module 'frame_metrics.exprs' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *REGISTRY, *ALIASES])
+    return sorted([*globals(), *EXPRESSIBLE, *(a for a, n in ALIASES.items() if n in EXPRESSIBLE)])

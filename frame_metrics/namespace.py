@@ -29,7 +29,8 @@ class RecMetricsNamespace:
 
     ``evaluate`` and ``diagnostics`` take the arguments of :func:`frame_metrics.evaluate`;
     every registered metric is also a method (``ndcg``, ``recall``, ``map`` ...) that
-    computes that one metric, per user unless ``aggregate=True``.
+    computes that one metric, per user unless ``aggregate=True`` (corpus metrics such as
+    ``coverage`` are one value per ``by`` group, so their methods aggregate by default).
 
     Examples
     --------
@@ -61,6 +62,9 @@ class RecMetricsNamespace:
         frame = self._frame
 
         def one_metric(truth: object | None = None, **kwargs: Any) -> Any:
+            if metric.population == "corpus":
+                # One value per by group: there is no per-user frame to give.
+                kwargs.setdefault("aggregate", True)
             return api.evaluate(frame, truth, metrics=[name], **kwargs)
 
         one_metric.__name__ = name

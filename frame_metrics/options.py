@@ -20,6 +20,8 @@ Gain = Literal["linear", "exponential", "binary"]
 ApDenominator = Literal["min_k", "relevant", "hits", "k"]
 EmptyPolicy = Literal["skip", "zero"]
 DuplicatePolicy = Literal["error", "first"]
+Unexpected = Literal["baseline", "history"]
+Similarity = Literal["auto", "jaccard", "cosine"]
 
 #: The accepted values of every string option, first one the default.
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -27,6 +29,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "ap_denominator": ("min_k", "relevant", "hits", "k"),
     "empty": ("skip", "zero"),
     "on_duplicate": ("error", "first"),
+    "unexpected": ("baseline", "history"),
+    "similarity": ("auto", "jaccard", "cosine"),
 }
 
 
@@ -57,6 +61,17 @@ class MetricOptions:
     on_duplicate
         A repeated (user, item) row: ``"error"`` raises, ``"first"`` keeps the
         best-ranked recommendation and the highest-relevance truth row.
+    unexpected
+        What makes an item unexpected for serendipity: ``"baseline"`` = not in the
+        baseline model's top k for the user, ``"history"`` = not in the user's train rows.
+    similarity
+        Item similarity for diversity: ``"jaccard"`` over a list of categories,
+        ``"cosine"`` over a numeric vector, ``"auto"`` = chosen from the features dtype
+        (a list of strings, categories or integers: Jaccard; floats or an array: cosine).
+    head_share
+        The popularity cut of aplt: the short head is the most popular train items that
+        together hold this share of the train interactions (ties kept together); every
+        other item, unseen ones included, is in the long tail.
 
     Examples
     --------
@@ -77,6 +92,9 @@ class MetricOptions:
     ap_denominator: ApDenominator = "min_k"
     empty: EmptyPolicy = "skip"
     on_duplicate: DuplicatePolicy = "error"
+    unexpected: Unexpected = "baseline"
+    similarity: Similarity = "auto"
+    head_share: float = 0.2
 
     def __post_init__(self) -> None:
         t = self.threshold
@@ -85,6 +103,9 @@ class MetricOptions:
         ):
             # 0 would make every recommended item relevant (absent items have rel 0).
             raise InvalidOptionError(f"threshold: expected a finite number > 0 or None, got {t!r}")
+        h = self.head_share
+        if isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 < h < 1:
+            raise InvalidOptionError(f"head_share: expected a number in (0, 1), got {h!r}")
         for name in CHOICES:
             _check_choice(name, getattr(self, name))
 

@@ -25,7 +25,16 @@ from frame_metrics.validation import (
     rank_below_one_check,
 )
 
-__all__ = ["RANK", "REL", "Prepared", "prepare"]
+__all__ = [
+    "PREDICTION",
+    "RANK",
+    "REL",
+    "Prepared",
+    "RatingPairs",
+    "prepare",
+    "prepare_baseline",
+    "prepare_ratings",
+]
 
 RANK = "_fm_rank"
 REL = "_fm_rel"
@@ -45,6 +54,8 @@ class Prepared:
     ties: pl.LazyFrame | None
     #: Value checks of the inputs, run by the engine together with the result.
     checks: list[CheckedFrame]
+    #: The recommended rows within the largest cutoff: keys, item and ``RANK``.
+    top: pl.LazyFrame
 
 
 def _require(frame: pl.LazyFrame, label: str, names: list[str]) -> pl.Schema:
@@ -107,10 +118,18 @@ def prepare(
     *,
     validate: bool = True,
     tie_cutoffs: tuple[int, ...] = (),
+    needs_relevance: bool = True,
 ) -> Prepared:
-    """Build the long table from recommendations and truth, or from a long table alone."""
+    """Build the long table from recommendations and truth, or from a long table alone.
+
+    Without truth, a long table needs a relevance column only when a requested metric
+    reads relevance (``needs_relevance``); recommendations alone (for novelty, coverage
+    and the like) then have relevance 0 everywhere.
+    """
     if truth is None:
-        return _prepare_long(recs, columns, options, max_k, validate=validate)
+        return _prepare_long(
+            recs, columns, options, max_k, validate=validate, needs_relevance=needs_relevance
+        )
     return _prepare_pair(
         recs, truth, columns, options, max_k, validate=validate, tie_cutoffs=tie_cutoffs
     )
@@ -231,7 +250,7 @@ def _prepare_pair(
         [recs.select(keys), truth_rows.select(keys)], how="vertical_relaxed"
     ).unique()
     dup_counts = _duplicates_dropped(recs, truth, c, max_k, join_keys)
-    return Prepared(long, all_keys, dup_counts, ties, checks)
+    return Prepared(long, all_keys, dup_counts, ties, checks, top)
 
 
 def _duplicates_dropped(
@@ -278,16 +297,23 @@ def _prepare_long(
     max_k: int,
     *,
     validate: bool,
+    needs_relevance: bool,
 ) -> Prepared:
     c = columns
     keys, item = c.keys, c.item
-    schema = _require(long, "long table", [*keys, item, c.rank, c.relevance])
+    has_relevance = needs_relevance or c.relevance in long.collect_schema()
+    wanted = [*keys, item, c.rank, *([c.relevance] if has_relevance else [])]
+    schema = _require(long, "long table" if has_relevance else "recs", wanted)
     _require_dtype("long table", c.rank, schema[c.rank], "integer")
+    if not has_relevance:
+        # Recommendations alone: no relevance anywhere, and every row is recommended.
+        long = long.with_columns(pl.lit(0.0).alias(c.relevance))
+        schema = long.collect_schema()
     _require_dtype("long table", c.relevance, schema[c.relevance], "numeric")
     checked: list[CheckedFrame] = []
     if validate:
         checks = [
-            *null_checks([*keys, item], "key"),
+            *null_checks([*keys, item, *([] if has_relevance else [c.rank])], "key"),
             negative_check(c.relevance),
             *nan_check(c.relevance, schema[c.relevance]),
             rank_below_one_check(c.rank),
@@ -319,4 +345,158 @@ def _prepare_long(
         pl.when(pl.col(RANK) <= max_k).then(pl.col(RANK)).alias(RANK)
     )
     all_keys = long.select(keys).unique()
-    return Prepared(rows, all_keys, dups, None, checked)
+    top = rows.filter(pl.col(RANK).is_not_null()).select(*keys, item, RANK)
+    return Prepared(rows, all_keys, dups, None, checked, top)
+
+
+def prepare_baseline(
+    baseline: pl.LazyFrame, baseline_by: list[str], columns: Columns, max_k: int, *, validate: bool
+) -> tuple[pl.LazyFrame, list[CheckedFrame]]:
+    """A baseline model's rows within the largest cutoff: (by it carries, user, item, RANK).
+
+    Ranked like the recommendations: by ``rank``, or from ``score`` with the same tie
+    rule (score descending, item ascending).
+    """
+    c = columns
+    keys = [*baseline_by, *c.user]
+    order_col = c.score if c.score is not None else c.rank
+    schema = _require(baseline, "baseline", [*keys, c.item, order_col])
+    if c.score is not None:
+        _require_dtype("baseline", c.score, schema[c.score], "numeric")
+        ranked = baseline.select(
+            *keys,
+            c.item,
+            pl.int_range(1, pl.len() + 1, dtype=pl.Int64)
+            .over(keys, order_by=[-pl.col(c.score).cast(pl.Float64), pl.col(c.item)])
+            .alias(RANK),
+        )
+        checks = [
+            *null_checks([*keys, c.item, c.score], "key"),
+            *nan_check(c.score, schema[c.score]),
+        ]
+    else:
+        _require_dtype("baseline", c.rank, schema[c.rank], "integer")
+        ranked = baseline.select(*keys, c.item, pl.col(c.rank).cast(pl.Int64).alias(RANK))
+        checks = [
+            *null_checks([*keys, c.item, c.rank], "key"),
+            rank_below_one_check(c.rank),
+            *nonintegral_check(c.rank, schema[c.rank]),
+        ]
+    top = ranked.filter(pl.col(RANK) <= max_k).group_by([*keys, c.item]).agg(pl.col(RANK).min())
+    checked = (
+        [CheckedFrame("baseline", baseline, checks, [*keys, c.item, order_col])] if validate else []
+    )
+    return top, checked
+
+
+PREDICTION = "_fm_prediction"
+
+
+@dataclass(frozen=True)
+class RatingPairs:
+    """(key, item) pairs with a true rating ``REL`` and a ``PREDICTION``, plus counts.
+
+    ``matched`` holds the pairs with both; ``one_sided`` counts, per ``by`` group, the
+    pairs with a prediction but no rating and with a rating but no prediction.
+    """
+
+    matched: pl.LazyFrame
+    one_sided: pl.LazyFrame
+    checks: list[CheckedFrame]
+
+
+def prepare_ratings(
+    recs: pl.LazyFrame,
+    truth: pl.LazyFrame | None,
+    columns: Columns,
+    *,
+    validate: bool,
+) -> RatingPairs:
+    """Pair each prediction with its true rating on (key, item).
+
+    With truth, ``recs`` carries the ``prediction`` column and truth the ``relevance``
+    (the true rating); truth without the ``by`` columns applies to every group. Without
+    truth, one table carries both, and a null on either side marks a one-sided pair.
+    """
+    c = columns
+    keys, item = c.keys, c.item
+    if truth is None:
+        schema = _require(recs, "long table", [*keys, item, c.relevance, c.prediction])
+        _require_dtype("long table", c.prediction, schema[c.prediction], "numeric")
+        _require_dtype("long table", c.relevance, schema[c.relevance], "numeric")
+        both = recs.select(
+            *keys,
+            item,
+            pl.col(c.relevance).cast(pl.Float64).alias(REL),
+            pl.col(c.prediction).cast(pl.Float64).alias(PREDICTION),
+        )
+        checks = (
+            [
+                CheckedFrame(
+                    "long table",
+                    recs,
+                    [
+                        *null_checks([*keys, item], "key"),
+                        negative_check(c.relevance),
+                        *nan_check(c.relevance, schema[c.relevance]),
+                        *nan_check(c.prediction, schema[c.prediction]),
+                        duplicate_check([*keys, item], "(user, item) pair", ""),
+                    ],
+                    [*keys, item, c.relevance, c.prediction],
+                )
+            ]
+            if validate
+            else []
+        )
+    else:
+        rs = _require(recs, "recs", [*keys, item, c.prediction])
+        truth_by = [b for b in c.by if b in truth.collect_schema()]
+        ts = _require(truth, "truth", [*c.user, *truth_by, item, c.relevance])
+        _require_dtype("recs", c.prediction, rs[c.prediction], "numeric")
+        _require_dtype("truth", c.relevance, ts[c.relevance], "numeric")
+        recs, truth = _align_key_dtypes(recs, truth, [*c.user, *truth_by, item])
+        predicted = recs.select(
+            *keys, item, pl.col(c.prediction).cast(pl.Float64).alias(PREDICTION)
+        )
+        rated = truth.select(
+            *c.user, *truth_by, item, pl.col(c.relevance).cast(pl.Float64).alias(REL)
+        )
+        missing_by = [b for b in c.by if b not in truth_by]
+        if missing_by:
+            rated = rated.join(recs.select(missing_by).unique(), how="cross")
+        both = predicted.join(rated, on=[*keys, item], how="full", coalesce=True, nulls_equal=True)
+        checks = (
+            [
+                CheckedFrame(
+                    "recs",
+                    recs,
+                    [
+                        *null_checks([*keys, item, c.prediction], "key or prediction"),
+                        *nan_check(c.prediction, rs[c.prediction]),
+                        duplicate_check([*keys, item], "(user, item) pair", ""),
+                    ],
+                    [*keys, item, c.prediction],
+                ),
+                CheckedFrame(
+                    "truth",
+                    truth,
+                    [
+                        *null_checks([*c.user, *truth_by, item, c.relevance], "key or rating"),
+                        negative_check(c.relevance),
+                        *nan_check(c.relevance, ts[c.relevance]),
+                        duplicate_check([*c.user, *truth_by, item], "(user, item) pair", ""),
+                    ],
+                    [*c.user, *truth_by, item, c.relevance],
+                ),
+            ]
+            if validate
+            else []
+        )
+    has_pred, has_rel = pl.col(PREDICTION).is_not_null(), pl.col(REL).is_not_null()
+    matched = both.filter(has_pred & has_rel)
+    counts = [
+        (has_pred & ~has_rel).sum().cast(pl.Int64).alias("pairs_without_rating"),
+        (has_rel & ~has_pred).sum().cast(pl.Int64).alias("pairs_without_prediction"),
+    ]
+    one_sided = both.group_by(list(c.by)).agg(counts) if c.by else both.select(counts)
+    return RatingPairs(matched, one_sided, checks)

@@ -205,7 +205,9 @@ CASES: list[Case] = [
         {"metrics": ["ndgc"], "k": 5},
         InvalidOptionError,
         "metrics: expected a known metric name, got 'ndgc' (did you mean 'ndcg'?); known metrics: "
-        "'ap', 'dcg', 'f1', 'hit_rate', 'map', 'mrr', 'ndcg', 'precision', 'recall'",
+        "'ap', 'aplt', 'arp', 'coverage', 'dcg', 'diversity', 'f1', 'gini', 'hit_rate', 'mae', "
+        "'map', 'mrr', 'mse', 'ndcg', 'novelty', 'personalization', 'precision', 'recall', "
+        "'rmse', 'serendipity'",
     ),
     (
         "bad-metric-cutoff",

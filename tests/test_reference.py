@@ -18,9 +18,17 @@ from hypothesis import strategies as st
 
 import frame_metrics as fm
 from frame_metrics.metrics.context import PIVOT_MAX_K
-from frame_metrics.metrics.registry import REGISTRY, UserCase
+from frame_metrics.metrics.registry import REGISTRY as ALL_METRICS
+from frame_metrics.metrics.registry import UserCase
 from frame_metrics.options import CHOICES, MetricOptions
 from tests.conftest import CONSTRUCTORS, Constructor, to_polars
+
+#: The metrics computed from ranks and relevance alone (the others have their own tests).
+REGISTRY = {
+    name: m
+    for name, m in ALL_METRICS.items()
+    if m.family == "ranking" and m.needs == frozenset({"truth"})
+}
 
 
 @dataclass

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from frame_metrics.metrics import beyond as beyond
+from frame_metrics.metrics import corpus as corpus
+from frame_metrics.metrics import diversity as diversity
 from frame_metrics.metrics import ranking as ranking
+from frame_metrics.metrics import rating as rating
 from frame_metrics.metrics.registry import REGISTRY, Metric, resolve
 
 __all__ = ["REGISTRY", "Metric", "resolve"]

@@ -31,7 +31,26 @@ import polars as pl
 
 from frame_metrics.options import MetricOptions
 
-__all__ = ["PIVOT_MAX_K", "RankingContext", "engine_context"]
+__all__ = [
+    "BASELINE_RANK",
+    "IN_HISTORY",
+    "IN_TAIL",
+    "PIVOT_MAX_K",
+    "POPULARITY",
+    "SELF_INFORMATION",
+    "RankingContext",
+    "engine_context",
+]
+
+# Item and history columns the engine joins onto the long table when a metric needs them
+# (see ``frame_metrics.extras``): train popularity (distinct users), its self-information
+# -log2(pop / n_train_users), the long-tail flag, the baseline's rank of the same
+# (user, item) (null when absent) and whether the pair is in the user's train rows.
+POPULARITY = "_fm_popularity"
+SELF_INFORMATION = "_fm_self_information"
+IN_TAIL = "_fm_in_tail"
+BASELINE_RANK = "_fm_baseline_rank"
+IN_HISTORY = "_fm_in_history"
 
 #: Largest cutoff computed with per-rank aggregations; above it, running sums.
 PIVOT_MAX_K = 32
@@ -100,6 +119,22 @@ class RankingContext:
     def n_relevant(self) -> pl.Expr:
         """``|R|``: the user's relevant items, recommended or not."""
         return self.is_rel.sum()
+
+    def n_listed(self, k: int) -> pl.Expr:
+        """``|L[:k]|``: items recommended within the cutoff."""
+        return self.in_k(k).sum()
+
+    def count_within(self, k: int, flag: pl.Expr) -> pl.Expr:
+        """How many of ``L[:k]`` satisfy ``flag`` (an exact integer count)."""
+        return (self.in_k(k) & flag.fill_null(False)).sum()
+
+    def rank_sum(self, terms: pl.Expr, k: int) -> pl.Expr:
+        """``Σ_{r<=k} terms(L[r])`` for non-negative float ``terms``, in rank order."""
+        if self.mode == "pivot":
+            return self._left_fold(
+                [pl.when(self.rank == r).then(terms).otherwise(0.0).sum() for r in range(1, k + 1)]
+            )
+        return self._sum_within("rank", self.rank, terms, k)
 
     @staticmethod
     def discount(position: pl.Expr | int) -> pl.Expr:

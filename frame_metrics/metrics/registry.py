@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
@@ -21,7 +21,9 @@ from frame_metrics.options import MetricOptions, validate_k
 __all__ = [
     "ALIASES",
     "REGISTRY",
+    "Family",
     "Metric",
+    "Population",
     "RankingContext",
     "UserCase",
     "register",
@@ -51,17 +53,35 @@ class UserCase:
         return [i for i, r in sorted(self.ranks.items(), key=lambda p: p[1]) if r <= k]
 
 
-Builder = Callable[[RankingContext, int], pl.Expr]
-Reference = Callable[[UserCase, int, MetricOptions], float]
+Builder = Callable[[Any, int], pl.Expr]
+Reference = Callable[..., Any]
+
+#: How a metric is computed, which decides the query it joins:
+#: ``"ranking"`` - an expression over one user's rows of the long table;
+#: ``"diversity"`` - over the pairs of one user's top-k items;
+#: ``"rating"`` - over one user's (true rating, prediction) pairs, pooled in the aggregate;
+#: ``"corpus"`` - one value per ``by`` group from the item exposure counts.
+Family = Literal["ranking", "diversity", "rating", "corpus"]
+
+#: Who gets a value, i.e. who is averaged:
+#: ``"relevant"`` - the spec's section 3 policy (users with a relevant item; ``empty=``);
+#: ``"listed"`` - users with at least one recommended item within the cutoff;
+#: ``"rated"`` - users with at least one (rating, prediction) pair;
+#: ``"corpus"`` - no per-user value; one per ``by`` group.
+Population = Literal["relevant", "listed", "rated", "corpus"]
 
 
 @dataclass(frozen=True)
 class Metric:
     """A registry entry.
 
-    ``build(ctx, k)`` returns the metric for one user's rows, assuming the user has at
-    least one relevant item (the empty-case policy is applied around it, once, for every
-    metric); ``reference`` is a slow pure-Python twin used by the tests.
+    ``build(ctx, k)`` returns the metric's value from the context of its ``family``
+    (for ranking metrics, a :class:`RankingContext` over one user's rows), assuming the
+    user belongs to its ``population``: the policy for everyone else is applied around
+    it, once, for every metric. ``reference`` is a slow pure-Python twin used by the
+    tests. ``needs`` names the inputs beyond the recommendations (``"truth"``,
+    ``"train"``, ``"catalog"``, ``"item_features"``, ``"baseline"``, ``"prediction"``,
+    or ``"unexpected"``: baseline or train, as the ``unexpected`` option says).
     """
 
     name: str
@@ -72,17 +92,29 @@ class Metric:
     higher_is_better: bool = True
     bounds: tuple[float, float | None] = (0.0, 1.0)
     needs: frozenset[str] = field(default_factory=lambda: frozenset({"truth"}))
+    family: Family = "ranking"
+    population: Population = "relevant"
+
+    def column(self, k: int) -> str:
+        """The output column: ``"<name>@<k>"``, or the bare name for a metric without k."""
+        return f"{self.name}@{k}" if self.takes_k else self.name
 
     def expr(self, ctx: RankingContext, k: int) -> pl.Expr:
-        """The metric with the empty-case policy applied, named ``"<name>@<k>"``."""
-        empty_value = pl.lit(0.0) if ctx.options.empty == "zero" else pl.lit(None, pl.Float64)
+        """A ranking-family metric with its population policy applied, named by :meth:`column`."""
         value = self.build(ctx, k).cast(pl.Float64)
-        return (
-            pl.when(ctx.n_relevant() > 0)
-            .then(value)
-            .otherwise(empty_value)
-            .alias(f"{self.name}@{k}")
-        )
+        if self.population == "listed":
+            defined, otherwise = ctx.n_listed(k) > 0, pl.lit(None, pl.Float64)
+        else:
+            defined = ctx.n_relevant() > 0
+            otherwise = pl.lit(0.0) if ctx.options.empty == "zero" else pl.lit(None, pl.Float64)
+        return pl.when(defined).then(value).otherwise(otherwise).alias(self.column(k))
+
+    def inputs(self, options: MetricOptions) -> frozenset[str]:
+        """``needs`` with ``"unexpected"`` resolved by the options."""
+        if "unexpected" not in self.needs:
+            return self.needs
+        source = "baseline" if options.unexpected == "baseline" else "train"
+        return (self.needs - {"unexpected"}) | {source}
 
 
 REGISTRY: dict[str, Metric] = {}
@@ -109,7 +141,7 @@ def resolve(name: str) -> Metric:
     >>> resolve("ndgc")
     Traceback (most recent call last):
     ...
-    frame_metrics.errors.InvalidOptionError: metrics: expected a known metric name, got 'ndgc' (did you mean 'ndcg'?); known metrics: 'ap', 'dcg', 'f1', 'hit_rate', 'map', 'mrr', 'ndcg', 'precision', 'recall'
+    frame_metrics.errors.InvalidOptionError: metrics: expected a known metric name, got 'ndgc' (did you mean 'ndcg'?); known metrics: 'ap', 'aplt', 'arp', 'coverage', 'dcg', 'diversity', 'f1', 'gini', 'hit_rate', 'mae', 'map', 'mrr', 'mse', 'ndcg', 'novelty', 'personalization', 'precision', 'recall', 'rmse', 'serendipity'
     """
     if not isinstance(name, str):
         raise InvalidOptionError(f"metrics: expected metric names as strings, got {name!r}")
@@ -133,12 +165,19 @@ def resolve_requests(
     """Turn ``metrics`` and ``k`` into the ordered, distinct (metric, k) pairs to compute.
 
     A name carrying its own cutoff (``"ndcg@10"``) uses it; a plain name takes every k.
+    A metric without a cutoff (``"rmse"``) ignores ``k`` and is paired with 0.
 
     Examples
     --------
     >>> import frame_metrics
     >>> [(m.name, k) for m, k in resolve_requests(["ndcg", "map@3"], [10, 5], [])]
     [('ndcg', 5), ('ndcg', 10), ('ap', 3)]
+    >>> [(m.name, k) for m, k in resolve_requests(["rmse", "mae"], None, [])]
+    [('rmse', 0), ('mae', 0)]
+    >>> resolve_requests("rmse@5", None, [])
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: metrics: expected 'rmse' without a cutoff (it has none), got 'rmse@5'
     """
     names = [metrics] if isinstance(metrics, str) else list(default if metrics is None else metrics)
     if not names:
@@ -150,7 +189,13 @@ def resolve_requests(
             raise InvalidOptionError(f"metrics: expected metric names as strings, got {raw!r}")
         base, sep, cut = raw.partition("@")
         metric = resolve(base)
-        if sep:
+        if not metric.takes_k:
+            if sep:
+                raise InvalidOptionError(
+                    f"metrics: expected {metric.name!r} without a cutoff (it has none), got {raw!r}"
+                )
+            own: tuple[int, ...] = (0,)
+        elif sep:
             try:
                 cut_k = int(cut)
             except ValueError:

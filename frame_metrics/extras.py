@@ -1,0 +1,263 @@
+"""The inputs beyond recommendations and truth: catalog, train, item features, baseline.
+
+Each becomes a small lazy table that the engine joins where a metric needs it, plus the
+checks of its values (run in the same batch as the core checks, with the same messages):
+
+- ``train`` (user key + item): per item, its popularity (distinct train users), its
+  self-information ``-log2(pop / n_train_users)`` and whether it is in the long tail;
+  per (user, item), whether the pair is in the user's history;
+- ``catalog`` (item): the catalog size, and every recommended item must be in it;
+- ``item_features`` (item + a list or vector column): one row per item, for diversity;
+- ``baseline`` (user key + item + rank or score): the baseline's top-k rank per pair.
+
+An extra frame may carry some of the ``by`` columns (a train split per fold, a catalog
+per market); it then applies per group, joined on them; without them it applies to every
+group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from frame_metrics.columns import Columns
+from frame_metrics.errors import InvalidOptionError, InvalidValueError, MissingColumnsError
+from frame_metrics.frames import Source
+from frame_metrics.metrics.context import (
+    BASELINE_RANK,
+    IN_HISTORY,
+    IN_TAIL,
+    POPULARITY,
+)
+from frame_metrics.options import MetricOptions
+from frame_metrics.validation import Check, CheckedFrame, duplicate_check, null_checks
+
+__all__ = [
+    "EXTRA_INPUTS",
+    "FEATURES",
+    "N_TRAIN_USERS",
+    "ExtraFrame",
+    "align_to",
+    "baseline_ranks",
+    "catalog_items",
+    "feature_table",
+    "history_pairs",
+    "item_popularity",
+    "missing_from",
+    "require_columns",
+]
+
+#: Every extra input, as the error for a metric that needs one that was not given says it.
+EXTRA_INPUTS: dict[str, str] = {
+    "train": "reference interactions with the user and item columns, usually the train split",
+    "catalog": "a frame of the catalog's items, in the item column",
+    "item_features": "one row per item with the item column and the features column",
+    "baseline": "a baseline model's recommendations with the user, item and rank/score columns",
+}
+
+#: The item-feature column in the engine's tables.
+FEATURES = "_fm_features"
+#: Distinct users of train (per group it carries): the N of novelty's -log2(pop / N).
+N_TRAIN_USERS = "_fm_n_train_users"
+
+
+@dataclass(frozen=True)
+class ExtraFrame:
+    """One extra input: its label, its frame and the ``by`` columns it carries."""
+
+    label: str
+    frame: pl.LazyFrame
+    by: tuple[str, ...]
+
+    @staticmethod
+    def of(label: str, source: Source, columns: Columns) -> ExtraFrame:
+        """Wrap a converted input, noting which ``by`` columns it carries."""
+        schema = source.lazy.collect_schema()
+        return ExtraFrame(label, source.lazy, tuple(b for b in columns.by if b in schema))
+
+
+def require_columns(extra: ExtraFrame, names: Sequence[str]) -> pl.Schema:
+    """The frame's schema, or a :class:`MissingColumnsError` naming what is missing."""
+    schema = extra.frame.collect_schema()
+    missing = [n for n in names if n not in schema]
+    if missing:
+        raise MissingColumnsError(extra.label, missing, list(schema.names()))
+    return schema
+
+
+def _user_key(columns: Columns) -> pl.Expr:
+    user = list(columns.user)
+    return pl.col(user[0]) if len(user) == 1 else pl.struct(user)
+
+
+def item_popularity(
+    train: ExtraFrame, columns: Columns, options: MetricOptions
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Per train item: popularity and the long-tail flag; per group: ``N_TRAIN_USERS``.
+
+    Both are per ``by`` group when train carries ``by`` columns.
+
+    ``pop(i)`` counts distinct train users. The short head is the most popular items that
+    together hold ``head_share`` of all train (user, item) pairs, taken in popularity
+    order with ties kept together: item i is in the head when the items strictly more
+    popular than it hold less than that share. Every other item is in the long tail.
+    """
+    by = list(train.by)
+    user = _user_key(columns)
+    per_item = train.frame.group_by([*by, columns.item]).agg(
+        user.n_unique().cast(pl.Int64).alias(POPULARITY)
+    )
+    n_users = (
+        train.frame.group_by(by).agg(user.n_unique().cast(pl.Int64).alias(N_TRAIN_USERS))
+        if by
+        else train.frame.select(user.n_unique().cast(pl.Int64).alias(N_TRAIN_USERS))
+    )
+    # Popularity levels, most popular first, and the pairs held by strictly more popular
+    # items (integer sums: exact).
+    level_pairs = pl.col(POPULARITY) * pl.col("_fm_items")
+    levels = (
+        per_item.group_by([*by, POPULARITY])
+        .agg(pl.len().cast(pl.Int64).alias("_fm_items"))
+        .sort([*by, POPULARITY], descending=[*(False for _ in by), True])
+        .with_columns(level_pairs.alias("_fm_level_pairs"))
+    )
+    more_popular = pl.col("_fm_level_pairs").cum_sum() - pl.col("_fm_level_pairs")
+    all_pairs = pl.col("_fm_level_pairs").sum()
+    if by:
+        more_popular, all_pairs = more_popular.over(by), all_pairs.over(by)
+    levels = levels.select(
+        *by,
+        POPULARITY,
+        (more_popular >= options.head_share * all_pairs).alias(IN_TAIL),
+    )
+    items = per_item.join(levels, on=[*by, POPULARITY], how="left")
+    return items.select(*by, columns.item, POPULARITY, IN_TAIL), n_users
+
+
+def history_pairs(train: ExtraFrame, columns: Columns) -> pl.LazyFrame:
+    """The distinct (user, item) pairs of train, flagged ``IN_HISTORY``."""
+    keys = [*train.by, *columns.user, columns.item]
+    return train.frame.select(keys).unique().with_columns(pl.lit(True).alias(IN_HISTORY))
+
+
+def baseline_ranks(
+    top: pl.LazyFrame, baseline_by: Sequence[str], columns: Columns, rank: str
+) -> pl.LazyFrame:
+    """The baseline's top rows as (by it carries, user, item, ``BASELINE_RANK``)."""
+    return top.select(*baseline_by, *columns.user, columns.item, pl.col(rank).alias(BASELINE_RANK))
+
+
+def catalog_items(catalog: ExtraFrame, columns: Columns) -> pl.LazyFrame:
+    """The distinct catalog items (per ``by`` group the catalog carries)."""
+    return catalog.frame.select(*catalog.by, columns.item).unique()
+
+
+def missing_from(
+    rows: pl.LazyFrame, table: pl.LazyFrame, on: Sequence[str], label: str, what: str, hint: str
+) -> CheckedFrame:
+    """A check that every row of ``rows`` has a match in ``table`` on ``on``."""
+    absent = rows.select(on).unique().join(table.select(on).unique(), on=list(on), how="anti")
+    return CheckedFrame(
+        label,
+        absent,
+        [
+            Check(
+                pl.len(),
+                pl.lit(True),
+                InvalidValueError,
+                f"expected every {what}, found {{n}} missing, e.g. {{example}}{hint}",
+            )
+        ],
+        list(on),
+    )
+
+
+def feature_table(
+    features: ExtraFrame, columns: Columns, options: MetricOptions
+) -> tuple[pl.LazyFrame, str, list[CheckedFrame]]:
+    """One row per item: (by it carries, item, ``FEATURES``), the similarity and checks.
+
+    Jaccard features become a list of distinct values; cosine features a unit vector
+    (an ``Array`` of floats), so a pair's cosine is a dot product.
+    """
+    item, col = columns.item, columns.features
+    schema = require_columns(features, [*features.by, item, col])
+    dtype = schema[col]
+    inner = dtype.inner if isinstance(dtype, (pl.List, pl.Array)) else None
+    if inner is None:
+        raise InvalidValueError(
+            f"item_features: expected column {col!r} to hold a list (categories) or a vector "
+            f"(numbers) per item, found dtype {dtype}"
+        )
+    similarity = options.similarity
+    if similarity == "auto":
+        similarity = "cosine" if (inner.is_float() or isinstance(dtype, pl.Array)) else "jaccard"
+    if similarity == "cosine" and not inner.is_numeric():
+        raise InvalidOptionError(
+            f"similarity: expected a numeric vector column for 'cosine', found {col!r} of dtype "
+            f"{dtype}"
+        )
+    keys = [*features.by, item]
+    show = [*keys, col]
+    checks = [
+        *null_checks([*keys, col], "key or features"),
+        duplicate_check(keys, "item", ""),
+    ]
+    if similarity == "jaccard":
+        table = features.frame.select(*keys, pl.col(col).list.unique().alias(FEATURES))
+        return table, similarity, [CheckedFrame("item_features", features.frame, checks, show)]
+
+    vec = pl.col(col).cast(pl.List(pl.Float64))
+    norm = vec.list.eval(pl.element().pow(2)).list.sum().sqrt()
+    first_len = vec.list.len().first()
+    checks += [
+        Check(
+            (vec.list.len() != first_len).sum(),
+            vec.list.len() != first_len,
+            InvalidValueError,
+            f"expected vectors of one length in column {col!r}, found {{n}} of another length "
+            "than the first row's, e.g. {example}",
+        ),
+        Check(
+            (norm == 0).sum()
+            + vec.list.eval(pl.element().is_null() | pl.element().is_nan()).list.any().sum(),
+            (norm == 0) | vec.list.eval(pl.element().is_null() | pl.element().is_nan()).list.any(),
+            InvalidValueError,
+            f"expected non-zero vectors of numbers in column {col!r} (cosine is undefined "
+            "otherwise), found {n}, e.g. {example}",
+        ),
+    ]
+    table = features.frame.select(*keys, (vec / norm).alias(FEATURES))
+    return table, similarity, [CheckedFrame("item_features", features.frame, checks, show)]
+
+
+def align_to(
+    schema: pl.Schema, extra: ExtraFrame, names: Sequence[str], against: str
+) -> ExtraFrame:
+    """Cast the extra frame's join columns to the dtypes they have in ``against``.
+
+    Integer widths and string/categorical kinds are reconciled (a value that does not fit
+    the target dtype cannot match anything, so it becomes null rather than an error);
+    any other mismatch is an error naming both dtypes.
+    """
+    own = extra.frame.collect_schema()
+    casts = []
+    for name in names:
+        target, found = schema[name], own[name]
+        if target == found:
+            continue
+        stringy = (pl.String, pl.Categorical, pl.Enum)
+        if (target.is_numeric() and found.is_numeric()) or (
+            isinstance(target, stringy) and isinstance(found, stringy)
+        ):
+            casts.append(pl.col(name).cast(target, strict=False))
+        else:
+            raise InvalidValueError(
+                f"{extra.label}: expected column {name!r} to have the same kind of dtype as in "
+                f"{against}, found {found} in {extra.label} and {target} in {against}"
+            )
+    if not casts:
+        return extra
+    return ExtraFrame(extra.label, extra.frame.with_columns(casts), extra.by)

@@ -1,0 +1,86 @@
+"""Diversity (spec section 6): 1 - the mean pairwise similarity of one user's top k.
+
+The engine pairs each user's recommended items within the largest cutoff (rank a < rank
+b, so each unordered pair once) and computes one similarity per pair from the item
+features: Jaccard over a list of categories, or cosine over a vector (a dot product of
+unit vectors). The builder reads one user's pair rows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from frame_metrics.metrics.registry import Metric, register
+
+__all__ = ["PAIR_RANK", "SIMILARITY", "DiversityContext", "jaccard", "ref_similarity"]
+
+#: The rank of the lower-ranked item of a pair (the pair is within k when it is <= k).
+PAIR_RANK = "_fm_pair_rank"
+#: The pair's similarity.
+SIMILARITY = "_fm_similarity"
+
+
+def jaccard(a: pl.Expr, b: pl.Expr) -> pl.Expr:
+    """|A ∩ B| / |A ∪ B| of two list columns of distinct values; 0 when both are empty."""
+    shared = a.list.set_intersection(b).list.len().cast(pl.Float64)
+    union = a.list.len().cast(pl.Float64) + b.list.len().cast(pl.Float64) - shared
+    return pl.when(union > 0).then(shared / union).otherwise(0.0)
+
+
+@dataclass(frozen=True)
+class DiversityContext:
+    """One user's pair rows: the pair's rank and similarity."""
+
+    def similarities(self, k: int) -> pl.Expr:
+        """The similarities of the pairs within the top k, in a fixed (sorted) order."""
+        # Sorted, so the sum below does not depend on the order the rows arrive in.
+        return pl.col(SIMILARITY).filter(pl.col(PAIR_RANK) <= k).sort()
+
+
+def _diversity(ctx: DiversityContext, k: int) -> pl.Expr:
+    sims = ctx.similarities(k)
+    n_pairs = sims.len()
+    return pl.when(n_pairs > 0).then(1.0 - sims.sum() / n_pairs).otherwise(None)
+
+
+def ref_similarity(
+    a: Sequence[float] | frozenset[Hashable], b: Sequence[float] | frozenset[Hashable]
+) -> float:
+    """Jaccard of two sets, or cosine of two vectors (the reference's twin of the engine's)."""
+    if isinstance(a, frozenset) and isinstance(b, frozenset):
+        return len(a & b) / len(a | b) if a | b else 0.0
+    assert not isinstance(a, frozenset)
+    assert not isinstance(b, frozenset)
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+
+def _ref_diversity(
+    ranks: Mapping[Hashable, int],
+    k: int,
+    features: Mapping[Hashable, Sequence[float] | frozenset[Hashable]],
+) -> float | None:
+    top = [i for i, r in sorted(ranks.items(), key=lambda p: p[1]) if r <= k]
+    sims = [
+        ref_similarity(features[a], features[b]) for x, a in enumerate(top) for b in top[x + 1 :]
+    ]
+    return 1.0 - sum(sims) / len(sims) if sims else None
+
+
+register(
+    Metric(
+        "diversity",
+        _diversity,
+        _ref_diversity,
+        "1 - mean over pairs of L[:k] of sim(i, j): Jaccard of categories or cosine of vectors; "
+        "undefined (null) for a list of fewer than 2 items",
+        bounds=(0.0, 2.0),
+        needs=frozenset({"item_features"}),
+        family="diversity",
+        population="listed",
+    )
+)
