@@ -45,7 +45,13 @@ from frame_metrics.metrics.corpus import (
     exposure_column,
     users_column,
 )
-from frame_metrics.metrics.diversity import PAIR_RANK, SIMILARITY, DiversityContext, jaccard
+from frame_metrics.metrics.diversity import (
+    PAIR_RANK,
+    SIMILARITY,
+    DiversityContext,
+    jaccard,
+    ordered_sum,
+)
 from frame_metrics.metrics.rating import ABS_ERRORS, N_PAIRS, SQUARED_ERRORS, RatingContext
 from frame_metrics.metrics.registry import Metric, resolve_requests
 from frame_metrics.options import (
@@ -222,7 +228,8 @@ _EXTRA_OF_NEED = {
 }
 _SERENDIPITY_HINT = {
     ("serendipity", "baseline"): "; or pass unexpected='history' to judge against train= instead",
-    ("serendipity", "train"): "; or pass unexpected='baseline' to judge against baseline= instead",
+    ("serendipity", "train"): "; or pass unexpected='baseline' (the default) to judge against "
+    "baseline= instead",
 }
 
 
@@ -232,6 +239,9 @@ class Plan:
     def __init__(self, request: Request) -> None:
         self.request = request
         self.checks: list[CheckedFrame] = []
+        #: Checks of small inputs whose bad values would make the query itself fail (a
+        #: ragged vector): run before the query, not in its batch.
+        self.first_checks: list[CheckedFrame] = []
         families = request.families()
         self.prepared: Prepared | None = None
         if families & {"ranking", "diversity", "corpus"}:
@@ -319,7 +329,7 @@ class Plan:
         top = prepared.top
         extra = r.extra("item_features", top.collect_schema(), [c.item])
         table, similarity, checks = feature_table(extra, c, r.options)
-        self.checks += checks
+        self.first_checks += checks
         on = [*extra.by, c.item]
         self.checks.append(
             missing_from(
@@ -347,9 +357,9 @@ class Plan:
         keys = self.request.columns.keys
         err = pl.col(REL) - pl.col(PREDICTION)
         sums = ratings.matched.group_by(keys).agg(
-            # Sorted, so the sums do not depend on the order the rows arrive in.
-            (err * err).sort().sum().alias(SQUARED_ERRORS),
-            err.abs().sort().sum().alias(ABS_ERRORS),
+            # Summed in sorted order, so the sums do not depend on the row order.
+            ordered_sum((err * err).sort()).alias(SQUARED_ERRORS),
+            ordered_sum(err.abs().sort()).alias(ABS_ERRORS),
             pl.len().cast(pl.Int64).alias(N_PAIRS),
         )
         ctx = RatingContext()
@@ -476,9 +486,10 @@ class Plan:
             elif m.population != "corpus":
                 # A left-to-right sum over users in key order (cum_sum is sequential by
                 # definition) makes the means reproducible to the last bit.
-                aggs.append(
-                    (pl.col(col).fill_null(0.0).cum_sum().last() / pl.col(col).count()).alias(col)
-                )
+                n = pl.col(col).count()
+                mean = pl.col(col).fill_null(0.0).cum_sum().last() / n
+                # No user with a value: no mean (null), not 0/0.
+                aggs.append(pl.when(n > 0).then(mean).alias(col))
         if by:
             out = per_user.group_by(by).agg(aggs)
         else:
@@ -512,6 +523,8 @@ def evaluate(request: Request, *, aggregate: bool) -> Any:
         result = plan.aggregate(per_user)
     else:
         result = per_user.select(*request.columns.keys, *request.metric_columns)
+    if plan.first_checks:
+        run_checks(plan.first_checks, engine=DEFAULT_ENGINE)
     if request.source.kind == "polars-lazy":
         run_checks(plan.checks, engine=DEFAULT_ENGINE)
         return request.source.give_back(result)

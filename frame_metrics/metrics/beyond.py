@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
@@ -41,13 +42,13 @@ class ListCase:
     ``history`` is the user's train items.
     """
 
-    ranks: Mapping[Hashable, int]
-    relevant: frozenset[Hashable] = frozenset()
-    popularity: Mapping[Hashable, int] = field(default_factory=dict)
+    ranks: Mapping[Any, int]
+    relevant: frozenset[Any] = frozenset()
+    popularity: Mapping[Any, int] = field(default_factory=dict)
     n_train_users: int = 0
-    tail: frozenset[Hashable] = frozenset()
-    baseline: Mapping[Hashable, int] = field(default_factory=dict)
-    history: frozenset[Hashable] = frozenset()
+    tail: frozenset[Any] = frozenset()
+    baseline: Mapping[Any, int] = field(default_factory=dict)
+    history: frozenset[Any] = frozenset()
 
     def top(self, k: int) -> list[Hashable]:
         """Recommended items with rank <= k, best first."""

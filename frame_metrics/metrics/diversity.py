@@ -16,7 +16,14 @@ import polars as pl
 
 from frame_metrics.metrics.registry import Metric, register
 
-__all__ = ["PAIR_RANK", "SIMILARITY", "DiversityContext", "jaccard", "ref_similarity"]
+__all__ = [
+    "PAIR_RANK",
+    "SIMILARITY",
+    "DiversityContext",
+    "jaccard",
+    "ordered_sum",
+    "ref_similarity",
+]
 
 #: The rank of the lower-ranked item of a pair (the pair is within k when it is <= k).
 PAIR_RANK = "_fm_pair_rank"
@@ -37,14 +44,23 @@ class DiversityContext:
 
     def similarities(self, k: int) -> pl.Expr:
         """The similarities of the pairs within the top k, in a fixed (sorted) order."""
-        # Sorted, so the sum below does not depend on the order the rows arrive in.
         return pl.col(SIMILARITY).filter(pl.col(PAIR_RANK) <= k).sort()
+
+
+def ordered_sum(values: pl.Expr) -> pl.Expr:
+    """A left-to-right sum of ``values`` in the order given (sort them first).
+
+    Not ``sum()``: polars drops a ``sort()`` right before a ``sum()`` as pointless,
+    and then the float sum depends on the order the group's rows arrived in.
+    ``cum_sum`` is sequential by definition, so its last value is reproducible.
+    """
+    return values.cum_sum().last().fill_null(0.0)
 
 
 def _diversity(ctx: DiversityContext, k: int) -> pl.Expr:
     sims = ctx.similarities(k)
     n_pairs = sims.len()
-    return pl.when(n_pairs > 0).then(1.0 - sims.sum() / n_pairs).otherwise(None)
+    return pl.when(n_pairs > 0).then(1.0 - ordered_sum(sims) / n_pairs).otherwise(None)
 
 
 def ref_similarity(

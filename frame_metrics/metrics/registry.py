@@ -81,7 +81,8 @@ class Metric:
     it, once, for every metric. ``reference`` is a slow pure-Python twin used by the
     tests. ``needs`` names the inputs beyond the recommendations (``"truth"``,
     ``"train"``, ``"catalog"``, ``"item_features"``, ``"baseline"``, ``"prediction"``,
-    or ``"unexpected"``: baseline or train, as the ``unexpected`` option says).
+    ``"popularity"`` or ``"history"`` (both read ``train``), or ``"unexpected"``:
+    baseline or history, as the ``unexpected`` option says).
     """
 
     name: str
@@ -113,7 +114,7 @@ class Metric:
         """``needs`` with ``"unexpected"`` resolved by the options."""
         if "unexpected" not in self.needs:
             return self.needs
-        source = "baseline" if options.unexpected == "baseline" else "train"
+        source = "baseline" if options.unexpected == "baseline" else "history"
         return (self.needs - {"unexpected"}) | {source}
 
 
