@@ -16,6 +16,9 @@ __all__ = ["demo", "main"]
 def demo() -> pl.DataFrame:
     """Evaluate the synthetic ``popularity`` and ``personal`` models at k = 5 and 10.
 
+    Accuracy and, in the same call, what the lists look like as a whole: the share of
+    the catalog they cover, how different users' lists are, and how unequal exposure is.
+
     Examples
     --------
     >>> demo().select("model", "n_users").rows()
@@ -25,7 +28,16 @@ def demo() -> pl.DataFrame:
     return fm.evaluate(
         recs,
         truth,
-        metrics=["precision", "recall", "ndcg", "map", "mrr"],
+        metrics=[
+            "precision",
+            "recall",
+            "ndcg",
+            "map",
+            "mrr",
+            "coverage",
+            "personalization",
+            "gini",
+        ],
         k=[5, 10],
         by="model",
         aggregate=True,

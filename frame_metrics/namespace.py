@@ -68,7 +68,10 @@ class RecMetricsNamespace:
             return api.evaluate(frame, truth, metrics=[name], **kwargs)
 
         one_metric.__name__ = name
-        one_metric.__doc__ = f"``{metric.name}@k`` ({metric.formula}); see frame_metrics.evaluate."
+        label = metric.column(0) if not metric.takes_k else f"{metric.name}@k"
+        one_metric.__doc__ = f"``{label}``: {metric.formula}. See frame_metrics.evaluate." + (
+            f"\n\nPeers: {metric.notes}" if metric.notes else ""
+        )
         return one_metric
 
     def __dir__(self) -> list[str]:

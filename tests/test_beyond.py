@@ -491,3 +491,46 @@ def test_rating_prediction_column_missing(constructor: Constructor) -> None:
         match=r"^recs: expected column 'prediction', not found; available columns: 'user', 'item', 'rank'$",
     ):
         fm.evaluate(constructor(RECS), constructor(RATINGS), metrics="rmse")
+
+
+def test_every_metric_beyond_ranking_documents_its_peers() -> None:
+    """Each beyond-accuracy and rating metric names how peers differ, in its docstring."""
+    frame: Any = pl.DataFrame()
+    for name, metric in fm.REGISTRY.items():
+        if metric.needs == frozenset({"truth"}) and metric.family == "ranking":
+            continue  # ranking metrics: see tests/test_peers.py
+        assert metric.notes, name
+        doc = getattr(frame.recmetrics, name).__doc__
+        assert metric.formula in doc, name
+        assert f"Peers: {metric.notes}" in doc, name
+
+
+def test_extra_inputs_per_group(constructor: Constructor) -> None:
+    """A train, catalog or baseline carrying the ``by`` column applies per group (a fold)."""
+    train_b = pl.DataFrame({"user": [1, 2, 3], "item": [4, 4, 5]})
+    stacked = pl.concat([RECS.with_columns(fold=pl.lit(1)), RECS.with_columns(fold=pl.lit(2))])
+    trains = pl.concat([TRAIN.with_columns(fold=pl.lit(1)), train_b.with_columns(fold=pl.lit(2))])
+    catalogs = pl.DataFrame({"item": [*range(1, 7), *range(1, 13)], "fold": [1] * 6 + [2] * 12})
+    metrics = ["novelty@3", "arp@3", "aplt@3", "coverage@3", "gini@3"]
+    out = run(
+        constructor,
+        stacked,
+        metrics=metrics,
+        by="fold",
+        aggregate=True,
+        train=trains,
+        catalog=catalogs,
+    )
+    for fold, train in ((1, TRAIN), (2, train_b)):
+        alone = fm.evaluate(
+            RECS,
+            metrics=metrics,
+            aggregate=True,
+            train=train,
+            catalog=catalogs.filter(pl.col("fold") == fold).drop("fold"),
+        )
+        assert out.filter(pl.col("fold") == fold).drop("fold").rows() == alone.rows()
+    # Fold 2: train users 1, 2, 3; item 4 had by 2 of them, item 5 by 1: user 2's list
+    # [3, 4, 5] has novelty (log2(3) + log2(3/2) + log2(3)) / 3 (item 3 unseen: as one user).
+    two = fm.evaluate(RECS, metrics="novelty@3", train=train_b)
+    assert two["novelty@3"][1] == pytest.approx((LOG2_3 + math.log2(3 / 2) + LOG2_3) / 3, rel=1e-15)

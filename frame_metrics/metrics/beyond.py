@@ -77,6 +77,11 @@ register(
         bounds=(0.0, None),
         needs=frozenset({"popularity"}),
         population="listed",
+        notes="RecTools MeanInvUserFreq: the same (distinct users; an item no train user had "
+        "counts as had by one; the mean over the list's own length). Recommenders novelty: "
+        "pooled over recommendation rows, popularity from train rows rather than users, and an "
+        "unseen item adds 0. recmetrics novelty: divides by its n argument, not the list "
+        "length, and an unseen item raises KeyError.",
     )
 )
 
@@ -114,6 +119,9 @@ register(
         bounds=(0.0, None),
         needs=frozenset({"popularity"}),
         population="listed",
+        notes="RecTools AvgRecPopularity: popularity counts train rows (a repeated (user, "
+        "item) row counts again) where this counts distinct users; equal when train has no "
+        "repeated pairs. Its normalize=True divides by the number of train rows.",
     )
 )
 register(
@@ -124,6 +132,8 @@ register(
         "share of L[:k] in the long tail (outside the head holding head_share of train pairs)",
         needs=frozenset({"popularity"}),
         population="listed",
+        notes="None of RecTools, Recommenders or recmetrics computes it (recmetrics' "
+        "long_tail_plot draws a head/tail cut by cumulative volume, the same kind of cut).",
     )
 )
 
@@ -159,5 +169,9 @@ register(
         "|{i in L[:k]: i in R and i unexpected}| / k; unexpected = not in the baseline's "
         "top k (unexpected='baseline') or not in the user's train rows ('history')",
         needs=frozenset({"truth", "unexpected"}),
+        notes="RecTools Serendipity: another definition, relevance x max(0, rank-based "
+        "surprise - popularity-rank surprise), averaged over the list's own length. "
+        "Recommenders serendipity: relevance x (1 - mean similarity to the user's train "
+        "items), without a cutoff. Both reward different things; neither is comparable.",
     )
 )

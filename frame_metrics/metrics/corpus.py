@@ -113,6 +113,10 @@ register(
         _ref_coverage,
         "distinct items in anyone's L[:k] / catalog size",
         needs=frozenset(),
+        notes="RecTools CatalogCoverage(normalize=True): the same with catalog=. Recommenders "
+        "catalog_coverage: divides by the distinct train items (ours with catalog= the train "
+        "items; above 1 when unseen items are recommended), no cutoff. recmetrics "
+        "prediction_coverage: a percentage rounded to 2 decimals, no cutoff.",
         family="corpus",
         population="corpus",
     )
@@ -124,6 +128,9 @@ register(
         _ref_personalization,
         "1 - mean over user pairs of |L_u[:k] ∩ L_v[:k]| / k = 1 - Σ_i c_i(c_i - 1) / (k·U·(U - 1))",
         needs=frozenset(),
+        notes="recmetrics personalization: 1 - the mean cosine between users' binary item "
+        "vectors, which is |L_u ∩ L_v| / k when every list holds exactly k items; it needs "
+        "lists of one length and builds the U x U similarity matrix.",
         family="corpus",
         population="corpus",
     )
@@ -137,6 +144,8 @@ register(
         "c sorted ascending",
         higher_is_better=False,
         needs=frozenset(),
+        notes="None of RecTools, Recommenders or recmetrics computes it. Unexposed catalog "
+        "items count (as zeros), as in the usual Gini of exposure.",
         family="corpus",
         population="corpus",
     )

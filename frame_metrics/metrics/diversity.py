@@ -96,6 +96,11 @@ register(
         "undefined (null) for a list of fewer than 2 items",
         bounds=(0.0, 2.0),
         needs=frozenset({"item_features"}),
+        notes="RecTools IntraListDiversity (with a cosine or Jaccard distance calculator): "
+        "the same mean over pairs, but a one-item list scores 0 where it is left out here. "
+        "Recommenders diversity with item_feature_vector: the same (cosine; one-item lists "
+        "dropped), without a cutoff. recmetrics intra_list_similarity: 1 - this (cosine); a "
+        "one-item list raises ZeroDivisionError.",
         family="diversity",
         population="listed",
     )

@@ -87,6 +87,9 @@ for _name, _build, _ref, _formula in (
             higher_is_better=False,
             bounds=(0.0, None),
             needs=frozenset({"truth", "prediction"}),
+            notes="Recommenders rmse/mae: pooled over the inner join of the two frames on "
+            "(user, item), as aggregate=True here, but one-sided pairs vanish unreported. "
+            "recmetrics mse/rmse: pooled over two arrays the caller aligned.",
             family="rating",
             population="rated",
         )

@@ -95,6 +95,8 @@ class Metric:
     needs: frozenset[str] = field(default_factory=lambda: frozenset({"truth"}))
     family: Family = "ranking"
     population: Population = "relevant"
+    #: How peers define the same metric where they differ (named peer, differing choice).
+    notes: str = ""
 
     def column(self, k: int) -> str:
         """The output column: ``"<name>@<k>"``, or the bare name for a metric without k."""
