@@ -217,6 +217,9 @@ class Request:
         return align_to(against, extra, [*extra.by, *names], "recs")
 
 
+#: The corpus frame's count of users with a recommendation within the largest corpus k.
+_CORPUS_USERS = "_fm_corpus_users"
+
 #: Which extra input an entry of ``Metric.needs`` reads.
 _EXTRA_OF_NEED = {
     "popularity": "train",
@@ -380,9 +383,10 @@ class Plan:
         if self.ratings is not None:
             parts.append(self.rating_part(self.ratings))
         if not parts:
-            # Corpus metrics only: the users are those with a recommendation.
+            # Corpus metrics only (so aggregate=True): the users are those with a
+            # recommendation, and only their number is read, so no sort.
             assert self.prepared is not None
-            return self.prepared.top.select(keys).unique().sort(keys)
+            return self.prepared.top.select(keys).unique()
         frame = parts[0]
         for part in parts[1:]:
             frame = frame.join(part, on=keys, how="full", coalesce=True, nulls_equal=True)
@@ -410,9 +414,13 @@ class Plan:
         exposure = (
             exposure.join(users, on=by, how="left") if by else exposure.join(users, how="cross")
         )
-        exposure = self._with_catalog_size(exposure)
+        if "catalog_size" in r.needs:
+            exposure = self._with_catalog_size(exposure)
         ctx = CorpusContext()
-        aggs = [m.build(ctx, k).cast(pl.Float64).alias(m.column(k)) for m, k in requests]
+        aggs = [
+            ctx.n_users(ks[-1]).alias(_CORPUS_USERS),
+            *(m.build(ctx, k).cast(pl.Float64).alias(m.column(k)) for m, k in requests),
+        ]
         return exposure.group_by(by).agg(aggs) if by else exposure.select(aggs)
 
     def _with_catalog_size(self, exposure: pl.LazyFrame) -> pl.LazyFrame:
@@ -475,6 +483,14 @@ class Plan:
         """
         r = self.request
         by = list(r.columns.by)
+        if not r.per_user_columns:
+            # Corpus metrics only: n_users is the users with a recommendation within k,
+            # which the corpus frame counts already.
+            corpus = self.corpus()
+            assert corpus is not None
+            out = corpus.rename({_CORPUS_USERS: "n_users"}).filter(pl.col("n_users") > 0)
+            out = out.select(*by, "n_users", *r.metric_columns)
+            return out.sort(by) if by else out
         aggs: list[pl.Expr] = [pl.len().cast(pl.Int64).alias("n_users")]
         if self.ratings is not None:
             aggs.append(pl.col(N_PAIRS).fill_null(0).sum().cast(pl.Int64).alias(N_PAIRS))

@@ -112,7 +112,7 @@ register(
         _coverage,
         _ref_coverage,
         "distinct items in anyone's L[:k] / catalog size",
-        needs=frozenset(),
+        needs=frozenset({"catalog_size"}),
         notes="RecTools CatalogCoverage(normalize=True): the same with catalog=. Recommenders "
         "catalog_coverage: divides by the distinct train items (ours with catalog= the train "
         "items; above 1 when unseen items are recommended), no cutoff. recmetrics "
@@ -143,7 +143,7 @@ register(
         "Gini index of item exposure c_i over the catalog: Σ_j (2j - n - 1) c_(j) / (n Σ c), "
         "c sorted ascending",
         higher_is_better=False,
-        needs=frozenset(),
+        needs=frozenset({"catalog_size"}),
         notes="None of RecTools, Recommenders or recmetrics computes it. Unexposed catalog "
         "items count (as zeros), as in the usual Gini of exposure.",
         family="corpus",

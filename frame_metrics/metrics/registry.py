@@ -81,8 +81,9 @@ class Metric:
     it, once, for every metric. ``reference`` is a slow pure-Python twin used by the
     tests. ``needs`` names the inputs beyond the recommendations (``"truth"``,
     ``"train"``, ``"catalog"``, ``"item_features"``, ``"baseline"``, ``"prediction"``,
-    ``"popularity"`` or ``"history"`` (both read ``train``), or ``"unexpected"``:
-    baseline or history, as the ``unexpected`` option says).
+    ``"popularity"`` or ``"history"`` (both read ``train``), ``"catalog_size"`` (the
+    ``catalog`` if given, else the items seen), or ``"unexpected"``: baseline or
+    history, as the ``unexpected`` option says).
     """
 
     name: str
