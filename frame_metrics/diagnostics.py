@@ -31,6 +31,11 @@ class Diagnostics:
         (item ascending) decided what made the cut. Empty when ranks were given.
     per_group
         The user counts per ``by`` group (one row when there is no ``by``).
+    items_not_in_train
+        Metrics reading popularity only (novelty, arp, aplt): recommended items (within
+        the largest k; per ``by`` group train carries) that no train user had. Novelty
+        counts each as had by one user, arp as popularity 0, aplt as long tail. ``None``
+        when no such metric was asked for.
     pairs_without_rating, pairs_without_prediction
         Rating metrics only: (user, item) pairs with a prediction but no true rating,
         and with a rating but no prediction. Errors are computed over the pairs with
@@ -45,6 +50,7 @@ class Diagnostics:
     per_group: pl.DataFrame
     pairs_without_rating: int = 0
     pairs_without_prediction: int = 0
+    items_not_in_train: int | None = None
 
     def __str__(self) -> str:
         lines = [
@@ -56,6 +62,8 @@ class Diagnostics:
             lines.append(f"duplicate rows resolved in {frame}: {n}")
         for k, n in self.ties_at_cutoff.items():
             lines.append(f"score ties straddling k={k}: {n}")
+        if self.items_not_in_train is not None:
+            lines.append(f"recommended items no train user had:    {self.items_not_in_train}")
         if self.pairs_without_rating or self.pairs_without_prediction:
             lines.append(
                 f"predictions without a true rating (left out): {self.pairs_without_rating}"

@@ -612,6 +612,18 @@ def diagnose(request: Request) -> Diagnostics:
     ties = {}
     if prepared.ties is not None:
         ties = {k: int(results[2][f"tie@{k}"][0]) for k in ties_wanted}
+    unseen = None
+    if "popularity" in request.needs:
+        c = request.columns
+        train = request.extra("train", prepared.top.collect_schema(), [*c.user, c.item])
+        on = [*train.by, c.item]
+        unseen_q = (
+            prepared.top.select(on)
+            .unique()
+            .join(train.frame.select(on).unique(), on=on, how="anti")
+            .select(pl.len())
+        )
+        unseen = int(unseen_q.collect().item())
     return Diagnostics(
         n_users=int(n_users),
         users_without_relevant=int(totals["users_without_relevant"]),
@@ -619,5 +631,6 @@ def diagnose(request: Request) -> Diagnostics:
         duplicates_resolved={str(f): int(n) for f, n in dups.items()},
         ties_at_cutoff=ties,
         per_group=per_group,
+        items_not_in_train=unseen,
         **one_sided,
     )

@@ -315,6 +315,18 @@ def test_mixed_call_each_mean_over_its_own_users(constructor: Constructor) -> No
     )
 
 
+def test_unseen_items_are_diagnosed(constructor: Constructor) -> None:
+    d = fm.diagnose(constructor(RECS), metrics="novelty", k=[1, 3], train=constructor(TRAIN))
+    assert d.items_not_in_train == 2  # items 5 and 6, within k = 3
+    assert "recommended items no train user had:    2" in str(d)
+    assert (
+        fm.diagnose(
+            constructor(RECS), metrics="novelty@1", train=constructor(TRAIN)
+        ).items_not_in_train
+        == 0
+    )
+
+
 def test_recommendations_alone_need_no_relevance(constructor: Constructor) -> None:
     out = run(constructor, RECS, metrics=["arp@1"], train=TRAIN, aggregate=True)
     assert out.row(0) == (3, (1 + 1 + 2) / 3)
