@@ -22,6 +22,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from frame_metrics import exprs
 from frame_metrics.api import diagnose, evaluate
+from frame_metrics.compare import compare
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.errors import (
     DuplicateRowsError,
@@ -51,6 +52,7 @@ __all__ = [
     "MissingColumnsError",
     "UndefinedMetricWarning",
     "__version__",
+    "compare",
     "diagnose",
     "evaluate",
     "exprs",

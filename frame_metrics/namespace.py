@@ -51,6 +51,16 @@ class RecMetricsNamespace:
         """Evaluate this frame's recommendations; see :func:`frame_metrics.evaluate`."""
         return api.evaluate(self._frame, truth, **kwargs)
 
+    def compare(self, truth: object | None = None, **kwargs: Any) -> Any:
+        """Compare models with intervals and paired tests; see :func:`frame_metrics.compare`.
+
+        On a per-user result with a model column, or on stacked recommendations with
+        ``truth``.
+        """
+        from frame_metrics.compare import compare
+
+        return compare(self._frame, truth, **kwargs)
+
     def diagnostics(self, truth: object | None = None, **kwargs: Any) -> Diagnostics:
         """Explain the evaluation; see :func:`frame_metrics.diagnose`."""
         return api.diagnose(self._frame, truth, **kwargs)

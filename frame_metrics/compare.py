@@ -1,0 +1,476 @@
+"""Is model B better than A, for whom, and how sure are we: :func:`compare`.
+
+From per-user metric values of several models (a per-user result of
+:func:`frame_metrics.evaluate` with the model among its ``by`` columns, or recommendations
+with a model column plus truth, evaluated here first), one tidy row per segment,
+metric, cutoff and model: the mean, a bootstrap confidence interval over users, the
+difference to a baseline model with its own interval, a paired t-test and a Wilcoxon
+signed-rank test over the users both models were evaluated on, and both p-values
+corrected for multiple comparisons.
+
+The bootstrap is vectorised: one matrix of resample counts (resamples x users, drawn in
+chunks) times the matrix of every model's and metric's values gives every resampled mean
+at once, and the same resamples serve every model, so differences are paired. Needs numpy
+(``pip install frame_metrics[stats]``); the tests and p-values need nothing else.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+
+import polars as pl
+
+from frame_metrics.columns import as_names
+from frame_metrics.errors import InvalidOptionError, InvalidValueError, MissingColumnsError
+from frame_metrics.frames import to_lazy
+from frame_metrics.stats import benjamini_hochberg, holm, paired_t_test, wilcoxon_signed_rank
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["compare"]
+
+FrameT = TypeVar("FrameT")
+Correction = Literal["holm", "bh"]
+
+#: Resample-count cells (resamples x users) held in memory at once.
+_CHUNK_CELLS = 20_000_000
+#: Above this many resample draws (resamples x users), show progress unless told not to.
+_PROGRESS_DRAWS = 200_000_000
+
+_SCHEMA = {
+    "metric": pl.String,
+    "k": pl.Int64,
+    "model": pl.String,
+    "n_users": pl.Int64,
+    "mean": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "baseline": pl.String,
+    "n_paired": pl.Int64,
+    "diff": pl.Float64,
+    "diff_low": pl.Float64,
+    "diff_high": pl.Float64,
+    "p_ttest": pl.Float64,
+    "p_wilcoxon": pl.Float64,
+    "p_ttest_adj": pl.Float64,
+    "p_wilcoxon_adj": pl.Float64,
+}
+
+
+def _numpy() -> Any:
+    try:
+        import numpy
+    except ImportError:  # pragma: no cover - numpy is everywhere the tests run
+        raise ImportError(
+            "frame_metrics.compare needs numpy for the bootstrap: pip install 'frame_metrics[stats]'"
+        ) from None
+    return numpy
+
+
+def _split_metric(column: str) -> tuple[str, int | None]:
+    name, sep, k = column.partition("@")
+    return (name, int(k)) if sep and k.isdigit() else (column, None)
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """One segment's values: users x (model, metric) with NaN where undefined."""
+
+    key: tuple[Any, ...]
+    models: list[str]
+    metrics: list[str]
+    values: npt.NDArray[np.float64]  # users x models x metrics
+
+
+class _Progress:
+    """tqdm when installed (notebook-aware), else a one-line bar on stderr."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total, self.done, self.enabled = total, 0, enabled
+        self.bar: Any = None
+        self.started = time.perf_counter()
+        if enabled:
+            try:
+                tqdm = importlib.import_module("tqdm.auto").tqdm
+            except ImportError:
+                tqdm = None
+            if tqdm is not None:
+                self.bar = tqdm(total=total, desc="compare: bootstrap", unit="resample")
+
+    def update(self, n: int) -> None:
+        self.done += n
+        if not self.enabled:
+            return
+        if self.bar is not None:
+            self.bar.update(n)
+            return
+        share = self.done / self.total
+        filled = int(30 * share)
+        elapsed = time.perf_counter() - self.started
+        sys.stderr.write(
+            f"\rcompare: bootstrap [{'#' * filled}{'.' * (30 - filled)}] "
+            f"{self.done}/{self.total} resamples, {elapsed:.1f} s"
+        )
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        elif self.enabled:
+            sys.stderr.write("\n")
+
+
+def _bootstrap(
+    values: npt.NDArray[np.float64],
+    pairs: list[tuple[int, int]],
+    n_resamples: int,
+    rng: Any,
+    progress: _Progress,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Resampled means of every column, and of every paired difference.
+
+    ``values`` is users x columns with NaN where a user has no value. A resample draws
+    users with replacement; a column's mean is over the drawn users that have a value
+    (Σ c_i x_i / Σ c_i over them, c_i = times user i was drawn), so both the sums and the
+    counts are one matrix product with the counts.
+    """
+    np_ = _numpy()
+    n_users, n_cols = values.shape
+    has = ~np_.isnan(values)
+    diffs = np_.stack([values[:, a] - values[:, b] for a, b in pairs], axis=1) if pairs else None
+    blocks = [np_.where(has, values, 0.0), has.astype(np_.float64)]
+    if diffs is not None:
+        both = ~np_.isnan(diffs)
+        blocks += [np_.where(both, diffs, 0.0), both.astype(np_.float64)]
+    design = np_.concatenate(blocks, axis=1)
+    out = np_.empty((n_resamples, design.shape[1]))
+    chunk = max(1, min(n_resamples, _CHUNK_CELLS // max(n_users, 1)))
+    offsets = None
+    for start in range(0, n_resamples, chunk):
+        size = min(chunk, n_resamples - start)
+        draws = rng.integers(0, n_users, size=(size, n_users))
+        if offsets is None or offsets.shape[0] != size:
+            offsets = (np_.arange(size, dtype=np_.int64) * n_users)[:, None]
+        counts = np_.bincount((draws + offsets).ravel(), minlength=size * n_users)
+        out[start : start + size] = counts.reshape(size, n_users).astype(np_.float64) @ design
+        progress.update(size)
+    with np_.errstate(invalid="ignore", divide="ignore"):
+        means = out[:, :n_cols] / out[:, n_cols : 2 * n_cols]
+        diff_means = (
+            out[:, 2 * n_cols : 2 * n_cols + len(pairs)] / out[:, 2 * n_cols + len(pairs) :]
+            if pairs
+            else np_.empty((n_resamples, 0))
+        )
+    return means, diff_means
+
+
+def _interval(samples: Any, level: float) -> tuple[float, float]:
+    np_ = _numpy()
+    finite = samples[~np_.isnan(samples)]
+    if finite.size == 0:
+        return math.nan, math.nan
+    low, high = np_.quantile(finite, [(1 - level) / 2, (1 + level) / 2])
+    return float(low), float(high)
+
+
+def _nan_to_none(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def compare(
+    frame: FrameT,
+    truth: object | None = None,
+    *,
+    baseline: str | None = None,
+    model: str = "model",
+    by: str | Sequence[str] | None = None,
+    user: str | Sequence[str] = "user",
+    metrics: str | Iterable[str] | None = None,
+    k: int | Iterable[int] | None = None,
+    level: float = 0.95,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    correction: Correction = "holm",
+    progress: bool | None = None,
+    **evaluate_kwargs: Any,
+) -> FrameT:
+    """Compare models per metric and cutoff: means, intervals, differences and tests.
+
+    Parameters
+    ----------
+    frame
+        Either per-user metric values (the output of :func:`frame_metrics.evaluate`
+        with ``model`` among its ``by`` columns: user key, ``model``, ``by`` columns and
+        ``"<metric>@<k>"`` columns), or, when ``truth`` or any evaluate option is given,
+        recommendations of several models stacked with a ``model`` column, evaluated
+        here per user first. Any supported frame kind; the result is of the same kind.
+    truth
+        Truth for the recommendations (see :func:`frame_metrics.evaluate`).
+    baseline
+        The model every other one is compared with. Default: the first model in sorted
+        order.
+    model
+        The column naming the model.
+    by
+        Segment columns (e.g. a user activity bucket): each segment is compared on its
+        own, in the same call and the same correction family.
+    user
+        The user key (a name or a list of names).
+    metrics, k
+        Per-user input: the metric columns to compare (``"ndcg@10"``, or plain names
+        with ``k``); default every column other than the keys. Recommendations input:
+        passed to :func:`frame_metrics.evaluate` with the other ``evaluate_kwargs``.
+    level
+        Confidence level of the intervals (default 0.95).
+    n_resamples
+        Bootstrap resamples over users (default 10 000).
+    seed
+        Seed of the resampling: the same seed gives the same intervals.
+    correction
+        Multiple-comparison correction of the p-values over every (segment, metric, k,
+        model) compared with the baseline in this call, each test separately:
+        ``"holm"`` (family-wise error, default) or ``"bh"`` (Benjamini-Hochberg, false
+        discovery rate).
+    progress
+        Show a progress bar (tqdm when installed, else one line on stderr): ``None``
+        shows it when the bootstrap has more than 2e8 draws.
+    **evaluate_kwargs
+        Passed to :func:`frame_metrics.evaluate` (``train=``, ``threshold=`` ...).
+
+    Returns
+    -------
+    One row per segment, metric, cutoff and model: ``by`` columns, ``metric``, ``k``
+    (null for a metric without a cutoff), ``model``, ``n_users`` and ``mean`` (over the
+    users with a value), ``ci_low``/``ci_high`` (bootstrap percentile interval of the
+    mean), ``baseline``, and against it, over the users both models have a value for:
+    ``n_paired``, ``diff`` (mean of model - baseline), ``diff_low``/``diff_high``
+    (bootstrap interval of the paired difference), ``p_ttest`` (paired t-test),
+    ``p_wilcoxon`` (Wilcoxon signed-rank, normal approximation, zeros dropped) and their
+    corrected ``p_ttest_adj``/``p_wilcoxon_adj``. The baseline's own row has nulls there.
+
+    Notes
+    -----
+    The bootstrap resamples users with replacement, the same draws for every model and
+    metric of a segment (so a difference's interval is paired), and takes the
+    percentile interval, as ``scipy.stats.bootstrap(..., method="percentile")``. A
+    model's mean in a resample is over the drawn users who have a value for it.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import frame_metrics as fm
+    >>> per_user = pl.DataFrame({
+    ...     "model": ["a"] * 4 + ["b"] * 4,
+    ...     "user": [1, 2, 3, 4] * 2,
+    ...     "hit_rate@1": [0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0],
+    ... })
+    >>> out = fm.compare(per_user, baseline="a", n_resamples=2000, seed=1)
+    >>> out.select("model", "mean", "n_paired", "diff").rows()
+    [('a', 0.25, None, None), ('b', 0.75, 4, 0.5)]
+    >>> round(out["p_ttest"][1], 4)   # differences [1, 0, 1, 0]: t = 0.5 / (0.57735 / 2)
+    0.1817
+    """
+    np_ = _numpy()
+    if not 0 < level < 1:
+        raise InvalidOptionError(f"level: expected a number in (0, 1), got {level!r}")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
+        raise InvalidOptionError(f"n_resamples: expected an int >= 1, got {n_resamples!r}")
+    if correction not in ("holm", "bh"):
+        raise InvalidOptionError(f"correction: expected one of 'holm', 'bh', got {correction!r}")
+    segments_by = list(as_names(by, "by"))
+    users = list(as_names(user, "user"))
+    source = to_lazy(frame, "frame")
+    if truth is not None or evaluate_kwargs:
+        from frame_metrics.api import evaluate
+
+        per_user_lazy = evaluate(
+            source.lazy,
+            truth,
+            metrics=metrics,
+            k=k,
+            by=[model, *segments_by],
+            user=user,
+            **evaluate_kwargs,
+        )
+        per_user = per_user_lazy.collect()
+        metric_cols = [c for c in per_user.columns if c not in {model, *segments_by, *users}]
+    else:
+        per_user = source.lazy.collect()
+        missing = [c for c in [model, *segments_by, *users] if c not in per_user.columns]
+        if missing:
+            raise MissingColumnsError("frame", missing, per_user.columns)
+        keys = {model, *segments_by, *users}
+        if metrics is None:
+            metric_cols = [c for c in per_user.columns if c not in keys]
+        else:
+            from frame_metrics.metrics.registry import resolve_requests
+
+            wanted = [m.column(kk) for m, kk in resolve_requests(metrics, k, [])]
+            absent = [c for c in wanted if c not in per_user.columns]
+            if absent:
+                raise MissingColumnsError("frame", absent, per_user.columns)
+            metric_cols = wanted
+        bad = [c for c in metric_cols if not per_user.schema[c].is_numeric()]
+        if bad:
+            raise InvalidValueError(
+                f"frame: expected numeric metric columns, found {', '.join(repr(c) for c in bad)} "
+                f"of dtype {', '.join(str(per_user.schema[c]) for c in bad)}"
+            )
+        dups = per_user.select(
+            pl.struct([model, *segments_by, *users]).is_duplicated().sum()
+        ).item()
+        if dups:
+            raise InvalidValueError(
+                f"frame: expected one row per (model, segment, user), found {dups} rows that "
+                "repeat one"
+            )
+    if not metric_cols:
+        raise InvalidOptionError(
+            "metrics: expected at least one metric column to compare, got none"
+        )
+    per_user = per_user.with_columns(pl.col(model).cast(pl.String))
+    models = sorted(per_user[model].unique().drop_nulls().to_list())
+    if baseline is None:
+        if not models:
+            return cast(
+                "FrameT", source.give_back(pl.DataFrame(schema=_schema(per_user, segments_by)))
+            )
+        baseline = models[0]
+    elif baseline not in models:
+        raise InvalidOptionError(
+            f"baseline: expected one of the models {', '.join(repr(m) for m in models)}, got {baseline!r}"
+        )
+
+    segments = _segments(per_user, model, segments_by, users, metric_cols, models)
+    total_draws = sum(s.values.shape[0] for s in segments) * n_resamples
+    show = total_draws > _PROGRESS_DRAWS if progress is None else progress
+    bar = _Progress(n_resamples * len(segments), show)
+    rows: list[dict[str, Any]] = []
+    root = np_.random.SeedSequence(seed)
+    try:
+        for segment, child in zip(segments, root.spawn(len(segments)), strict=True):
+            rows += _compare_segment(
+                segment,
+                baseline,
+                level,
+                n_resamples,
+                np_.random.default_rng(child),
+                bar,
+                segments_by,
+            )
+    finally:
+        bar.close()
+
+    adjust: Callable[[Sequence[float]], list[float]] = (
+        holm if correction == "holm" else benjamini_hochberg
+    )
+    for test in ("p_ttest", "p_wilcoxon"):
+        compared = [i for i, r in enumerate(rows) if r["model"] != baseline]
+        raw = [math.nan if rows[i][test] is None else rows[i][test] for i in compared]
+        for i, p in zip(compared, adjust(raw), strict=True):
+            rows[i][f"{test}_adj"] = _nan_to_none(p)
+    result = pl.DataFrame(rows, schema=_schema(per_user, segments_by), orient="row")
+    return cast("FrameT", source.give_back(result))
+
+
+def _schema(per_user: pl.DataFrame, segments_by: list[str]) -> dict[str, Any]:
+    return {**{b: per_user.schema[b] for b in segments_by}, **_SCHEMA}
+
+
+def _segments(
+    per_user: pl.DataFrame,
+    model: str,
+    segments_by: list[str],
+    users: list[str],
+    metric_cols: list[str],
+    models: list[str],
+) -> list[_Segment]:
+    np_ = _numpy()
+    frames = (
+        per_user.partition_by(segments_by, as_dict=True, maintain_order=True)
+        if segments_by
+        else {(): per_user}
+    )
+    out = []
+    for key, part in sorted(frames.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        user_index = part.select(users).unique().sort(users).with_row_index("_fm_u")
+        cube = np_.full((user_index.height, len(models), len(metric_cols)), np_.nan)
+        for mi, m in enumerate(models):
+            rows = part.filter(pl.col(model) == m).join(user_index, on=users, how="inner")
+            idx = rows["_fm_u"].to_numpy()
+            for ci, c in enumerate(metric_cols):
+                cube[idx, mi, ci] = rows[c].cast(pl.Float64).fill_null(float("nan")).to_numpy()
+        out.append(_Segment(tuple(key), models, metric_cols, cube))
+    return out
+
+
+def _compare_segment(
+    segment: _Segment,
+    baseline: str,
+    level: float,
+    n_resamples: int,
+    rng: Any,
+    bar: _Progress,
+    segments_by: list[str],
+) -> list[dict[str, Any]]:
+    np_ = _numpy()
+    n_users, n_models, n_metrics = segment.values.shape
+    flat = segment.values.reshape(n_users, n_models * n_metrics)
+    b = segment.models.index(baseline)
+
+    def col(mi: int, ci: int) -> int:
+        return int(mi * n_metrics + ci)
+
+    pairs = [
+        (col(mi, ci), col(b, ci)) for mi in range(n_models) if mi != b for ci in range(n_metrics)
+    ]
+    means, diff_means = _bootstrap(flat, pairs, n_resamples, rng, bar)
+    rows = []
+    pair_at = {p: j for j, p in enumerate(pairs)}
+    for ci, metric_col in enumerate(segment.metrics):
+        name, k = _split_metric(metric_col)
+        for mi, m in enumerate(segment.models):
+            x = flat[:, col(mi, ci)]
+            defined = x[~np_.isnan(x)]
+            low, high = _interval(means[:, col(mi, ci)], level)
+            row: dict[str, Any] = {
+                **dict(zip(segments_by, segment.key, strict=True)),
+                "metric": name,
+                "k": k,
+                "model": m,
+                "n_users": int(defined.size),
+                "mean": float(defined.mean()) if defined.size else None,
+                "ci_low": _nan_to_none(low),
+                "ci_high": _nan_to_none(high),
+                "baseline": baseline,
+                "n_paired": None,
+                "diff": None,
+                "diff_low": None,
+                "diff_high": None,
+                "p_ttest": None,
+                "p_wilcoxon": None,
+                "p_ttest_adj": None,
+                "p_wilcoxon_adj": None,
+            }
+            if mi != b:
+                d = x - flat[:, col(b, ci)]
+                d = d[~np_.isnan(d)]
+                dl, dh = _interval(diff_means[:, pair_at[(col(mi, ci), col(b, ci))]], level)
+                row.update(
+                    n_paired=int(d.size),
+                    diff=float(d.mean()) if d.size else None,
+                    diff_low=_nan_to_none(dl),
+                    diff_high=_nan_to_none(dh),
+                    p_ttest=_nan_to_none(paired_t_test(d)[1]),
+                    p_wilcoxon=_nan_to_none(wilcoxon_signed_rank(d)[1]),
+                )
+            rows.append(row)
+    return rows
