@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from frame_metrics import exprs
+from frame_metrics import exprs, plot
 from frame_metrics.api import diagnose, evaluate
 from frame_metrics.compare import compare
 from frame_metrics.diagnostics import Diagnostics
@@ -56,4 +56,5 @@ __all__ = [
     "diagnose",
     "evaluate",
     "exprs",
+    "plot",
 ]

@@ -1,0 +1,233 @@
+"""Plots for notebooks: metric@k curves, per-user distributions, forest plots.
+
+Each function takes a frame of any supported kind (the output of
+:func:`frame_metrics.compare` or :func:`frame_metrics.evaluate`) and returns a
+``matplotlib.figure.Figure`` (``pip install 'frame_metrics[plot]'``); in a notebook it
+shows itself. Nothing here computes a metric: the numbers are those of the frame given.
+
+Examples
+--------
+>>> import matplotlib
+>>> matplotlib.use("Agg")
+>>> import frame_metrics as fm
+>>> from frame_metrics.datasets import synthetic
+>>> recs, truth = synthetic(n_users=200)
+>>> result = fm.compare(recs, truth, metrics="ndcg", k=[1, 5, 10], baseline="popularity",
+...                     n_resamples=200)
+>>> fig = fm.plot.metric_at_k(result, "ndcg")
+>>> [ax.get_title() for ax in fig.axes]
+['ndcg@k']
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from frame_metrics.errors import InvalidOptionError, MissingColumnsError
+from frame_metrics.frames import to_lazy
+
+__all__ = ["distribution", "forest", "metric_at_k"]
+
+
+def _pyplot() -> Any:
+    try:
+        return importlib.import_module("matplotlib.pyplot")
+    except ImportError:  # pragma: no cover - matplotlib is in the dev extra
+        raise ImportError(
+            "frame_metrics.plot needs matplotlib: pip install 'frame_metrics[plot]'"
+        ) from None
+
+
+def _frame(frame: object, needed: Sequence[str]) -> pl.DataFrame:
+    df = to_lazy(frame, "frame").lazy.collect()
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        raise MissingColumnsError("frame", missing, df.columns)
+    return df
+
+
+def _segments(df: pl.DataFrame, by: Sequence[str]) -> list[tuple[str, pl.DataFrame]]:
+    if not by:
+        return [("", df)]
+    parts = df.partition_by(list(by), as_dict=True, maintain_order=True)
+    return [
+        (", ".join(f"{b}={v}" for b, v in zip(by, key, strict=True)), part)
+        for key, part in sorted(parts.items(), key=lambda kv: tuple(str(x) for x in kv[0]))
+    ]
+
+
+def metric_at_k(
+    result: object,
+    metric: str,
+    *,
+    by: str | Sequence[str] | None = None,
+    ax: Any = None,
+) -> Any:
+    """``metric@k`` against k, one line per model, with its confidence band.
+
+    Parameters
+    ----------
+    result
+        The output of :func:`frame_metrics.compare` (``metric``, ``k``, ``model``,
+        ``mean``, ``ci_low``, ``ci_high``), computed at several k.
+    metric
+        The metric to draw (``"ndcg"``).
+    by
+        Segment columns of ``result``: one panel per segment.
+    ax
+        A matplotlib Axes to draw in (one segment only); default: a new figure.
+    """
+    segs = [by] if isinstance(by, str) else list(by or [])
+    df = _frame(result, ["metric", "k", "model", "mean", "ci_low", "ci_high", *segs])
+    df = df.filter(pl.col("metric") == metric)
+    if df.is_empty():
+        raise InvalidOptionError(
+            f"metric: expected one of {sorted(set(_frame(result, ['metric'])['metric']))}, "
+            f"got {metric!r}"
+        )
+    plt = _pyplot()
+    panels = _segments(df, segs)
+    if ax is None:
+        fig, axes = plt.subplots(
+            1, len(panels), figsize=(5 * len(panels), 3.5), squeeze=False, sharey=True
+        )
+        axes = list(axes[0])
+    else:
+        fig, axes = ax.figure, [ax]
+    for panel_ax, (label, part) in zip(axes, panels, strict=False):
+        for model in sorted(part["model"].unique().to_list()):
+            rows = part.filter(pl.col("model") == model).sort("k")
+            ks = rows["k"].to_list()
+            (line,) = panel_ax.plot(ks, rows["mean"].to_list(), marker="o", label=model)
+            panel_ax.fill_between(
+                ks,
+                rows["ci_low"].fill_null(float("nan")).to_list(),
+                rows["ci_high"].fill_null(float("nan")).to_list(),
+                color=line.get_color(),
+                alpha=0.2,
+            )
+        panel_ax.set_xlabel("k")
+        panel_ax.set_title(f"{metric}@k" + (f" ({label})" if label else ""))
+        panel_ax.grid(alpha=0.3)
+    axes[0].set_ylabel(f"mean {metric}@k")
+    axes[0].legend(title="model")
+    fig.tight_layout()
+    return fig
+
+
+def distribution(
+    per_user: object,
+    column: str,
+    *,
+    model: str = "model",
+    ax: Any = None,
+) -> Any:
+    """The distribution of one per-user metric, per model: empirical CDFs.
+
+    An ECDF shows what a histogram hides for these metrics: the mass at 0 (users with no
+    hit) and at 1, and where two models cross.
+
+    Parameters
+    ----------
+    per_user
+        Per-user values (the output of :func:`frame_metrics.evaluate` with ``model`` in
+        ``by``).
+    column
+        The metric column (``"ndcg@10"``).
+    model
+        The column naming the model.
+    ax
+        A matplotlib Axes to draw in; default: a new figure.
+    """
+    df = _frame(per_user, [model, column])
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 3.5)) if ax is None else (ax.figure, ax)
+    for name in sorted(df[model].cast(pl.String).unique().to_list()):
+        values = (
+            df.filter(pl.col(model).cast(pl.String) == name)[column].drop_nulls().sort().to_list()
+        )
+        if not values:
+            continue
+        n = len(values)
+        share_zero = sum(v == 0 for v in values) / n
+        ax.step(
+            values,
+            [(i + 1) / n for i in range(n)],
+            where="post",
+            label=f"{name} (n={n}, {share_zero:.0%} at 0)",
+        )
+    ax.set_xlabel(column)
+    ax.set_ylabel("share of users <= x")
+    ax.set_title(f"{column} per user")
+    ax.grid(alpha=0.3)
+    ax.legend(title="model")
+    fig.tight_layout()
+    return fig
+
+
+def forest(
+    result: object,
+    *,
+    by: str | Sequence[str] | None = None,
+    adjusted: bool = True,
+    alpha: float = 0.05,
+    ax: Any = None,
+) -> Any:
+    """Each model's difference to the baseline per metric@k, with its interval.
+
+    A filled marker is significant under the paired t-test (corrected when ``adjusted``)
+    at ``alpha``; an open one is not. The dashed line is no difference.
+
+    Parameters
+    ----------
+    result
+        The output of :func:`frame_metrics.compare`.
+    by
+        Segment columns of ``result``: their values join each row's label.
+    adjusted
+        Judge significance on ``p_ttest_adj`` (default) or the raw ``p_ttest``.
+    alpha
+        The significance level of the markers.
+    ax
+        A matplotlib Axes to draw in; default: a new figure.
+    """
+    segs = [by] if isinstance(by, str) else list(by or [])
+    p_col = "p_ttest_adj" if adjusted else "p_ttest"
+    df = _frame(
+        result, ["metric", "k", "model", "baseline", "diff", "diff_low", "diff_high", p_col, *segs]
+    ).filter(pl.col("diff").is_not_null())
+    plt = _pyplot()
+    height = max(2.0, 0.35 * df.height + 1.0)
+    fig, ax = plt.subplots(figsize=(6.5, height)) if ax is None else (ax.figure, ax)
+    labels = []
+    colors: dict[str, Any] = {}
+    for y, row in enumerate(df.iter_rows(named=True)):
+        k = "" if row["k"] is None else f"@{row['k']}"
+        seg = ", ".join(str(row[s]) for s in segs)
+        labels.append(f"{row['metric']}{k}  {row['model']}" + (f"  [{seg}]" if seg else ""))
+        color = colors.setdefault(row["model"], f"C{len(colors)}")
+        significant = row[p_col] is not None and row[p_col] < alpha
+        low, high = row["diff_low"], row["diff_high"]
+        if low is not None and high is not None:
+            ax.plot([low, high], [y, y], color=color, lw=2)
+        ax.plot(
+            [row["diff"]],
+            [y],
+            marker="o",
+            color=color,
+            markerfacecolor=color if significant else "white",
+            markersize=7,
+        )
+    ax.axvline(0.0, color="grey", ls="--", lw=1)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    baseline = df["baseline"][0] if df.height else "baseline"
+    ax.set_xlabel(f"difference to {baseline} (mean over paired users)")
+    ax.set_title(f"vs {baseline}: filled = {p_col} < {alpha}")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
