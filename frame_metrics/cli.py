@@ -1,0 +1,734 @@
+r"""The ``frame-metrics`` command line: evaluate recommendation files, run the demo.
+
+``frame-metrics evaluate RECS [TRUTH] ...`` reads parquet or CSV files lazily
+(``pl.scan_parquet`` / ``pl.scan_csv``), hands the LazyFrames to
+:func:`frame_metrics.evaluate` and collects the result with polars' streaming engine, so
+an input larger than memory works; ``csv`` output is streamed straight to its
+destination. ``frame-metrics demo`` (also ``python -m frame_metrics`` without arguments)
+evaluates two models on the built-in synthetic data.
+
+Every failure is one line on stderr, ``frame-metrics: error: ...``, and an exit status:
+2 for a usage error (a bad path, file type, option value, metric name, cutoff or column
+name), 1 for a data error (values the metrics cannot use, a file polars cannot read).
+argparse's own usage errors keep argparse's format (usage, then the error; status 2).
+
+Examples
+--------
+>>> import polars as pl
+>>> from frame_metrics.cli import main
+>>> main(["--version"])  # doctest: +ELLIPSIS
+frame-metrics ...
+0
+>>> frame = pl.DataFrame({"model": ["a|b"], "n_users": [2], "ndcg@10": [0.5]})
+>>> print(render(frame, "markdown"))
+| model | n_users | ndcg@10 |
+| --- | ---: | ---: |
+| a\|b | 2 | 0.5 |
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import glob
+import inspect
+import os
+import re
+import sys
+import textwrap
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import polars as pl
+
+import frame_metrics as fm
+from frame_metrics.datasets import synthetic
+from frame_metrics.errors import FrameMetricsError, InvalidOptionError, MissingColumnsError
+from frame_metrics.metrics import DEFAULT_RANKING
+from frame_metrics.options import CHOICES
+
+__all__ = ["EXIT_DATA", "EXIT_USAGE", "FORMATS", "build_parser", "demo", "main", "render"]
+
+PROG = "frame-metrics"
+#: Exit status of a data error: the inputs hold values the metrics cannot use.
+EXIT_DATA = 1
+#: Exit status of a usage error: the command line asks for something that cannot be done.
+EXIT_USAGE = 2
+#: The output formats of ``--format``.
+FORMATS = ("table", "csv", "json", "markdown")
+
+#: Input readers by file extension: all lazy, so evaluation can stream.
+_READERS: dict[str, Callable[[str], pl.LazyFrame]] = {
+    ".parquet": pl.scan_parquet,
+    ".pq": pl.scan_parquet,
+    ".csv": lambda path: pl.scan_csv(path, infer_schema_length=10_000),
+    ".tsv": lambda path: pl.scan_csv(path, separator="\t", infer_schema_length=10_000),
+}
+#: ``-o FILE`` extensions that choose the format when ``--format`` is not given.
+_FORMAT_OF_SUFFIX = {".csv": "csv", ".json": "json", ".md": "markdown", ".markdown": "markdown"}
+#: evaluate's keyword defaults, so the command line cannot drift from the function.
+_DEFAULTS: dict[str, Any] = {
+    name: p.default for name, p in inspect.signature(fm.evaluate).parameters.items()
+}
+_Command = Callable[[argparse.Namespace], int]
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs as written; option help wrapped without breaking options."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(text, width, break_on_hyphens=False)
+
+
+class UsageError(Exception):
+    """The command line asks for something that cannot be done (exit status 2)."""
+
+
+class DataError(Exception):
+    """An input cannot be read or used (exit status 1)."""
+
+
+# -- the parser ------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the ``frame-metrics`` parser: one subparser per command.
+
+    Examples
+    --------
+    >>> args = build_parser().parse_args(["evaluate", "recs.parquet", "truth.csv", "-k", "10"])
+    >>> args.command, args.recs, args.truth, args.k, args.format
+    ('evaluate', 'recs.parquet', 'truth.csv', '10', None)
+    """
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        formatter_class=_HelpFormatter,
+        description="Recommender-system metrics on parquet and CSV files, computed by polars.",
+        epilog="Run 'frame-metrics COMMAND --help' for a command's options.\n"
+        "Without a command, runs the demo.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {fm.__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    commands.required = True
+    _add_evaluate(commands)
+    # Further commands go here, each an `_add_<name>(commands)` that sets `run=_run_<name>`.
+    # `compare` (paired tests, bootstrap intervals between models) will reuse the shared
+    # pieces: `_add_input_options`, `_add_output_options`, `read_frame` and `write_result`.
+    _add_demo(commands)
+    return parser
+
+
+_EVALUATE_DESCRIPTION = """\
+Evaluate recommendations against truth. By default: one row per --by group with
+n_users and the mean of every metric over the users it is defined for; with
+--per-user, one row per user.
+
+Inputs are parquet (.parquet, .pq, or a directory of parquet files) or CSV
+(.csv, .tsv), read lazily and evaluated by polars' streaming engine, so they may
+be larger than memory."""
+
+_EVALUATE_EPILOG = """\
+examples:
+  frame-metrics evaluate recs.parquet truth.parquet -m ndcg,recall -k 10,20 --by model
+  frame-metrics evaluate recs.csv truth.csv --score-col score -k 10 --per-user -o users.csv
+  frame-metrics evaluate long.parquet -m ndcg@10,recall@20 --format markdown --precision 4
+  frame-metrics evaluate recs.parquet truth.parquet -m ndcg,novelty,coverage -k 10 \\
+      --by model --train train.parquet --catalog items.csv
+
+exit status: 0 done, 1 data error (values the metrics cannot use, a file polars
+cannot read), 2 usage error (bad path, file type, option, metric, cutoff or column)."""
+
+
+def _add_evaluate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = commands.add_parser(
+        "evaluate",
+        formatter_class=_HelpFormatter,
+        help="evaluate recommendations against truth (parquet or CSV files)",
+        description=_EVALUATE_DESCRIPTION,
+        epilog=_EVALUATE_EPILOG,
+    )
+    p.add_argument(
+        "recs",
+        metavar="RECS",
+        help="recommendations: user, item and rank (or --score-col); without TRUTH, a long "
+        "table that also carries relevance, a null rank marking a relevant item that was "
+        "not recommended",
+    )
+    p.add_argument(
+        "truth",
+        metavar="TRUTH",
+        nargs="?",
+        help="the items each user likes: user, item, relevance (a number >= 0)",
+    )
+    what = p.add_argument_group("what to compute")
+    what.add_argument(
+        "-m",
+        "--metrics",
+        action="extend",
+        type=_names,
+        metavar="NAMES",
+        help="comma-separated metric names, optionally with their own cutoff (ndcg@10); "
+        f"repeatable (default: {','.join(DEFAULT_RANKING)})",
+    )
+    what.add_argument(
+        "-k",
+        metavar="K",
+        help="comma-separated cutoffs for every metric named without one, e.g. 5,10,20",
+    )
+    what.add_argument(
+        "--by",
+        type=_names,
+        metavar="COLS",
+        help="comma-separated columns (model, segment, fold) evaluated independently",
+    )
+    what.add_argument(
+        "--per-user",
+        action="store_true",
+        help="one row per user instead of the means per --by group",
+    )
+    _add_input_options(p)
+    _add_output_options(p)
+    p.set_defaults(run=_run_evaluate)
+
+
+def _add_input_options(p: argparse.ArgumentParser) -> None:
+    """Column names, metric options and extra inputs: evaluate's keywords as options."""
+    cols = p.add_argument_group("columns")
+    cols.add_argument(
+        "--user-col",
+        type=_names,
+        default=_DEFAULTS["user"],  # a string: argparse splits it with the type
+        metavar="COLS",
+        help="user key; comma-separated for a composite key such as user,session "
+        "(default: %(default)s)",
+    )
+    cols.add_argument(
+        "--item-col",
+        default=_DEFAULTS["item"],
+        metavar="COL",
+        help="item id (default: %(default)s)",
+    )
+    ranked = cols.add_mutually_exclusive_group()
+    ranked.add_argument(
+        "--rank-col",
+        default=_DEFAULTS["rank"],
+        metavar="COL",
+        help="rank, 1 = top (default: %(default)s)",
+    )
+    ranked.add_argument(
+        "--score-col",
+        metavar="COL",
+        help="score, higher = better: ranks are derived (ties broken by item ascending)",
+    )
+    cols.add_argument(
+        "--relevance-col",
+        default=_DEFAULTS["relevance"],
+        metavar="COL",
+        help="relevance (or true rating) in TRUTH or the long table (default: %(default)s)",
+    )
+    cols.add_argument(
+        "--prediction-col",
+        default=_DEFAULTS["prediction"],
+        metavar="COL",
+        help="predicted rating in RECS, for mse/rmse/mae (default: %(default)s)",
+    )
+    cols.add_argument(
+        "--features-col",
+        default=_DEFAULTS["features"],
+        metavar="COL",
+        help="list of categories or numeric vector in --item-features (default: %(default)s)",
+    )
+    opts = p.add_argument_group("metric options")
+    opts.add_argument(
+        "--threshold",
+        type=float,
+        metavar="X",
+        help="relevance needed to count as relevant, rel >= X (default: rel > 0)",
+    )
+    _choice(opts, "gain", "DCG gain")
+    _choice(opts, "ap_denominator", "the denominator of AP@k")
+    _choice(opts, "empty", "users without a relevant item: left out or scored 0")
+    _choice(opts, "on_duplicate", "a repeated (user, item) row: fail or keep the best")
+    _choice(opts, "similarity", "item similarity for diversity")
+    _choice(opts, "unexpected", "serendipity's unexpected items: not in --baseline or --train")
+    opts.add_argument(
+        "--head-share",
+        type=float,
+        default=_DEFAULTS["head_share"],
+        metavar="X",
+        help="aplt's short head: the most popular --train items holding this share of the "
+        "interactions (default: %(default)s)",
+    )
+    extra = p.add_argument_group("extra inputs (parquet or CSV files)")
+    extra.add_argument(
+        "--train",
+        metavar="FILE",
+        help="reference interactions (user, item): popularity for novelty, arp, aplt; "
+        "history for --unexpected history",
+    )
+    extra.add_argument(
+        "--catalog",
+        metavar="FILE",
+        help="the catalog's items (item column) for coverage and gini (default: the items "
+        "seen in the inputs)",
+    )
+    extra.add_argument(
+        "--item-features",
+        metavar="FILE",
+        help="item and --features-col per item, for diversity (a list column: parquet)",
+    )
+    extra.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="a baseline model's recommendations (user, item, rank or score) for serendipity",
+    )
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    out = p.add_argument_group("output")
+    out.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="table (all rows and columns), csv, json (one array of records) or markdown "
+        "(a GitHub table); default: from the -o extension (.csv, .json, .md), else table",
+    )
+    out.add_argument(
+        "-o", "--output", metavar="FILE", help="write to FILE instead of standard output"
+    )
+    out.add_argument(
+        "--precision",
+        type=int,
+        metavar="N",
+        help="digits after the decimal point in table and markdown output (default: every "
+        "digit, the exact value); csv and json are always exact",
+    )
+
+
+def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = commands.add_parser(
+        "demo",
+        formatter_class=_HelpFormatter,
+        help="evaluate two models on built-in synthetic data",
+        description="Evaluate the synthetic 'popularity' and 'personal' models at k = 5 and 10.",
+    )
+    p.set_defaults(run=_run_demo)
+
+
+def _choice(group: argparse._ArgumentGroup, name: str, what: str) -> None:
+    group.add_argument(
+        "--" + name.replace("_", "-"),
+        choices=CHOICES[name],
+        default=_DEFAULTS[name],
+        help=f"{what} (default: %(default)s)",
+    )
+
+
+def _names(text: str) -> list[str]:
+    """Split a comma-separated argument, dropping blanks.
+
+    Examples
+    --------
+    >>> _names("ndcg, recall,")
+    ['ndcg', 'recall']
+    """
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _cutoffs(text: str | None) -> list[int] | None:
+    """Parse ``-k``: ints; evaluate judges their values (``-k 0`` is its error).
+
+    Examples
+    --------
+    >>> _cutoffs("5,10")
+    [5, 10]
+    >>> _cutoffs("ten")
+    Traceback (most recent call last):
+    ...
+    frame_metrics.cli.UsageError: -k: expected an int >= 1 or a comma-separated list of them, got 'ten'
+    """
+    if text is None:
+        return None
+    try:
+        cutoffs = [int(part) for part in _names(text)]
+    except ValueError:
+        cutoffs = []
+    if not cutoffs:
+        raise UsageError(
+            f"-k: expected an int >= 1 or a comma-separated list of them, got {text!r}"
+        )
+    return cutoffs
+
+
+# -- input and output -------------------------------------------------------------------------
+
+
+def read_frame(path: str, name: str) -> pl.LazyFrame:
+    """Scan a parquet or CSV file lazily, with its schema read now.
+
+    Parameters
+    ----------
+    path
+        A ``.parquet``/``.pq``, ``.csv`` or ``.tsv`` file, a glob of them, or a directory
+        of parquet files (a dataset, hive partitions included).
+    name
+        What the file is (``RECS``, ``--train``), for error messages.
+
+    Raises
+    ------
+    UsageError
+        The path does not exist or its extension is not one of those.
+    DataError
+        polars cannot read the file's schema.
+    """
+    suffix = Path(path).suffix.lower()
+    reader = _READERS.get(suffix)
+    if Path(path).is_dir():
+        reader = pl.scan_parquet  # a parquet dataset: every parquet file below it
+    elif reader is None:
+        raise UsageError(
+            f"{name}: expected a .parquet, .pq, .csv or .tsv file or a directory of parquet "
+            f"files, got {path!r}" + (f" ({suffix} files are not supported)" if suffix else "")
+        )
+    elif glob.has_magic(path):
+        if not glob.glob(path):
+            raise UsageError(f"{name}: expected files matching {path!r}, found none")
+    elif not Path(path).is_file():
+        raise UsageError(f"{name}: expected a file, got {path!r} (no such file)")
+    try:
+        frame = reader(path)
+        frame.collect_schema()
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise DataError(f"{name}: cannot read {path!r}: {_first_line(exc)}") from exc
+    return frame
+
+
+def render(frame: pl.DataFrame, fmt: str, precision: int | None = None) -> str:
+    """The text of a result in one of :data:`FORMATS`, without a trailing newline.
+
+    Floats are exact (the shortest text that reads back as the same number) unless
+    ``precision`` rounds them in ``table`` and ``markdown``.
+    """
+    if fmt == "csv":
+        return frame.write_csv().rstrip("\n")
+    if fmt == "json":
+        return frame.write_json()
+    if fmt == "markdown":
+        return _markdown(frame, precision)
+    floats: dict[str, Any] = (
+        {"fmt_float": "full"} if precision is None else {"float_precision": precision}
+    )
+    with pl.Config(
+        tbl_rows=-1,
+        tbl_cols=-1,
+        tbl_width_chars=-1,
+        fmt_str_lengths=1_000,
+        tbl_hide_dataframe_shape=True,
+        tbl_hide_column_data_types=True,
+        tbl_cell_numeric_alignment="RIGHT",
+        **floats,
+    ):
+        return str(frame)
+
+
+def _markdown(frame: pl.DataFrame, precision: int | None) -> str:
+    def cell(value: object) -> str:
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return str(value).lower()
+        if isinstance(value, float):
+            return repr(value) if precision is None else f"{value:.{precision}f}"
+        return str(value).replace("|", "\\|").replace("\n", " ")
+
+    numeric = [dtype.is_numeric() for dtype in frame.dtypes]
+    lines = [
+        "| " + " | ".join(cell(name) for name in frame.columns) + " |",
+        "| " + " | ".join("---:" if n else "---" for n in numeric) + " |",
+        *("| " + " | ".join(cell(v) for v in row) + " |" for row in frame.iter_rows()),
+    ]
+    return "\n".join(lines)
+
+
+def write_result(
+    result: pl.LazyFrame, fmt: str, output: str | None, precision: int | None = None
+) -> None:
+    """Run ``result`` with the streaming engine and write it to ``output`` or stdout.
+
+    ``csv`` is sunk (streamed to its destination, never held whole); a file is written
+    beside its destination and renamed into place, so a failure leaves no partial file.
+    """
+    if output is None:
+        if fmt == "csv":
+            result.sink_csv(sys.stdout)
+        else:
+            sys.stdout.write(render(result.collect(engine="streaming"), fmt, precision) + "\n")
+        return
+    target = Path(output)
+    if not target.parent.is_dir():
+        raise UsageError(f"-o: expected a file in an existing directory, got {output!r}")
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    try:
+        if fmt == "csv":
+            result.sink_csv(partial, check_extension=False)
+        else:
+            text = render(result.collect(engine="streaming"), fmt, precision)
+            partial.write_text(text + "\n", encoding="utf-8")
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+def _run_evaluate(args: argparse.Namespace) -> int:
+    fmt: str = args.format or _FORMAT_OF_SUFFIX.get(Path(args.output or "").suffix.lower(), "table")
+    if args.precision is not None and args.precision < 0:
+        raise UsageError(f"--precision: expected an int >= 0, got {args.precision}")
+    k = _cutoffs(args.k)
+    recs = read_frame(args.recs, "RECS")
+    truth = None if args.truth is None else read_frame(args.truth, "TRUTH")
+    extras = {
+        name: read_frame(getattr(args, name), "--" + name.replace("_", "-"))
+        for name in ("train", "catalog", "item_features", "baseline")
+        if getattr(args, name) is not None
+    }
+    user: list[str] = args.user_col
+    result = fm.evaluate(
+        recs,
+        truth,
+        metrics=args.metrics,
+        k=k[0] if k is not None and len(k) == 1 else k,
+        aggregate=not args.per_user,
+        user=user[0] if len(user) == 1 else user,
+        item=args.item_col,
+        rank=args.rank_col,
+        score=args.score_col,
+        relevance=args.relevance_col,
+        prediction=args.prediction_col,
+        by=args.by,
+        threshold=args.threshold,
+        gain=args.gain,
+        ap_denominator=args.ap_denominator,
+        empty=args.empty,
+        on_duplicate=args.on_duplicate,
+        features=args.features_col,
+        similarity=args.similarity,
+        unexpected=args.unexpected,
+        head_share=args.head_share,
+        train=extras.get("train"),
+        catalog=extras.get("catalog"),
+        item_features=extras.get("item_features"),
+        baseline=extras.get("baseline"),
+    )
+    write_result(result, fmt, args.output, args.precision)
+    return 0
+
+
+def demo() -> pl.DataFrame:
+    """Evaluate the synthetic ``popularity`` and ``personal`` models at k = 5 and 10.
+
+    Accuracy and, in the same call, what the lists look like as a whole: the share of
+    the catalog they cover, how different users' lists are, and how unequal exposure is.
+
+    Examples
+    --------
+    >>> demo().select("model", "n_users").rows()
+    [('personal', 1000), ('popularity', 1000)]
+    """
+    recs, truth = synthetic()
+    return fm.evaluate(
+        recs,
+        truth,
+        metrics=[
+            "precision",
+            "recall",
+            "ndcg",
+            "map",
+            "mrr",
+            "coverage",
+            "personalization",
+            "gini",
+        ],
+        k=[5, 10],
+        by="model",
+        aggregate=True,
+    )
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    recs, truth = synthetic()
+    print(
+        f"frame_metrics {fm.__version__} - synthetic data: {recs['user'].n_unique()} users, "
+        f"{truth.height} liked items, 2 models x 20 recommendations\n"
+    )
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, float_precision=4, tbl_width_chars=250):
+        print(demo())
+    return 0
+
+
+# -- the entry point --------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return its exit status.
+
+    Parameters
+    ----------
+    argv
+        The arguments after the program name; default ``sys.argv[1:]``. None at all
+        runs the demo.
+
+    Returns
+    -------
+    0 on success, :data:`EXIT_DATA` for a data error, :data:`EXIT_USAGE` for a usage
+    error (argparse's included); errors are one line on stderr.
+    """
+    args = list(sys.argv[1:] if argv is None else argv) or ["demo"]
+    try:
+        namespace = build_parser().parse_args(args)
+    except SystemExit as exc:  # --help, --version and argparse's usage errors
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    run: _Command = namespace.run
+    with _warnings_as_lines():
+        try:
+            return run(namespace)
+        except KeyboardInterrupt:
+            return _fail("interrupted", 130)
+        except (
+            UsageError,
+            DataError,
+            FrameMetricsError,
+            pl.exceptions.PolarsError,
+            OSError,
+        ) as exc:
+            if _is_broken_pipe(exc):  # the reader left early (`| head`): not an error
+                _silence_stdout()
+                return 0
+            return _report(exc, namespace)
+        except pl.exceptions.PanicException as exc:  # a polars bug: still one line
+            return _fail(f"polars failed: {_first_line(exc)}", EXIT_DATA)
+
+
+def _is_broken_pipe(exc: Exception) -> bool:
+    # polars reports a failed write to a Python stream as a plain OSError.
+    return isinstance(exc, BrokenPipeError) or (
+        isinstance(exc, OSError) and "Broken pipe" in str(exc)
+    )
+
+
+def _report(exc: Exception, args: argparse.Namespace) -> int:
+    """Print one error line and return the exit status of ``exc``."""
+    if isinstance(exc, MissingColumnsError):
+        return _fail(str(exc) + _column_hint(exc.missing, args), EXIT_USAGE)
+    if isinstance(exc, (UsageError, InvalidOptionError)):
+        return _fail(_in_cli_terms(str(exc)), EXIT_USAGE)
+    return _fail(_first_line(exc), EXIT_DATA)
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return status
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first non-blank line of an error (polars adds hints and plans below it)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+#: evaluate's keyword names, as they begin its messages, and their options here.
+_FLAGS = {
+    "k": "-k",
+    "metrics": "-m",
+    "score": "--score-col",
+    "user": "--user-col",
+    "by": "--by",
+    "threshold": "--threshold",
+    "head_share": "--head-share",
+}
+
+
+def _in_cli_terms(message: str) -> str:
+    """Say evaluate's keyword arguments as this command line's options and arguments.
+
+    Examples
+    --------
+    >>> _in_cli_terms("novelty: expected train= (the train split), got None")
+    'novelty: expected --train FILE (the train split)'
+    >>> _in_cli_terms("head_share: expected a number in (0, 1), got 2.0")
+    '--head-share: expected a number in (0, 1), got 2.0'
+    """
+    corpus = re.fullmatch(
+        r"aggregate: expected True for corpus metrics \((.*)\), got False with (.*)", message
+    )
+    if corpus:
+        return f"--per-user: {corpus[2]}: corpus metrics have {corpus[1]}; leave out --per-user"
+    keyword, colon, rest = message.partition(": ")
+    if colon and keyword in _FLAGS:
+        message = f"{_FLAGS[keyword]}: {rest}"
+    extra = r"\b(train|catalog|item_features|baseline)="
+    message = re.sub(extra + r" (\(.*?\)), got None", r"\1= FILE \2", message)
+    message = re.sub(extra, lambda m: "--" + m[1].replace("_", "-"), message)
+    message = re.sub(r"\bunexpected='(\w+)'", r"--unexpected \1", message)
+    message = message.replace("pass truth= to", "give TRUTH to")
+    if message.startswith("-k: ") and message.endswith(", got None"):
+        message = message.removesuffix("None") + (
+            "none (every metric named without its own cutoff, like ndcg@10, needs -k)"
+        )
+    return message
+
+
+def _column_hint(missing: Sequence[str], args: argparse.Namespace) -> str:
+    """Name the options that set the missing columns.
+
+    Examples
+    --------
+    >>> args = build_parser().parse_args(["evaluate", "recs.csv", "--user-col", "usr"])
+    >>> _column_hint(["usr", "rank"], args)
+    ' (set with --user-col, --rank-col or rank by a score with --score-col)'
+    """
+    if not isinstance(getattr(args, "recs", None), str):
+        return ""
+    options = {
+        "--user-col": args.user_col,
+        "--item-col": [args.item_col],
+        "--rank-col": [args.rank_col],
+        "--score-col": [args.score_col],
+        "--relevance-col": [args.relevance_col],
+        "--prediction-col": [args.prediction_col],
+        "--features-col": [args.features_col],
+        "--by": args.by or [],
+    }
+    flags = [flag for flag, names in options.items() if set(names) & set(missing)]
+    if "--rank-col" in flags and args.score_col is None:
+        flags[flags.index("--rank-col")] = "--rank-col or rank by a score with --score-col"
+    return f" (set with {', '.join(flags)})" if flags else ""
+
+
+@contextlib.contextmanager
+def _warnings_as_lines() -> Iterator[None]:
+    """Show each warning as one ``frame-metrics: warning: ...`` line."""
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        print(f"{PROG}: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
+def _silence_stdout() -> None:
+    # Python flushes stdout at exit; with the reader gone that would raise again.
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
