@@ -113,9 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     commands.required = True
     _add_evaluate(commands)
-    # Further commands go here, each an `_add_<name>(commands)` that sets `run=_run_<name>`.
-    # `compare` (paired tests, bootstrap intervals between models) will reuse the shared
-    # pieces: `_add_input_options`, `_add_output_options`, `read_frame` and `write_result`.
+    # Each command is an `_add_<name>(commands)` that sets `run=_run_<name>`.
+    _add_compare(commands)
     _add_demo(commands)
     return parser
 
@@ -483,45 +482,166 @@ def write_result(
 # -- commands ---------------------------------------------------------------------------------
 
 
-def _run_evaluate(args: argparse.Namespace) -> int:
-    fmt: str = args.format or _FORMAT_OF_SUFFIX.get(Path(args.output or "").suffix.lower(), "table")
-    if args.precision is not None and args.precision < 0:
-        raise UsageError(f"--precision: expected an int >= 0, got {args.precision}")
-    k = _cutoffs(args.k)
-    recs = read_frame(args.recs, "RECS")
-    truth = None if args.truth is None else read_frame(args.truth, "TRUTH")
+def _evaluate_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keywords of ``fm.evaluate`` the options set: columns, metric options, extras."""
     extras = {
         name: read_frame(getattr(args, name), "--" + name.replace("_", "-"))
         for name in ("train", "catalog", "item_features", "baseline")
         if getattr(args, name) is not None
     }
     user: list[str] = args.user_col
+    return {
+        "user": user[0] if len(user) == 1 else user,
+        "item": args.item_col,
+        "rank": args.rank_col,
+        "score": args.score_col,
+        "relevance": args.relevance_col,
+        "prediction": args.prediction_col,
+        "threshold": args.threshold,
+        "gain": args.gain,
+        "ap_denominator": args.ap_denominator,
+        "empty": args.empty,
+        "on_duplicate": args.on_duplicate,
+        "features": args.features_col,
+        "similarity": args.similarity,
+        "unexpected": args.unexpected,
+        "head_share": args.head_share,
+        **extras,
+    }
+
+
+def _output_format(args: argparse.Namespace) -> str:
+    fmt: str = args.format or _FORMAT_OF_SUFFIX.get(Path(args.output or "").suffix.lower(), "table")
+    if args.precision is not None and args.precision < 0:
+        raise UsageError(f"--precision: expected an int >= 0, got {args.precision}")
+    return fmt
+
+
+def _run_evaluate(args: argparse.Namespace) -> int:
+    fmt = _output_format(args)
+    k = _cutoffs(args.k)
+    recs = read_frame(args.recs, "RECS")
+    truth = None if args.truth is None else read_frame(args.truth, "TRUTH")
     result = fm.evaluate(
         recs,
         truth,
         metrics=args.metrics,
         k=k[0] if k is not None and len(k) == 1 else k,
         aggregate=not args.per_user,
-        user=user[0] if len(user) == 1 else user,
-        item=args.item_col,
-        rank=args.rank_col,
-        score=args.score_col,
-        relevance=args.relevance_col,
-        prediction=args.prediction_col,
         by=args.by,
-        threshold=args.threshold,
-        gain=args.gain,
-        ap_denominator=args.ap_denominator,
-        empty=args.empty,
-        on_duplicate=args.on_duplicate,
-        features=args.features_col,
-        similarity=args.similarity,
-        unexpected=args.unexpected,
-        head_share=args.head_share,
-        train=extras.get("train"),
-        catalog=extras.get("catalog"),
-        item_features=extras.get("item_features"),
-        baseline=extras.get("baseline"),
+        **_evaluate_options(args),
+    )
+    write_result(result, fmt, args.output, args.precision)
+    return 0
+
+
+_COMPARE_DESCRIPTION = """Compare models: per metric@k (and --by segment), each model's mean with a bootstrap
+interval over users, the difference to --baseline with its own interval, a paired
+t-test and Wilcoxon test over the users both models were evaluated on, and p-values
+corrected for multiple comparisons (Holm, or --correction bh).
+
+With TRUTH, RECS holds several models' recommendations stacked with a --model-col
+column, evaluated per user first. Without TRUTH, RECS holds per-user metric values
+(the output of 'frame-metrics evaluate --per-user --by model')."""
+
+_COMPARE_EPILOG = """examples:
+  frame-metrics compare recs.parquet truth.parquet -m ndcg,recall -k 10 --baseline-model popularity
+  frame-metrics compare per_user.parquet --baseline-model popularity --by activity --correction bh
+  frame-metrics compare recs.parquet truth.parquet -m ndcg -k 5,10,20 --resamples 2000 -o cmp.csv"""
+
+
+def _add_compare(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = commands.add_parser(
+        "compare",
+        formatter_class=_HelpFormatter,
+        help="compare models with intervals and paired tests",
+        description=_COMPARE_DESCRIPTION,
+        epilog=_COMPARE_EPILOG,
+    )
+    p.add_argument(
+        "recs",
+        metavar="RECS",
+        help="stacked recommendations with a model column (with TRUTH), or per-user values",
+    )
+    p.add_argument("truth", metavar="TRUTH", nargs="?", help="the items each user likes")
+    what = p.add_argument_group("what to compare")
+    what.add_argument(
+        "-m",
+        "--metrics",
+        action="extend",
+        type=_names,
+        metavar="NAMES",
+        help="comma-separated metric names (with TRUTH: as for evaluate; without: the "
+        "columns, ndcg@10; default every metric column)",
+    )
+    what.add_argument("-k", metavar="K", help="comma-separated cutoffs, e.g. 5,10,20")
+    what.add_argument(
+        "--model-col", default="model", metavar="COL", help="the model column (default: model)"
+    )
+    what.add_argument(
+        "--baseline-model",
+        metavar="MODEL",
+        help="the model every other is compared with (default: the first in sorted order; "
+        "--baseline FILE is serendipity's baseline recommendations)",
+    )
+    what.add_argument(
+        "--by",
+        type=_names,
+        metavar="COLS",
+        help="comma-separated segment columns, each compared on its own",
+    )
+    stats = p.add_argument_group("statistics")
+    stats.add_argument(
+        "--level", type=float, default=0.95, metavar="X", help="confidence level (default: 0.95)"
+    )
+    stats.add_argument(
+        "--resamples",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="bootstrap resamples over users (default: 10000)",
+    )
+    stats.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="seed of the resampling (default: 0)"
+    )
+    stats.add_argument(
+        "--correction",
+        choices=("holm", "bh"),
+        default="holm",
+        help="multiple-comparison correction (default: holm)",
+    )
+    stats.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    _add_input_options(p)
+    _add_output_options(p)
+    p.set_defaults(run=_run_compare)
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    fmt = _output_format(args)
+    k = _cutoffs(args.k)
+    recs = read_frame(args.recs, "RECS")
+    kwargs: dict[str, Any] = {}
+    truth = None
+    options = _evaluate_options(args)
+    user = options.pop("user")
+    if args.truth is not None:
+        truth = read_frame(args.truth, "TRUTH")
+        kwargs = options
+    result = fm.compare(
+        recs,
+        truth,
+        baseline=args.baseline_model,
+        model=args.model_col,
+        by=args.by,
+        user=user,
+        metrics=args.metrics,
+        k=k[0] if k is not None and len(k) == 1 else k,
+        level=args.level,
+        n_resamples=args.resamples,
+        seed=args.seed,
+        correction=args.correction,
+        progress=False if args.no_progress else None,
+        **kwargs,
     )
     write_result(result, fmt, args.output, args.precision)
     return 0
@@ -648,6 +768,11 @@ _FLAGS = {
     "by": "--by",
     "threshold": "--threshold",
     "head_share": "--head-share",
+    # compare's keywords
+    "baseline": "--baseline-model",
+    "level": "--level",
+    "n_resamples": "--resamples",
+    "correction": "--correction",
 }
 
 

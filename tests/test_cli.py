@@ -517,3 +517,85 @@ def test_help_lists_every_option(capsys: pytest.CaptureFixture[str]) -> None:
     assert "evaluate" in out
     assert "demo" in out
     assert build_parser().parse_args(["demo"]).command == "demo"
+
+
+# --- compare -----------------------------------------------------------------------------------
+
+
+def test_compare_gives_the_api_numbers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from frame_metrics.datasets import synthetic
+
+    recs, truth = synthetic(n_users=200)
+    recs.write_parquet(tmp_path / "recs.parquet")
+    truth.write_csv(tmp_path / "truth.csv")
+    out = tmp_path / "cmp.csv"
+    code = main(
+        [
+            "compare",
+            str(tmp_path / "recs.parquet"),
+            str(tmp_path / "truth.csv"),
+            "-m",
+            "ndcg,recall",
+            "-k",
+            "5,10",
+            "--baseline-model",
+            "popularity",
+            "--resamples",
+            "300",
+            "--seed",
+            "4",
+            "-o",
+            str(out),
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    want = fm.compare(
+        pl.scan_parquet(tmp_path / "recs.parquet"),
+        pl.scan_csv(tmp_path / "truth.csv"),
+        metrics=["ndcg", "recall"],
+        k=[5, 10],
+        baseline="popularity",
+        n_resamples=300,
+        seed=4,
+    ).collect()
+    got = pl.read_csv(out, schema=want.schema)
+    assert got.rows() == want.rows()
+    # The same from a per-user file, without truth.
+    per_user = tmp_path / "per_user.parquet"
+    fm.evaluate(recs, truth, metrics=["ndcg", "recall"], k=[5, 10], by="model").write_parquet(
+        per_user
+    )
+    out2 = tmp_path / "cmp2.csv"
+    code = main(
+        [
+            "compare",
+            str(per_user),
+            "--baseline-model",
+            "popularity",
+            "--resamples",
+            "300",
+            "--seed",
+            "4",
+            "-o",
+            str(out2),
+        ]
+    )
+    assert code == 0
+    assert pl.read_csv(out2, schema=want.schema).rows() == want.rows()
+
+
+def test_compare_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    frame = pl.DataFrame({"model": ["a", "b"], "user": [1, 1], "ndcg@10": [0.1, 0.2]})
+    frame.write_parquet(tmp_path / "pu.parquet")
+    for args, message in (
+        (
+            ["--baseline-model", "z"],
+            "--baseline-model: expected one of the models 'a', 'b', got 'z'",
+        ),
+        (["--level", "95"], "--level: expected a number in (0, 1), got 95.0"),
+        (["--resamples", "0"], "--resamples: expected an int >= 1, got 0"),
+    ):
+        code = main(["compare", str(tmp_path / "pu.parquet"), *args])
+        err = capsys.readouterr().err
+        assert code == 2
+        assert err == f"frame-metrics: error: {message}\n"
