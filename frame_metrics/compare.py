@@ -41,7 +41,7 @@ FrameT = TypeVar("FrameT")
 Correction = Literal["holm", "bh"]
 
 #: Resample-count cells (resamples x users) held in memory at once.
-_CHUNK_CELLS = 20_000_000
+_CHUNK_CELLS = 5_000_000
 #: Above this many resample draws (resamples x users), show progress unless told not to.
 _PROGRESS_DRAWS = 200_000_000
 
@@ -139,36 +139,49 @@ def _bootstrap(
 
     ``values`` is users x columns with NaN where a user has no value. A resample draws
     users with replacement; a column's mean is over the drawn users that have a value
-    (Σ c_i x_i / Σ c_i over them, c_i = times user i was drawn), so both the sums and the
-    counts are one matrix product with the counts.
+    (Σ c_i x_i / Σ c_i over them, c_i = times user i was drawn), so the sums of every
+    column are one matrix product of the counts (resamples x users) with the values.
+    Columns without a missing value need no count column (Σ c_i = number of users), and
+    a difference of two such columns is the difference of their means.
     """
     np_ = _numpy()
     n_users, n_cols = values.shape
     has = ~np_.isnan(values)
-    diffs = np_.stack([values[:, a] - values[:, b] for a, b in pairs], axis=1) if pairs else None
-    blocks = [np_.where(has, values, 0.0), has.astype(np_.float64)]
-    if diffs is not None:
+    complete = has.all(axis=0)
+    blocks: list[Any] = [np_.where(has, values, 0.0)]
+    masked = [j for j in range(n_cols) if not complete[j]]
+    blocks += [has[:, masked].astype(np_.float64)]
+    own = [p for p in pairs if not (complete[p[0]] and complete[p[1]])]
+    if own:
+        diffs = np_.stack([values[:, i] - values[:, j] for i, j in own], axis=1)
         both = ~np_.isnan(diffs)
         blocks += [np_.where(both, diffs, 0.0), both.astype(np_.float64)]
-    design = np_.concatenate(blocks, axis=1)
-    out = np_.empty((n_resamples, design.shape[1]))
+    design = np_.ascontiguousarray(np_.concatenate(blocks, axis=1))
+    sums = np_.empty((n_resamples, design.shape[1]))
     chunk = max(1, min(n_resamples, _CHUNK_CELLS // max(n_users, 1)))
-    offsets = None
+    counts = np_.empty((chunk, n_users))
     for start in range(0, n_resamples, chunk):
         size = min(chunk, n_resamples - start)
         draws = rng.integers(0, n_users, size=(size, n_users))
-        if offsets is None or offsets.shape[0] != size:
-            offsets = (np_.arange(size, dtype=np_.int64) * n_users)[:, None]
-        counts = np_.bincount((draws + offsets).ravel(), minlength=size * n_users)
-        out[start : start + size] = counts.reshape(size, n_users).astype(np_.float64) @ design
+        # One bincount per resample (each over all users, in C): its counts fit in cache,
+        # unlike one bincount over the whole chunk.
+        for r in range(size):
+            counts[r] = np_.bincount(draws[r], minlength=n_users)
+        sums[start : start + size] = counts[:size] @ design
         progress.update(size)
+    n_masked = len(masked)
+    denominators = np_.full((n_resamples, n_cols), float(n_users))
+    denominators[:, masked] = sums[:, n_cols : n_cols + n_masked]
     with np_.errstate(invalid="ignore", divide="ignore"):
-        means = out[:, :n_cols] / out[:, n_cols : 2 * n_cols]
-        diff_means = (
-            out[:, 2 * n_cols : 2 * n_cols + len(pairs)] / out[:, 2 * n_cols + len(pairs) :]
-            if pairs
-            else np_.empty((n_resamples, 0))
-        )
+        means = sums[:, :n_cols] / denominators
+        diff_means = np_.empty((n_resamples, len(pairs)))
+        base = n_cols + n_masked
+        for p, (i, j) in enumerate(pairs):
+            if (i, j) in own:
+                q = own.index((i, j))
+                diff_means[:, p] = sums[:, base + q] / sums[:, base + len(own) + q]
+            else:
+                diff_means[:, p] = means[:, i] - means[:, j]
     return means, diff_means
 
 
