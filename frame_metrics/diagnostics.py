@@ -52,23 +52,33 @@ class Diagnostics:
     pairs_without_prediction: int = 0
     items_not_in_train: int | None = None
 
-    def __str__(self) -> str:
+    def _lines(self) -> list[tuple[str, int]]:
         lines = [
-            f"users evaluated:                        {self.n_users}",
-            f"users without a relevant item:          {self.users_without_relevant}",
-            f"users without recommendations (scored 0): {self.users_without_recommendations}",
+            ("users evaluated", self.n_users),
+            ("users without a relevant item", self.users_without_relevant),
+            ("users without recommendations (scored 0)", self.users_without_recommendations),
         ]
-        for frame, n in self.duplicates_resolved.items():
-            lines.append(f"duplicate rows resolved in {frame}: {n}")
-        for k, n in self.ties_at_cutoff.items():
-            lines.append(f"score ties straddling k={k}: {n}")
+        lines += [
+            (f"duplicate rows resolved in {f}", n) for f, n in self.duplicates_resolved.items()
+        ]
+        lines += [(f"score ties straddling k={k}", n) for k, n in self.ties_at_cutoff.items()]
         if self.items_not_in_train is not None:
-            lines.append(f"recommended items no train user had:    {self.items_not_in_train}")
+            lines.append(("recommended items no train user had", self.items_not_in_train))
         if self.pairs_without_rating or self.pairs_without_prediction:
             lines.append(
-                f"predictions without a true rating (left out): {self.pairs_without_rating}"
+                ("predictions without a true rating (left out)", self.pairs_without_rating)
             )
-            lines.append(
-                f"ratings without a prediction (left out):      {self.pairs_without_prediction}"
-            )
-        return "\n".join(lines)
+            lines.append(("ratings without a prediction (left out)", self.pairs_without_prediction))
+        return lines
+
+    def __str__(self) -> str:
+        lines = self._lines()
+        width = max(len(label) for label, _ in lines) + 1
+        return "\n".join(f"{label + ':':<{width}} {n}" for label, n in lines)
+
+    def __repr__(self) -> str:
+        # The counts, then the per-group table when there are groups (a notebook shows this).
+        text = str(self)
+        if self.per_group.width and self.per_group.height > 1:
+            text += f"\nper group:\n{self.per_group}"
+        return text

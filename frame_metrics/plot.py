@@ -2,13 +2,11 @@
 
 Each function takes a frame of any supported kind (the output of
 :func:`frame_metrics.compare` or :func:`frame_metrics.evaluate`) and returns a
-``matplotlib.figure.Figure`` (``pip install 'frame_metrics[plot]'``); in a notebook it
-shows itself. Nothing here computes a metric: the numbers are those of the frame given.
+``matplotlib.figure.Figure`` (``pip install 'frame_metrics[plot]'``), already closed in
+pyplot: a notebook shows it once, as the cell's value; elsewhere ``fig.savefig(...)``. Nothing here computes a metric: the numbers are those of the frame given.
 
 Examples
 --------
->>> import matplotlib
->>> matplotlib.use("Agg")
 >>> import frame_metrics as fm
 >>> from frame_metrics.datasets import synthetic
 >>> recs, truth = synthetic(n_users=200)
@@ -33,13 +31,22 @@ from frame_metrics.frames import to_lazy
 __all__ = ["distribution", "forest", "metric_at_k"]
 
 
-def _pyplot() -> Any:
+def _new_figure(**kwargs: Any) -> Any:
+    """A pyplot figure, closed at once.
+
+    Created through pyplot, so a notebook's inline backend knows how to show it; closed,
+    so the notebook shows it once, as the cell's value, not also as an open figure at the
+    end of the cell.
+    """
     try:
-        return importlib.import_module("matplotlib.pyplot")
+        pyplot = importlib.import_module("matplotlib.pyplot")
     except ImportError:  # pragma: no cover - matplotlib is in the dev extra
         raise ImportError(
             "frame_metrics.plot needs matplotlib: pip install 'frame_metrics[plot]'"
         ) from None
+    fig = pyplot.figure(**kwargs)
+    pyplot.close(fig)
+    return fig
 
 
 def _frame(frame: object, needed: Sequence[str]) -> pl.DataFrame:
@@ -89,13 +96,10 @@ def metric_at_k(
             f"metric: expected one of {sorted(set(_frame(result, ['metric'])['metric']))}, "
             f"got {metric!r}"
         )
-    plt = _pyplot()
     panels = _segments(df, segs)
     if ax is None:
-        fig, axes = plt.subplots(
-            1, len(panels), figsize=(5 * len(panels), 3.5), squeeze=False, sharey=True
-        )
-        axes = list(axes[0])
+        fig = _new_figure(figsize=(5 * len(panels), 3.5))
+        axes = list(fig.subplots(1, len(panels), squeeze=False, sharey=True)[0])
     else:
         fig, axes = ax.figure, [ax]
     for panel_ax, (label, part) in zip(axes, panels, strict=False):
@@ -144,8 +148,11 @@ def distribution(
         A matplotlib Axes to draw in; default: a new figure.
     """
     df = _frame(per_user, [model, column])
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(5.5, 3.5)) if ax is None else (ax.figure, ax)
+    if ax is None:
+        fig = _new_figure(figsize=(5.5, 3.5))
+        ax = fig.subplots()
+    else:
+        fig = ax.figure
     for name in sorted(df[model].cast(pl.String).unique().to_list()):
         values = (
             df.filter(pl.col(model).cast(pl.String) == name)[column].drop_nulls().sort().to_list()
@@ -200,9 +207,11 @@ def forest(
     df = _frame(
         result, ["metric", "k", "model", "baseline", "diff", "diff_low", "diff_high", p_col, *segs]
     ).filter(pl.col("diff").is_not_null())
-    plt = _pyplot()
-    height = max(2.0, 0.35 * df.height + 1.0)
-    fig, ax = plt.subplots(figsize=(6.5, height)) if ax is None else (ax.figure, ax)
+    if ax is None:
+        fig = _new_figure(figsize=(6.5, max(2.0, 0.35 * df.height + 1.0)))
+        ax = fig.subplots()
+    else:
+        fig = ax.figure
     labels = []
     colors: dict[str, Any] = {}
     for y, row in enumerate(df.iter_rows(named=True)):

@@ -285,7 +285,8 @@ def test_rating_errors_from_one_table(constructor: Constructor) -> None:
 def test_one_sided_pairs_are_diagnosed(constructor: Constructor) -> None:
     d = fm.diagnose(constructor(PREDICTIONS), constructor(RATINGS), metrics=["rmse"])
     assert (d.n_users, d.pairs_without_rating, d.pairs_without_prediction) == (2, 1, 1)
-    assert "ratings without a prediction (left out):      1" in str(d)
+    assert "ratings without a prediction (left out):" in str(d)
+    assert str(d).splitlines()[-1].endswith(" 1")
 
 
 def test_rating_and_ranking_in_one_call(constructor: Constructor) -> None:
@@ -318,7 +319,8 @@ def test_mixed_call_each_mean_over_its_own_users(constructor: Constructor) -> No
 def test_unseen_items_are_diagnosed(constructor: Constructor) -> None:
     d = fm.diagnose(constructor(RECS), metrics="novelty", k=[1, 3], train=constructor(TRAIN))
     assert d.items_not_in_train == 2  # items 5 and 6, within k = 3
-    assert "recommended items no train user had:    2" in str(d)
+    assert "recommended items no train user had: " in str(d)
+    assert str(d).splitlines()[-1].endswith(" 2")
     assert (
         fm.diagnose(
             constructor(RECS), metrics="novelty@1", train=constructor(TRAIN)

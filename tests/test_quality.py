@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CODE = [d for d in ("frame_metrics", "tests", "bench") if (ROOT / d).is_dir()]
+CODE = [d for d in ("frame_metrics", "tests", "bench", "notebooks") if (ROOT / d).is_dir()]
 
 
 @pytest.mark.parametrize(
