@@ -47,9 +47,9 @@ from frame_metrics.metrics.corpus import (
 )
 from frame_metrics.metrics.diversity import (
     PAIR_RANK,
+    SIMILARITIES,
     SIMILARITY,
     DiversityContext,
-    jaccard,
     ordered_sum,
 )
 from frame_metrics.metrics.rating import ABS_ERRORS, N_PAIRS, SQUARED_ERRORS, RatingContext
@@ -347,7 +347,7 @@ class Plan:
         rows = top.join(table, on=on, how="inner").select(*keys, RANK, FEATURES)
         pairs = rows.join(rows, on=keys, suffix="_b").filter(pl.col(RANK) < pl.col(f"{RANK}_b"))
         a, b = pl.col(FEATURES), pl.col(f"{FEATURES}_b")
-        sim = jaccard(a, b) if similarity == "jaccard" else (a * b).list.sum()
+        sim = SIMILARITIES[similarity](a, b)
         pairs = pairs.select(*keys, pl.col(f"{RANK}_b").alias(PAIR_RANK), sim.alias(SIMILARITY))
         ctx = DiversityContext()
         requests = r.of_family("diversity")

@@ -179,8 +179,9 @@ def feature_table(
 ) -> tuple[pl.LazyFrame, str, list[CheckedFrame]]:
     """One row per item: (by it carries, item, ``FEATURES``), the similarity and checks.
 
-    Jaccard features become a list of distinct values; cosine features a unit vector
-    (an ``Array`` of floats), so a pair's cosine is a dot product.
+    Jaccard features become a bit mask (``"jaccard-bits"``, up to 64 categories) or a
+    list of distinct values (``"jaccard"``); cosine features a unit vector, so a pair's
+    cosine is a dot product.
     """
     item, col = columns.item, columns.features
     schema = require_columns(features, [*features.by, item, col])
@@ -205,9 +206,31 @@ def feature_table(
         *null_checks([*keys, col], "key or features"),
         duplicate_check(keys, "item", ""),
     ]
+    checked = [CheckedFrame("item_features", features.frame, checks, show)]
     if similarity == "jaccard":
+        # Up to 64 distinct categories (genres, say), a set is a bit mask and a pair's
+        # Jaccard is two popcounts: ~10x faster than intersecting lists. One small pass
+        # over the item table counts the categories.
+        vocabulary = (
+            features.frame.select(pl.col(col).explode().drop_nulls().unique().sort().alias(col))
+            .collect()
+            .with_row_index("_fm_bit")
+        )
+        if vocabulary.height <= 64:
+            bits = vocabulary.lazy().select(
+                col, pl.lit(2, pl.UInt64).pow(pl.col("_fm_bit")).alias("_fm_bit")
+            )
+            table = (
+                features.frame.select(*keys, pl.col(col).list.unique())
+                # An item with no category keeps its row (mask 0).
+                .explode(col, empty_as_null=True)
+                .join(bits, on=col, how="left")
+                .group_by(keys)
+                .agg(pl.col("_fm_bit").sum().cast(pl.UInt64).alias(FEATURES))
+            )
+            return table, "jaccard-bits", checked
         table = features.frame.select(*keys, pl.col(col).list.unique().alias(FEATURES))
-        return table, similarity, [CheckedFrame("item_features", features.frame, checks, show)]
+        return table, similarity, checked
 
     vec = pl.col(col).cast(pl.List(pl.Float64))
     norm = vec.list.eval(pl.element().pow(2)).list.sum().sqrt()
@@ -230,7 +253,7 @@ def feature_table(
         ),
     ]
     table = features.frame.select(*keys, (vec / norm).alias(FEATURES))
-    return table, similarity, [CheckedFrame("item_features", features.frame, checks, show)]
+    return table, similarity, checked
 
 
 def align_to(

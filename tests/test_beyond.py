@@ -548,3 +548,22 @@ def test_extra_inputs_per_group(constructor: Constructor) -> None:
     # [3, 4, 5] has novelty (log2(3) + log2(3/2) + log2(3)) / 3 (item 3 unseen: as one user).
     two = fm.evaluate(RECS, metrics="novelty@3", train=train_b)
     assert two["novelty@3"][1] == pytest.approx((LOG2_3 + math.log2(3 / 2) + LOG2_3) / 3, rel=1e-15)
+
+
+@pytest.mark.parametrize("n_categories", [64, 65, 200])
+def test_jaccard_with_many_categories(constructor: Constructor, n_categories: int) -> None:
+    """Up to 64 categories the sets become bit masks; beyond, lists: the same values."""
+    names = [f"c{i}" for i in range(n_categories)]
+    features = pl.DataFrame(
+        {
+            "item": [1, 2, 3, 4],
+            # items 1 and 2 share c5..c9 of c0..c14; item 3 has no category; item 4 holds
+            # every other category, so the vocabulary has n_categories entries.
+            "features": [names[0:10], names[5:15], [], names[15:]],
+        }
+    )
+    recs = pl.DataFrame({"user": [1, 1, 1], "item": [1, 2, 3], "rank": [1, 2, 3]})
+    out = run(constructor, recs, metrics="diversity", k=[2, 3], item_features=features)
+    # J(1, 2) = 5 / 15; an item without categories shares nothing (J = 0) with any item.
+    assert column(out, "diversity@2") == [1 - 5 / 15]
+    assert column(out, "diversity@3") == pytest.approx([1 - (5 / 15 + 0 + 0) / 3], rel=1e-15)

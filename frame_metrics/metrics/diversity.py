@@ -9,7 +9,7 @@ unit vectors). The builder reads one user's pair rows.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -18,9 +18,12 @@ from frame_metrics.metrics.registry import Metric, register
 
 __all__ = [
     "PAIR_RANK",
+    "SIMILARITIES",
     "SIMILARITY",
     "DiversityContext",
+    "cosine_of_unit",
     "jaccard",
+    "jaccard_bits",
     "ordered_sum",
     "ref_similarity",
 ]
@@ -36,6 +39,26 @@ def jaccard(a: pl.Expr, b: pl.Expr) -> pl.Expr:
     shared = a.list.set_intersection(b).list.len().cast(pl.Float64)
     union = a.list.len().cast(pl.Float64) + b.list.len().cast(pl.Float64) - shared
     return pl.when(union > 0).then(shared / union).otherwise(0.0)
+
+
+def jaccard_bits(a: pl.Expr, b: pl.Expr) -> pl.Expr:
+    """The same for two bit masks of categories (UInt64): popcount(a & b) / popcount(a | b)."""
+    shared = (a & b).bitwise_count_ones().cast(pl.Float64)
+    union = (a | b).bitwise_count_ones().cast(pl.Float64)
+    return pl.when(union > 0).then(shared / union).otherwise(0.0)
+
+
+def cosine_of_unit(a: pl.Expr, b: pl.Expr) -> pl.Expr:
+    """The cosine of two unit vectors (list columns): their dot product."""
+    return (a * b).list.sum()
+
+
+#: A pair's similarity from its two feature values, per kind of feature table.
+SIMILARITIES: dict[str, Callable[[pl.Expr, pl.Expr], pl.Expr]] = {
+    "jaccard": jaccard,
+    "jaccard-bits": jaccard_bits,
+    "cosine": cosine_of_unit,
+}
 
 
 @dataclass(frozen=True)
