@@ -33,6 +33,7 @@ from frame_metrics.frames import Source, to_lazy
 from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.context import (
     IN_TAIL,
+    PIVOT_MAX_K,
     POPULARITY,
     SELF_INFORMATION,
     RankingContext,
@@ -51,6 +52,7 @@ from frame_metrics.metrics.diversity import (
     SIMILARITY,
     DiversityContext,
     ordered_sum,
+    pair_column,
 )
 from frame_metrics.metrics.rating import ABS_ERRORS, N_PAIRS, SQUARED_ERRORS, RatingContext
 from frame_metrics.metrics.registry import Metric, resolve_requests
@@ -345,12 +347,34 @@ class Plan:
             )
         )
         rows = top.join(table, on=on, how="inner").select(*keys, RANK, FEATURES)
-        pairs = rows.join(rows, on=keys, suffix="_b").filter(pl.col(RANK) < pl.col(f"{RANK}_b"))
-        a, b = pl.col(FEATURES), pl.col(f"{FEATURES}_b")
-        sim = SIMILARITIES[similarity](a, b)
-        pairs = pairs.select(*keys, pl.col(f"{RANK}_b").alias(PAIR_RANK), sim.alias(SIMILARITY))
-        ctx = DiversityContext()
+        similar = SIMILARITIES[similarity]
         requests = r.of_family("diversity")
+        if r.max_k <= PIVOT_MAX_K:
+            # One row per user with the features at each rank, then one similarity per
+            # pair of ranks: no self-join of the rows.
+            at_rank = rows.group_by(keys).agg(
+                pl.col(FEATURES).filter(pl.col(RANK) == p).first().alias(f"_fm_f{p}")
+                for p in range(1, r.max_k + 1)
+            )
+
+            def pair(a: int, b: int) -> pl.Expr:
+                fa, fb = pl.col(f"_fm_f{a}"), pl.col(f"_fm_f{b}")
+                # Null when a rank is empty: no pair there.
+                both = fa.is_not_null() & fb.is_not_null()
+                return pl.when(both).then(similar(fa, fb)).alias(pair_column(a, b))
+
+            sims = [pair(a, b) for b in range(2, r.max_k + 1) for a in range(1, b)]
+            ctx = DiversityContext("pivot")
+            scored = at_rank.select(*keys, *sims).select(
+                *keys, *(m.build(ctx, k).cast(pl.Float64).alias(m.column(k)) for m, k in requests)
+            )
+            return scored.filter(
+                pl.any_horizontal(pl.col(m.column(k)).is_not_null() for m, k in requests)
+            )
+        pairs = rows.join(rows, on=keys, suffix="_b").filter(pl.col(RANK) < pl.col(f"{RANK}_b"))
+        sim = similar(pl.col(FEATURES), pl.col(f"{FEATURES}_b"))
+        pairs = pairs.select(*keys, pl.col(f"{RANK}_b").alias(PAIR_RANK), sim.alias(SIMILARITY))
+        ctx = DiversityContext("pairs")
         return pairs.group_by(keys).agg(
             m.build(ctx, k).cast(pl.Float64).alias(m.column(k)) for m, k in requests
         )

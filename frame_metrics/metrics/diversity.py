@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import polars as pl
 
@@ -25,6 +26,7 @@ __all__ = [
     "jaccard",
     "jaccard_bits",
     "ordered_sum",
+    "pair_column",
     "ref_similarity",
 ]
 
@@ -49,8 +51,8 @@ def jaccard_bits(a: pl.Expr, b: pl.Expr) -> pl.Expr:
 
 
 def cosine_of_unit(a: pl.Expr, b: pl.Expr) -> pl.Expr:
-    """The cosine of two unit vectors (list columns): their dot product."""
-    return (a * b).list.sum()
+    """The cosine of two unit vectors (``Array`` columns): their dot product."""
+    return (a * b).arr.sum()
 
 
 #: A pair's similarity from its two feature values, per kind of feature table.
@@ -63,11 +65,42 @@ SIMILARITIES: dict[str, Callable[[pl.Expr, pl.Expr], pl.Expr]] = {
 
 @dataclass(frozen=True)
 class DiversityContext:
-    """One user's pair rows: the pair's rank and similarity."""
+    """One user's pairs within the top k: the sum of their similarities and their number.
 
-    def similarities(self, k: int) -> pl.Expr:
-        """The similarities of the pairs within the top k, in a fixed (sorted) order."""
-        return pl.col(SIMILARITY).filter(pl.col(PAIR_RANK) <= k).sort()
+    ``"pairs"`` mode reads one row per pair (``PAIR_RANK``, ``SIMILARITY``) inside a
+    ``group_by(user).agg``. ``"pivot"`` mode (the engine, k <= 32) reads one row per user
+    with a similarity column per pair of ranks (``pair_column(r, s)``, null when either
+    rank is empty): no self-join, and the sum is a left fold in rank order.
+    """
+
+    mode: Literal["pairs", "pivot"] = "pairs"
+
+    def similarity_sum(self, k: int) -> pl.Expr:
+        """Σ sim over the pairs within the top k, in a fixed order."""
+        if self.mode == "pivot":
+            total: pl.Expr = pl.lit(0.0)
+            for r, s in _pairs_within(k):
+                total = total + pl.col(pair_column(r, s)).fill_null(0.0)
+            return total
+        return ordered_sum(pl.col(SIMILARITY).filter(pl.col(PAIR_RANK) <= k).sort())
+
+    def n_pairs(self, k: int) -> pl.Expr:
+        """How many pairs of recommended items the top k holds."""
+        if self.mode == "pivot":
+            count: pl.Expr = pl.lit(0, pl.UInt32)
+            for r, s in _pairs_within(k):
+                count = count + pl.col(pair_column(r, s)).is_not_null().cast(pl.UInt32)
+            return count
+        return (pl.col(PAIR_RANK) <= k).sum()
+
+
+def _pairs_within(k: int) -> list[tuple[int, int]]:
+    return [(r, s) for s in range(2, k + 1) for r in range(1, s)]
+
+
+def pair_column(r: int, s: int) -> str:
+    """The pivot column of the similarity of the items at ranks r < s."""
+    return f"_fm_sim_{r}_{s}"
 
 
 def ordered_sum(values: pl.Expr) -> pl.Expr:
@@ -81,9 +114,8 @@ def ordered_sum(values: pl.Expr) -> pl.Expr:
 
 
 def _diversity(ctx: DiversityContext, k: int) -> pl.Expr:
-    sims = ctx.similarities(k)
-    n_pairs = sims.len()
-    return pl.when(n_pairs > 0).then(1.0 - ordered_sum(sims) / n_pairs).otherwise(None)
+    n_pairs = ctx.n_pairs(k)
+    return pl.when(n_pairs > 0).then(1.0 - ctx.similarity_sum(k) / n_pairs).otherwise(None)
 
 
 def ref_similarity(
