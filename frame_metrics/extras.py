@@ -106,13 +106,8 @@ def item_popularity(
     """
     by = list(train.by)
     user = _user_key(columns)
-    # Distinct (user, item) pairs first, then a count per item: about twice as fast as
-    # n_unique(user) per item on 20M train rows.
-    per_item = (
-        train.frame.group_by([*by, columns.item, *columns.user])
-        .agg()
-        .group_by([*by, columns.item])
-        .agg(pl.len().cast(pl.Int64).alias(POPULARITY))
+    per_item = train.frame.group_by([*by, columns.item]).agg(
+        user.n_unique().cast(pl.Int64).alias(POPULARITY)
     )
     n_users = (
         train.frame.group_by(by).agg(user.n_unique().cast(pl.Int64).alias(N_TRAIN_USERS))
