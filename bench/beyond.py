@@ -29,7 +29,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +41,7 @@ if str(HERE) not in sys.path:  # running as `python bench/beyond.py` already has
     sys.path.insert(0, str(HERE))
 
 from generate import _distinct_rows, _popularity_cdf  # noqa: E402
-from ranking import RESULT_MARK, _fmt_s, _status_kib, render  # noqa: E402
+from ranking import RESULT_MARK, _fmt_s, _status_kib, print_report, render  # noqa: E402
 
 K = 10
 N_ITEMS = 20_000
@@ -593,13 +592,7 @@ def worker(name: str, data_dir: Path, repeats: int, budget: float) -> dict[str, 
 
 def worker_main(name: str, data_dir: Path, repeats: int, budget: float) -> int:
     """Run :func:`worker` and print its report (or the error) as one marked JSON line."""
-    try:
-        report = worker(name, data_dir, repeats, budget)
-    except Exception as exc:  # report any failure of a tool instead of crashing the run
-        traceback.print_exc()
-        report = {"error": f"{type(exc).__name__}: {exc}"}
-    print(RESULT_MARK + json.dumps(report), flush=True)
-    return 0
+    return print_report(lambda: worker(name, data_dir, repeats, budget))
 
 
 # --------------------------------------------------------------------------------------

@@ -582,15 +582,20 @@ def worker(name: str, data_dir: Path, repeats: int, budget: float) -> dict[str, 
     return report
 
 
-def worker_main(name: str, data_dir: Path, repeats: int, budget: float) -> int:
-    """Run :func:`worker` and print its report (or the error) as one marked JSON line."""
+def print_report(run: Callable[[], dict[str, Any]]) -> int:
+    """Run a worker and print its report (or its error) as one marked JSON line."""
     try:
-        report = worker(name, data_dir, repeats, budget)
+        report = run()
     except Exception as exc:  # report any failure of a tool instead of crashing the run
         traceback.print_exc()
         report = {"error": f"{type(exc).__name__}: {exc}"}
     print(RESULT_MARK + json.dumps(report), flush=True)
     return 0
+
+
+def worker_main(name: str, data_dir: Path, repeats: int, budget: float) -> int:
+    """Run :func:`worker` and print its report (or the error) as one marked JSON line."""
+    return print_report(lambda: worker(name, data_dir, repeats, budget))
 
 
 # --------------------------------------------------------------------------------------
