@@ -143,7 +143,9 @@ def wilcoxon_signed_rank(diffs: Sequence[float] | npt.NDArray[np.float64]) -> tu
     As ``scipy.stats.wilcoxon(diffs, method="approx")``: zero differences are dropped
     (``zero_method="wilcox"``), tied absolute differences get average ranks and the
     variance its tie correction, no continuity correction; the statistic is
-    ``min(W+, W-)``. No non-zero difference: ``(nan, nan)``.
+    ``min(W+, W-)``. No non-zero difference: ``(nan, nan)``. scipy's default
+    (``method="auto"``) uses the exact distribution instead for n <= 50 without ties,
+    so on small samples it can differ from this.
 
     Examples
     --------
