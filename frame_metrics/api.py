@@ -173,6 +173,16 @@ def evaluate(
     ╞═════════╪═════════════╡
     │ 2       ┆ 0.3         │
     └─────────┴─────────────┘
+
+    Beyond accuracy in the same call: novelty from train popularity (items seen by 1 of 2
+    train users: -log2(1/2) = 1 bit each) and the share of the catalog covered.
+
+    >>> train = pl.DataFrame({"user": [7, 7, 8], "item": ["a", "b", "c"]})
+    >>> fm.evaluate(recs, truth, metrics=["recall@2", "novelty@2", "coverage@2"],
+    ...             train=train, aggregate=True).row(0)
+    (1, 0.3333333333333333, 1.0, 0.25)
+
+    (coverage: items a and b of the 8 seen in recs (a-e), truth (h, i, j too) and train.)
     """
     request = engine.Request(
         recs,

@@ -87,6 +87,17 @@ def metric_at_k(
         Segment columns of ``result``: one panel per segment.
     ax
         A matplotlib Axes to draw in (one segment only); default: a new figure.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import frame_metrics as fm
+    >>> result = pl.DataFrame({"metric": "ndcg", "k": [5, 10] * 2, "model": ["a", "a", "b", "b"],
+    ...                        "mean": [0.1, 0.12, 0.2, 0.22], "ci_low": [0.08, 0.1, 0.18, 0.2],
+    ...                        "ci_high": [0.12, 0.14, 0.22, 0.24]})
+    >>> fig = fm.plot.metric_at_k(result, "ndcg")
+    >>> [line.get_label() for line in fig.axes[0].get_lines()]
+    ['a', 'b']
     """
     segs = [by] if isinstance(by, str) else list(by or [])
     df = _frame(result, ["metric", "k", "model", "mean", "ci_low", "ci_high", *segs])
@@ -146,6 +157,16 @@ def distribution(
         The column naming the model.
     ax
         A matplotlib Axes to draw in; default: a new figure.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import frame_metrics as fm
+    >>> per_user = pl.DataFrame({"model": ["a", "a", "b", "b"], "user": [1, 2, 1, 2],
+    ...                          "ndcg@10": [0.0, 0.5, 0.2, 0.9]})
+    >>> fig = fm.plot.distribution(per_user, "ndcg@10")
+    >>> [line.get_label() for line in fig.axes[0].get_lines()]
+    ['a (n=2, 50% at 0)', 'b (n=2, 0% at 0)']
     """
     df = _frame(per_user, [model, column])
     if ax is None:
@@ -201,6 +222,16 @@ def forest(
         The significance level of the markers.
     ax
         A matplotlib Axes to draw in; default: a new figure.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import frame_metrics as fm
+    >>> per_user = pl.DataFrame({"model": ["a"] * 4 + ["b"] * 4, "user": [1, 2, 3, 4] * 2,
+    ...                          "hit_rate@1": [0.0, 1, 0, 0, 1, 1, 1, 0]})
+    >>> fig = fm.plot.forest(fm.compare(per_user, baseline="a", n_resamples=200))
+    >>> [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    ['hit_rate@1  b']
     """
     segs = [by] if isinstance(by, str) else list(by or [])
     p_col = "p_ttest_adj" if adjusted else "p_ttest"
