@@ -264,21 +264,21 @@ class Plan:
 
     # -- per-user parts --------------------------------------------------------------------
 
+    def _train(self, schema: pl.Schema) -> ExtraFrame:
+        """``train=`` with its join columns aligned to ``schema``; its key checks, once."""
+        c = self.request.columns
+        train = self.request.extra("train", schema, [*c.user, c.item])
+        keys = [*train.by, *c.user, c.item]
+        self.checks.append(CheckedFrame("train", train.frame, null_checks(keys, "key"), keys))
+        return train
+
     def _long_with_item_columns(self, prepared: Prepared) -> pl.LazyFrame:
         """The long table, with the train and baseline columns the metrics read."""
         r, c = self.request, self.request.columns
         long = prepared.long
         schema = long.collect_schema()
-        if "popularity" in r.needs:
-            train = r.extra("train", schema, [*c.user, c.item])
-            self.checks.append(
-                CheckedFrame(
-                    "train",
-                    train.frame,
-                    null_checks([*train.by, *c.user, c.item], "key"),
-                    [*train.by, *c.user, c.item],
-                )
-            )
+        train = self._train(schema) if r.needs & {"popularity", "history"} else None
+        if train is not None and "popularity" in r.needs:
             items, n_users = item_popularity(train, c, r.options)
             long = long.join(items, on=[*train.by, c.item], how="left")
             long = (
@@ -296,8 +296,7 @@ class Plan:
                     - pl.max_horizontal(pl.col(POPULARITY).fill_null(0), 1).cast(pl.Float64).log(2)
                 ).alias(SELF_INFORMATION),
             )
-        if "history" in r.needs:
-            train = r.extra("train", schema, [*c.user, c.item])
+        if train is not None and "history" in r.needs:
             history = history_pairs(train, c)
             long = long.join(history, on=[*train.by, *c.user, c.item], how="left")
         if "baseline" in r.needs:
@@ -365,19 +364,15 @@ class Plan:
 
             sims = [pair(a, b) for b in range(2, r.max_k + 1) for a in range(1, b)]
             ctx = DiversityContext("pivot")
-            scored = at_rank.select(*keys, *sims).select(
-                *keys, *(m.build(ctx, k).cast(pl.Float64).alias(m.column(k)) for m, k in requests)
-            )
-            return scored.filter(
-                pl.any_horizontal(pl.col(m.column(k)).is_not_null() for m, k in requests)
+            # Users without a pair get nulls here; per_user() drops rows without a value.
+            return at_rank.select(*keys, *sims).select(
+                *keys, *(m.value(ctx, k) for m, k in requests)
             )
         pairs = rows.join(rows, on=keys, suffix="_b").filter(pl.col(RANK) < pl.col(f"{RANK}_b"))
         sim = similar(pl.col(FEATURES), pl.col(f"{FEATURES}_b"))
         pairs = pairs.select(*keys, pl.col(f"{RANK}_b").alias(PAIR_RANK), sim.alias(SIMILARITY))
         ctx = DiversityContext("pairs")
-        return pairs.group_by(keys).agg(
-            m.build(ctx, k).cast(pl.Float64).alias(m.column(k)) for m, k in requests
-        )
+        return pairs.group_by(keys).agg(m.value(ctx, k) for m, k in requests)
 
     def rating_part(self, ratings: RatingPairs) -> pl.LazyFrame:
         """Rating metrics per user, with the sums the pooled aggregate reads."""
@@ -390,9 +385,7 @@ class Plan:
             pl.len().cast(pl.Int64).alias(N_PAIRS),
         )
         ctx = RatingContext()
-        return sums.with_columns(
-            m.build(ctx, k).alias(m.column(k)) for m, k in self.request.of_family("rating")
-        )
+        return sums.with_columns(m.value(ctx, k) for m, k in self.request.of_family("rating"))
 
     def per_user(self) -> pl.LazyFrame:
         """One row per user with a value for at least one per-user metric."""
@@ -443,7 +436,7 @@ class Plan:
         ctx = CorpusContext()
         aggs = [
             ctx.n_users(ks[-1]).alias(_CORPUS_USERS),
-            *(m.build(ctx, k).cast(pl.Float64).alias(m.column(k)) for m, k in requests),
+            *(m.value(ctx, k) for m, k in requests),
         ]
         return exposure.group_by(by).agg(aggs) if by else exposure.select(aggs)
 
@@ -522,7 +515,7 @@ class Plan:
         for m, k in r.requests:
             col = m.column(k)
             if m.family == "rating":
-                aggs.append(m.build(pooled, k).alias(col))
+                aggs.append(m.value(pooled, k))
             elif m.population != "corpus":
                 # A left-to-right sum over users in key order (cum_sum is sequential by
                 # definition) makes the means reproducible to the last bit.

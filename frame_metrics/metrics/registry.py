@@ -103,9 +103,13 @@ class Metric:
         """The output column: ``"<name>@<k>"``, or the bare name for a metric without k."""
         return f"{self.name}@{k}" if self.takes_k else self.name
 
+    def value(self, ctx: Any, k: int) -> pl.Expr:
+        """The metric from its family's context, as Float64, named by :meth:`column`."""
+        return self.build(ctx, k).cast(pl.Float64).alias(self.column(k))
+
     def expr(self, ctx: RankingContext, k: int) -> pl.Expr:
         """A ranking-family metric with its population policy applied, named by :meth:`column`."""
-        value = self.build(ctx, k).cast(pl.Float64)
+        value = self.value(ctx, k)
         if self.population == "listed":
             defined, otherwise = ctx.n_listed(k) > 0, pl.lit(None, pl.Float64)
         else:
