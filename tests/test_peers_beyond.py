@@ -33,9 +33,6 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
-import warnings
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,11 +43,10 @@ import pytest
 
 import frame_metrics as fm
 from tests.conftest import Constructor, assert_kind, to_polars
+from tests.test_peers import ATOL, RTOL, assert_values, quiet
 
 UserValues = dict[int, float]
 
-RTOL = 1e-12
-ATOL = 1e-15
 LIST_LENGTH = 10
 #: Cutoffs for the list metrics; diversity needs two items, so it also runs at k = 1
 #: only to check the single-item difference.
@@ -252,20 +248,6 @@ def mean_of(result: pl.DataFrame, column: str) -> float:
     return float(value)
 
 
-def assert_values(got: Mapping[int, float], expected: Mapping[int, float], label: str) -> None:
-    """Same users, values within RTOL; on failure, name the first mismatching users."""
-    assert set(got) == set(expected), (
-        f"{label}: users only in frame_metrics {sorted(set(got) - set(expected))[:10]}, "
-        f"only in the peer {sorted(set(expected) - set(got))[:10]}"
-    )
-    bad = [
-        (u, expected[u], got[u])
-        for u in sorted(expected)
-        if not math.isclose(got[u], expected[u], rel_tol=RTOL, abs_tol=ATOL)
-    ]
-    assert not bad, f"{label}: {len(bad)} users differ, (user, expected, got): {bad[:5]}"
-
-
 def assert_close(got: float, expected: float, label: str) -> None:
     assert got == pytest.approx(expected, rel=RTOL, abs=ATOL), label
 
@@ -273,14 +255,6 @@ def assert_close(got: float, expected: float, label: str) -> None:
 def series(values: Any) -> UserValues:
     """A peer's per-user pandas Series as {user: value}, NaN dropped."""
     return {int(u): float(v) for u, v in values.items() if not pd.isna(v)}
-
-
-@contextmanager
-def quiet() -> Iterator[None]:
-    """Silence the peers' own warnings (pandas chained assignment, sparse matrices)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 # --- RecTools (rectools.metrics) ---------------------------------------------------------------
