@@ -16,6 +16,11 @@ from the parent's peak RSS: Linux carries it over the fork and exec.
 The mean values of every tool are then compared with frame_metrics under the matching
 convention (AP denominator, binary or graded gain, cutoff) and the largest absolute
 difference is printed, with the reason for every expected mismatch.
+
+Besides the peers, every size (``--users 100000,1000000``) times the obvious hand-written
+polars query (``polars-handwritten*``) and frame_metrics' other call shapes
+(``fm-shape-*``: ``score=``, k=100, several k, ``by=``, lazy results), and ends with a
+table of the speed, memory and shape targets, each marked PASS or FAIL.
 """
 
 from __future__ import annotations
@@ -80,20 +85,55 @@ def save_arrays(n_users: int, seed: int, n_recs: int, out: Path) -> dict[str, in
     return {"rec_rows": len(recs["user"]), "truth_rows": len(truth["user"])}
 
 
+#: The stacked models of the by-model shape and the rank shift of each (0: as generated).
+MODEL_SHIFTS = {"a": 0, "b": 3, "c": 7}
+#: Start-frame kinds: polars eager, pandas (numpy dtypes), and the polars frames of two
+#: shapes, both derived untimed from the polars frames: without the rank column
+#: (``score=``) and the recommendations of three stacked models (``by="model"``).
+KINDS = ("polars", "pandas", "polars-no-rank", "polars-3-models")
+
+
+def stack_models(recs: Any, n_recs: int) -> Any:
+    """``recs`` once per model of :data:`MODEL_SHIFTS`, with a String ``model`` column.
+
+    Model ``a`` is ``recs`` as is; the others permute the ranks within each user,
+    ``rank' = ((rank - 1 + shift) % n_recs) + 1``, and keep every other column (so their
+    scores no longer follow their ranks: only the rank column is used).
+    """
+    import polars as pl
+
+    rank = recs.schema["rank"]
+    frames = [
+        recs.with_columns(
+            ((pl.col("rank") - 1 + shift) % n_recs + 1).cast(rank).alias("rank"),
+            pl.lit(model).alias("model"),
+        )
+        for model, shift in MODEL_SHIFTS.items()
+    ]
+    return pl.concat(frames)
+
+
 def load_inputs(data_dir: Path, kind: str) -> Inputs:
-    """Load the stored columns into the start frames of ``kind`` ("polars" or "pandas")."""
+    """Load the stored columns into the start frames of ``kind`` (one of :data:`KINDS`)."""
     recs = {name: np.load(data_dir / f"recs.{name}.npy") for name in RECS_SCHEMA}
     truth = {name: np.load(data_dir / f"truth.{name}.npy") for name in TRUTH_SCHEMA}
     n_recs = int(recs["rank"].max())
-    if kind == "polars":
+    if kind.startswith("polars"):
         import polars as pl
 
-        return Inputs(kind, pl.DataFrame(recs), pl.DataFrame(truth), n_recs)
+        recs_pl, truth_pl = pl.DataFrame(recs), pl.DataFrame(truth)
+        if kind == "polars-no-rank":
+            recs_pl = recs_pl.drop("rank")
+        elif kind == "polars-3-models":
+            recs_pl = stack_models(recs_pl, n_recs)
+        elif kind != "polars":
+            raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+        return Inputs(kind, recs_pl, truth_pl, n_recs)
     if kind == "pandas":
         import pandas as pd
 
         return Inputs(kind, pd.DataFrame(recs, copy=False), pd.DataFrame(truth, copy=False), n_recs)
-    raise ValueError(f"kind: expected 'polars' or 'pandas', got {kind!r}")
+    raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
 
 
 def nested_dict(
@@ -144,6 +184,8 @@ class Prepared:
     run: Callable[[], Values] | None
     extras: Callable[[], Values] | None = None
     reset: Callable[[], None] | None = None
+    #: Facts about the run shown beside the tables, e.g. the package's default engine.
+    info: dict[str, str] = field(default_factory=dict)
 
 
 def _fm_row(out: Any) -> dict[str, Any]:
@@ -163,6 +205,24 @@ def _fm_values(row: dict[str, Any], k: int = K) -> Values:
     return values
 
 
+def _fm_all_values(row: dict[str, Any], prefix: str = "") -> Values:
+    """Every ``metric@k`` of a result row: ``metric`` for k = K (as the reference values
+    are named), ``metric@k`` for the other cutoffs; ``prefix`` is put before each name."""
+    values: Values = {f"{prefix}n_users": float(row["n_users"])}
+    for name, value in row.items():
+        metric, at, k = str(name).partition("@")
+        if at and metric in METRICS:
+            values[f"{prefix}{metric if k == str(K) else name}"] = float(value)
+    return values
+
+
+def _default_engine() -> dict[str, str]:
+    """The package's default polars engine, as imported (before a job changes it)."""
+    import frame_metrics.engine
+
+    return {"default_engine": str(frame_metrics.engine.DEFAULT_ENGINE)}
+
+
 def prepare_frame_metrics(
     inputs: Inputs, engine: Engine, lazy: bool = False, validate: bool = True
 ) -> Prepared:
@@ -172,6 +232,7 @@ def prepare_frame_metrics(
     import frame_metrics as fm
     import frame_metrics.engine
 
+    info = _default_engine()
     frame_metrics.engine.DEFAULT_ENGINE = engine
 
     def run() -> Values:
@@ -182,6 +243,107 @@ def prepare_frame_metrics(
         if isinstance(out, pl.LazyFrame):
             out = out.collect(engine=engine)
         return _fm_values(_fm_row(out))
+
+    return Prepared(run, info=info)
+
+
+def prepare_fm_shape(
+    inputs: Inputs,
+    *,
+    k: int | list[int] = K,
+    score: str | None = None,
+    by: str | None = None,
+    collect: Engine | None = None,
+) -> Prepared:
+    """One call shape of frame_metrics.evaluate, with the package's default engine.
+
+    ``score``: rank by this column (the start frame has no rank column); ``by``: one
+    result row per group (the values of model ``a``, the data as generated, are named
+    like the reference values, the others get a ``"model:"`` prefix); ``collect``: start
+    from LazyFrames and collect the lazy result with this engine (only the final collect:
+    ``frame_metrics.engine.DEFAULT_ENGINE`` is left as the package sets it).
+    """
+    import polars as pl
+
+    import frame_metrics as fm
+
+    def run() -> Values:
+        recs, truth = inputs.recs, inputs.truth
+        if collect is not None:
+            recs, truth = recs.lazy(), truth.lazy()
+        out = fm.evaluate(recs, truth, metrics=METRICS, k=k, aggregate=True, score=score, by=by)
+        if isinstance(out, pl.LazyFrame):
+            if collect is None:
+                raise TypeError("expected an eager result from eager input")
+            out = out.collect(engine=collect)
+        if by is None:
+            return _fm_all_values(_fm_row(out))
+        values: Values = {}
+        for row in out.iter_rows(named=True):
+            group = str(row.pop(by))
+            values.update(_fm_all_values(row, "" if group == "a" else f"{group}:"))
+        return values
+
+    return Prepared(run, info=_default_engine())
+
+
+def handwritten_per_user(recs: Any, truth: Any, k: int = K) -> Any:
+    """The obvious hand-written polars query: one row per user with truth, lazily.
+
+    Linear gain, relevant = relevance > 0, AP divided by min(|R|, k), as frame_metrics'
+    defaults; users with relevant truth but no hit in the top k score 0.
+    """
+    import polars as pl
+
+    top = recs.lazy().filter(pl.col("rank") <= k)
+    relevant = truth.lazy().filter(pl.col("relevance") > 0)
+    hits = (
+        top.join(relevant, on=["user", "item"], how="inner")
+        .group_by("user")
+        .agg(
+            pl.len().alias("hits"),
+            (pl.col("relevance") / (pl.col("rank") + 1).log(2)).sum().alias("dcg"),
+            (pl.int_range(1, pl.len() + 1) / pl.col("rank").sort()).sum().alias("ap_sum"),
+            pl.col("rank").min().alias("first_hit"),
+        )
+    )
+    ideal = relevant.group_by("user").agg(
+        pl.len().alias("n_relevant"),
+        (pl.col("relevance").sort(descending=True) / pl.int_range(2, pl.len() + 2).log(2))
+        .head(k)
+        .sum()
+        .alias("idcg"),
+    )
+    return (
+        ideal.join(hits, on="user", how="left")
+        .with_columns(pl.col("hits", "dcg", "ap_sum").fill_null(0))
+        .select(
+            "user",
+            (pl.col("hits") / k).alias("precision"),
+            (pl.col("hits") / pl.col("n_relevant")).alias("recall"),
+            (pl.col("ap_sum") / pl.min_horizontal("n_relevant", pl.lit(k))).alias("ap"),
+            (pl.col("dcg") / pl.col("idcg")).alias("ndcg"),
+            (1 / pl.col("first_hit")).fill_null(0).alias("mrr"),
+        )
+    )
+
+
+def handwritten_means(recs: Any, truth: Any, k: int = K) -> Any:
+    """The means of :func:`handwritten_per_user` and the number of users (lazily)."""
+    import polars as pl
+
+    per_user = handwritten_per_user(recs, truth, k)
+    return per_user.select(pl.len().alias("n_users"), pl.col(METRICS).mean())
+
+
+def prepare_handwritten(inputs: Inputs, collect: Engine | None) -> Prepared:
+    """The hand-written polars query on the eager start frames; ``collect``: the engine
+    passed to ``collect()`` (None: polars' own default, in-memory)."""
+
+    def run() -> Values:
+        query = handwritten_means(inputs.recs, inputs.truth)
+        out = query.collect() if collect is None else query.collect(engine=collect)
+        return {name: float(v) for name, v in out.row(0, named=True).items()}
 
     return Prepared(run)
 
@@ -216,6 +378,7 @@ def prepare_frame_metrics_reference(inputs: Inputs) -> Prepared:
             "ndcg_binary": mean("ndcg", t=binary),
             "ndcg_binary_idcg_k": float(scaled.mean()),
             "mrr_full": mean("mrr", k=inputs.n_recs),
+            "mrr@100": mean("mrr", k=100),
         }
 
     return Prepared(None, extras)
@@ -349,6 +512,7 @@ REF_NAMES = {
     "ndcg_binary_idcg_k": f"ndcg@{K} binary x IDCG(min(|R|,k))/IDCG(k)",
     "mrr": f"mrr@{K}",
     "mrr_full": "mrr@n_recs (whole list)",
+    "mrr@100": "mrr@100",
     "n_users": "n_users",
 }
 #: Which table column a reference value belongs to.
@@ -361,6 +525,7 @@ METRIC_OF = {
     "ndcg": "NDCG",
     "ndcg_binary": "NDCG",
     "mrr": "MRR",
+    "mrr@100": "MRR",
 }
 
 
@@ -375,6 +540,8 @@ class Runner:
     slow: bool = False
     #: What to compare with the frame_metrics reference values.
     compare: tuple[Check, ...] = ()
+    #: Input rows relative to the start frames of k=10 (the shapes table's per-row ratio).
+    rows_factor: int = 1
 
 
 _FM_SAME = tuple(Check(m, m) for m in METRICS)
@@ -531,11 +698,102 @@ RUNNERS: dict[str, Runner] = {
         ),
     ),
 }
+_HANDWRITTEN = "polars (hand-written)"
+RUNNERS["polars-handwritten"] = Runner(
+    _HANDWRITTEN,
+    "LazyFrame query, collect() (in-memory)",
+    "polars",
+    lambda i: prepare_handwritten(i, None),
+    compare=_FM_SAME,
+)
+RUNNERS["polars-handwritten-streaming"] = Runner(
+    _HANDWRITTEN,
+    "LazyFrame query, collect(engine='streaming')",
+    "polars",
+    lambda i: prepare_handwritten(i, "streaming"),
+    compare=_FM_SAME,
+)
+
+# The call shapes: polars eager start frames, the package's default engine, checks on.
+_SHAPE = "frame_metrics"
+_MULTI_K = [1, 5, 10, 20, 50, 100]
+RUNNERS["fm-shape-k10"] = Runner(
+    _SHAPE,
+    f"shape: rank column, k={K} (shape reference)",
+    "polars",
+    prepare_fm_shape,
+    compare=_FM_SAME,
+)
+RUNNERS["fm-shape-score"] = Runner(
+    _SHAPE,
+    "shape: score= (score descending, ties by item), no rank column",
+    "polars-no-rank",
+    lambda i: prepare_fm_shape(i, score="score"),
+    compare=tuple(Check(m, m, "the scores descend with the ranks") for m in METRICS),
+)
+RUNNERS["fm-shape-k100"] = Runner(
+    _SHAPE,
+    "shape: k=100",
+    "polars",
+    lambda i: prepare_fm_shape(i, k=100),
+    compare=(Check("mrr@100", "mrr@100"),),
+)
+RUNNERS["fm-shape-multik"] = Runner(
+    _SHAPE,
+    f"shape: k={_MULTI_K} in one call",
+    "polars",
+    lambda i: prepare_fm_shape(i, k=_MULTI_K),
+    compare=(*_FM_SAME, Check("mrr@100", "mrr@100")),
+)
+RUNNERS["fm-shape-by-model"] = Runner(
+    _SHAPE,
+    f"shape: by='model', {len(MODEL_SHIFTS)} stacked models",
+    "polars-3-models",
+    lambda i: prepare_fm_shape(i, by="model"),
+    compare=(
+        *(Check(m, m, "model a = the data as generated") for m in METRICS),
+        *(
+            Check(f"{model}:n_users", "n_users", f"model {model}: the same users")
+            for model in MODEL_SHIFTS
+            if model != "a"
+        ),
+        *(
+            Check(f"{model}:{m}", m, f"model {model}: ranks shifted by {shift}", matched=False)
+            for model, shift in MODEL_SHIFTS.items()
+            if model != "a"
+            for m in ("ndcg", "mrr")
+        ),
+    ),
+    rows_factor=len(MODEL_SHIFTS),
+)
+RUNNERS["fm-shape-lazy-in-memory"] = Runner(
+    _SHAPE,
+    "shape: LazyFrame result, collect(engine='in-memory')",
+    "polars",
+    lambda i: prepare_fm_shape(i, collect="in-memory"),
+    compare=_FM_SAME,
+)
+RUNNERS["fm-shape-lazy-streaming"] = Runner(
+    _SHAPE,
+    "shape: LazyFrame result, collect(engine='streaming')",
+    "polars",
+    lambda i: prepare_fm_shape(i, collect="streaming"),
+    compare=_FM_SAME,
+)
+
 BASELINE = "fm-polars-streaming"  # the package default engine
 REFERENCE = "fm-reference"
+#: The reference of the shapes table: k=10 from a rank column, package default engine.
+SHAPE_BASE = "fm-shape-k10"
 FAST_PEERS = ["pytrec_eval-full", "pytrec_eval-cut", "rectools"]
 SLOW_PEERS = ["ranx", "recommenders"]
-FM_VARIANTS = [name for name in RUNNERS if name.startswith("fm-") and name != REFERENCE]
+HANDWRITTEN = ["polars-handwritten", "polars-handwritten-streaming"]
+SHAPES = [name for name in RUNNERS if name.startswith("fm-shape-")]
+FM_VARIANTS = [
+    name for name in RUNNERS if name.startswith("fm-") and name not in {REFERENCE, *SHAPES}
+]
+#: The peers whose faster one frame_metrics is compared with in the targets.
+TARGET_PEERS = ["pytrec_eval-cut", "rectools"]
 
 
 # --------------------------------------------------------------------------------------
@@ -579,6 +837,7 @@ def worker(name: str, data_dir: Path, repeats: int, budget: float) -> dict[str, 
     report["times"] = times
     report["values"] = values
     report["extras"] = prepared.extras() if prepared.extras is not None else {}
+    report["info"] = prepared.info
     return report
 
 
@@ -615,6 +874,7 @@ class Result:
     peak_mib: float = math.nan
     rusage_peak_mib: float = math.nan
     base_mib: float = math.nan
+    info: dict[str, str] = field(default_factory=dict)
     error: str = ""
 
     @property
@@ -679,6 +939,7 @@ def run_job(
     result.extras = report["extras"]
     result.base_mib = report["base_kib"] / 1024
     result.peak_mib = report["peak_kib"] / 1024
+    result.info = report.get("info", {})
     return result
 
 
@@ -703,13 +964,27 @@ def generate_in_subprocess(users: int, seed: int, n_recs: int, data_dir: Path) -
     return info
 
 
+def parse_sizes(text: str) -> list[int]:
+    """``"100000,1000000"`` -> ``[100000, 1000000]`` (duplicates dropped, order kept)."""
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise SystemExit(f"--users: expected comma-separated integers, got {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise SystemExit(f"--users: expected sizes >= 1, got {text!r}")
+    return list(dict.fromkeys(sizes))
+
+
 def plan(args: argparse.Namespace) -> list[tuple[int, list[str]]]:
     """Which jobs run at which size: ``[(users, [job, ...]), ...]``.
 
-    The main size runs every frame_metrics variant and the fast peers (plus ranx and
-    Recommenders with ``--slow-peers``); ``--slow-size`` runs every peer on a smaller
-    dataset. ``--only`` narrows both (naming a slow peer runs it at the main size too).
-    The untimed reference and the baseline always run.
+    Every size of ``--users`` runs every frame_metrics variant, the hand-written polars
+    query, the fast peers (plus ranx and Recommenders with ``--slow-peers``) and the
+    call shapes (unless ``--no-shapes``); pytrec_eval on the full run only up to
+    ``--full-run-max`` users (it needs ~2 GB per 100k users). ``--slow-size`` runs every
+    peer on a smaller dataset. ``--only`` narrows all of it (naming a slow peer runs it
+    at the main sizes too, naming pytrec_eval-full runs it at every size). The untimed
+    reference and the baseline always run, and the shape reference whenever a shape does.
     """
     wanted = {n.strip() for n in args.only.split(",") if n.strip()} if args.only else None
     unknown = (wanted or set()) - set(RUNNERS)
@@ -718,12 +993,21 @@ def plan(args: argparse.Namespace) -> list[tuple[int, list[str]]]:
 
     def keep(names: list[str]) -> list[str]:
         names = [n for n in names if wanted is None or n in wanted]
+        if any(n in SHAPES for n in names):
+            names.insert(0, SHAPE_BASE)
         return list(dict.fromkeys([REFERENCE, BASELINE, *names]))
 
     slow_main = SLOW_PEERS if args.slow_peers or wanted else []
-    stages = [(args.users, keep([*FM_VARIANTS, *FAST_PEERS, *slow_main]))]
-    if args.slow_size and args.slow_size != args.users:
-        small = ["fm-pandas-streaming", *FAST_PEERS, *SLOW_PEERS]
+    shapes = [] if args.no_shapes else SHAPES
+    sizes = parse_sizes(args.users)
+    stages = []
+    for users in sizes:
+        peers = [
+            n for n in FAST_PEERS if n != "pytrec_eval-full" or users <= args.full_run_max or wanted
+        ]
+        stages.append((users, keep([*FM_VARIANTS, *HANDWRITTEN, *peers, *slow_main, *shapes])))
+    if args.slow_size and args.slow_size not in sizes:
+        small = ["fm-pandas-streaming", HANDWRITTEN[0], *FAST_PEERS, *SLOW_PEERS]
         stages.append((args.slow_size, keep(small)))
     return stages
 
@@ -765,7 +1049,7 @@ def timing_table(results: list[Result]) -> list[list[str]]:
         ]
     ]
     for r in results:
-        if r.name == REFERENCE:
+        if r.name == REFERENCE or r.name in SHAPES:
             continue
         ref = base.get(r.users, math.nan)
         ratio = r.median / ref if r.times and not math.isnan(ref) else math.nan
@@ -802,6 +1086,172 @@ def timing_table(results: list[Result]) -> list[list[str]]:
             ]
         )
     return rows
+
+
+#: The shapes' limit: each at most this many times the k=10 rank-column time.
+SHAPE_LIMIT = 2.0
+
+
+def shape_ratios(results: list[Result]) -> dict[tuple[int, str], float]:
+    """``(users, job) -> median / the shape reference's median`` per input row."""
+    base = {r.users: r.median for r in results if r.name == SHAPE_BASE and r.times}
+    return {
+        (r.users, r.name): r.median / r.runner.rows_factor / base[r.users]
+        for r in results
+        if r.name in SHAPES and r.times and r.users in base
+    }
+
+
+def shapes_table(results: list[Result]) -> list[list[str]]:
+    """Rows of the shapes table: every fm-shape-* job against the k=10 rank-column job."""
+    ratios = shape_ratios(results)
+    rows = [
+        ["users", "job", "shape", "median s", "per k=10 rows s", "peak MiB", "data MiB", "ratio"]
+    ]
+    rows[0] += ["limit", "verdict"]
+    for r in results:
+        if r.name not in SHAPES:
+            continue
+        head = [f"{r.users:,}", r.name, r.runner.variant.removeprefix("shape: ")]
+        if r.error:
+            rows.append([*head, "FAILED", "", "", "", "", "", r.error[:100]])
+            continue
+        ratio = ratios.get((r.users, r.name), math.nan)
+        per_row = r.median / r.runner.rows_factor
+        is_base = r.name == SHAPE_BASE
+        rows.append(
+            [
+                *head,
+                _fmt_s(r.median),
+                _fmt_s(per_row) if r.runner.rows_factor != 1 else "",
+                f"{r.peak_mib:,.0f}",
+                f"{r.base_mib:,.0f}",
+                "-" if math.isnan(ratio) else f"{ratio:.2f}x",
+                "" if is_base else f"<= {SHAPE_LIMIT:.1f}x",
+                "" if is_base or math.isnan(ratio) else _verdict(ratio <= SHAPE_LIMIT),
+            ]
+        )
+    return rows
+
+
+def _verdict(ok: bool, applies: bool = True, where: str = "") -> str:
+    if applies:
+        return "PASS" if ok else "FAIL"
+    return f"info ({'passes' if ok else 'fails'}; the target is {where})"
+
+
+def targets_table(results: list[Result]) -> list[list[str]]:
+    """The requirement's targets per size, each marked PASS or FAIL where it applies.
+
+    Speed against the peers applies at >= 100k users (>= 6x) and >= 1M users (>= 10x);
+    against the hand-written query and pandas vs polars input at >= 100k users; memory
+    and the shapes at >= 1M users. Smaller sizes show the same numbers as ``info``.
+    """
+    by = {(r.users, r.name): r for r in results if r.times and not r.error}
+    ratios = shape_ratios(results)
+    rows = [["users", "target", "measured", "limit", "verdict"]]
+    for users in dict.fromkeys(r.users for r in results):
+        fm = by.get((users, BASELINE))
+        if fm is None:
+            continue
+        n = f"{users:,}"
+        big = users >= 1_000_000
+        mid = users >= 100_000
+        rows.append(
+            [
+                n,
+                f"frame_metrics, polars eager ({BASELINE})",
+                f"{_fmt_s(fm.median)} s, peak {fm.peak_mib:,.0f} MiB",
+                "",
+                "",
+            ]
+        )
+        for name in HANDWRITTEN:
+            hand = by.get((users, name))
+            if hand is None:
+                continue
+            primary = name == HANDWRITTEN[0]
+            ratio = fm.median / hand.median
+            rows.append(
+                [
+                    n,
+                    f"fm / {hand.runner.tool}, {hand.runner.variant}",
+                    f"{_fmt_s(fm.median)} / {_fmt_s(hand.median)} s = {ratio:.2f}x",
+                    "<= 1.00x" if primary else "",
+                    _verdict(ratio <= 1.0, mid, "at >= 100,000 users") if primary else "info",
+                ]
+            )
+        peers = [by[(users, p)] for p in TARGET_PEERS if (users, p) in by]
+        if peers:
+            fastest = min(peers, key=lambda r: r.median)
+            need = 10.0 if big else 6.0
+            ratio = fastest.median / fm.median
+            rows.append(
+                [
+                    n,
+                    "faster of pytrec_eval (cut to top k) and RecTools / fm",
+                    f"{fastest.runner.tool} {_fmt_s(fastest.median)} / {_fmt_s(fm.median)} s = {ratio:.1f}x",
+                    f">= {need:.0f}x",
+                    _verdict(ratio >= need, mid, "at >= 100,000 users"),
+                ]
+            )
+        pandas = by.get((users, "fm-pandas-streaming"))
+        if pandas is not None:
+            ratio = pandas.median / fm.median
+            rows.append(
+                [
+                    n,
+                    "fm pandas input / polars input (fm-pandas-streaming)",
+                    f"{_fmt_s(pandas.median)} / {_fmt_s(fm.median)} s = {ratio:.2f}x",
+                    "<= 1.10x",
+                    _verdict(ratio <= 1.10, mid, "at >= 100,000 users"),
+                ]
+            )
+        hand = by.get((users, HANDWRITTEN[0]))
+        if hand is not None:
+            rows.append(
+                [
+                    n,
+                    f"peak RSS fm / {hand.runner.tool}, {hand.runner.variant}",
+                    f"{fm.peak_mib:,.0f} / {hand.peak_mib:,.0f} MiB",
+                    "fm <= hand-written",
+                    _verdict(fm.peak_mib <= hand.peak_mib, big, "at >= 1,000,000 users"),
+                ]
+            )
+        mine = {
+            job: ratio for (u, job), ratio in ratios.items() if u == users and job != SHAPE_BASE
+        }
+        failed = [r.name for r in results if r.users == users and r.name in SHAPES and r.error]
+        if mine or failed:
+            worst = max(mine, key=lambda job: mine[job]) if mine else ""
+            rows.append(
+                [
+                    n,
+                    f"worst shape / {SHAPE_BASE}" + (f" ({len(failed)} FAILED)" if failed else ""),
+                    f"{worst.removeprefix('fm-shape-')} {mine[worst]:.2f}x" if worst else "-",
+                    f"<= {SHAPE_LIMIT:.1f}x",
+                    _verdict(
+                        not failed and bool(mine) and mine[worst] <= SHAPE_LIMIT,
+                        big,
+                        "at >= 1,000,000 users",
+                    ),
+                ]
+            )
+    return rows
+
+
+def default_engine_note(results: list[Result]) -> str:
+    """Which default engine the package reported, and whether the baseline used it."""
+    seen = {r.info["default_engine"] for r in results if "default_engine" in r.info}
+    if not seen:
+        return "package default engine: unknown (no frame_metrics job ran)"
+    note = f"package default engine: {', '.join(sorted(seen))}"
+    if seen != {"streaming"}:
+        note += (
+            f"; WARNING: the baseline {BASELINE} sets 'streaming', "
+            f"while the shapes use the package default"
+        )
+    return note
 
 
 def _references(results: list[Result]) -> dict[int, Values]:
@@ -908,7 +1358,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         description="Ranking-metric benchmark: frame_metrics vs peers, k=10."
     )
     p.add_argument(
-        "--users", type=int, default=100_000, help="users at the main size (x --recs rows)"
+        "--users",
+        default="100000",
+        help="users at the main size(s), comma-separated, e.g. 100000,1000000 (x --recs rows)",
     )
     p.add_argument("--recs", type=int, default=100, help="recommendations per user")
     p.add_argument("--seed", type=int, default=0)
@@ -920,6 +1372,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--slow-peers", action="store_true", help="also run ranx and Recommenders at --users"
+    )
+    p.add_argument(
+        "--no-shapes",
+        action="store_true",
+        help="skip the call-shape jobs (fm-shape-*: score=, k=100, several k, by, lazy)",
+    )
+    p.add_argument(
+        "--full-run-max",
+        type=int,
+        default=100_000,
+        help="run pytrec_eval on the full (uncut) run only up to this many users "
+        "(~2 GB per 100k users), unless named in --only",
     )
     p.add_argument(
         "--only",
@@ -981,7 +1445,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.worker:
         return worker_main(args.worker, args.data_dir, args.repeats, args.budget)
     if args.save_data:
-        info = save_arrays(args.users, args.seed, args.recs, args.data_dir)
+        (users,) = parse_sizes(args.users)
+        info = save_arrays(users, args.seed, args.recs, args.data_dir)
         print(RESULT_MARK + json.dumps(info), flush=True)
         return 0
 
@@ -1023,6 +1488,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(render(agreement, args.markdown))
     print("\nLargest |diff| per metric under matching conventions")
     print(render(max_diff_table(results), args.markdown))
+    if any(r.name in SHAPES for r in results):
+        print(
+            f"\nShapes (polars eager start frames, package default engine, checks on; ratio = "
+            f"median per k={K} input rows / {SHAPE_BASE} median at the same size; by-model "
+            f"has {len(MODEL_SHIFTS)}x the rows: its ratio uses median / {len(MODEL_SHIFTS)})"
+        )
+        print(render(shapes_table(results), args.markdown))
+    print(f"\nTargets ({default_engine_note(results)})")
+    print(render(targets_table(results), args.markdown))
     mismatches = sum(row[-1].startswith("MISMATCH") for row in agreement[1:])
     failed = [r.name for r in results if r.error]
     print(

@@ -148,3 +148,133 @@ def test_end_to_end_run_has_no_mismatch(capsys: pytest.CaptureFixture[str]) -> N
     assert "MISMATCH" not in out
     assert "0 mismatch(es)" in out
     assert "differs, as expected" in out  # recip_rank without a cutoff vs mrr@10
+
+
+def test_handwritten_query_agrees_per_user() -> None:
+    fm = pytest.importorskip("frame_metrics")
+    recs, truth = make_data(2000, seed=5)
+    ours = fm.evaluate(recs, truth, metrics=ranking.METRICS, k=K).sort("user")
+    hand = ranking.handwritten_per_user(recs, truth).collect().sort("user")
+    assert hand["user"].to_list() == ours["user"].to_list()
+    for m in ranking.METRICS:
+        diff = (hand[m] - ours[f"{m}@{K}"]).abs().max()
+        assert isinstance(diff, float)
+        assert diff <= 1e-12, m
+    means = ranking.handwritten_means(recs, truth).collect().row(0, named=True)
+    agg = fm.evaluate(recs, truth, metrics=ranking.METRICS, k=K, aggregate=True).row(0, named=True)
+    assert means["n_users"] == agg["n_users"] == 2000
+    for m in ranking.METRICS:
+        assert means[m] == pytest.approx(agg[f"{m}@{K}"], abs=1e-12), m
+
+
+def test_handwritten_query_scores_users_without_hits_zero() -> None:
+    recs = pl.DataFrame({"user": [1, 1, 2, 2], "item": [10, 11, 20, 21], "rank": [1, 2, 1, 2]})
+    truth = pl.DataFrame({"user": [1, 2, 2], "item": [11, 99, 21], "relevance": [2, 1, 0]})
+    out = ranking.handwritten_per_user(recs, truth, k=2).collect().sort("user")
+    assert out.to_dicts() == [
+        {
+            "user": 1,
+            "precision": 0.5,
+            "recall": 1.0,
+            "ap": 0.5,
+            "ndcg": pytest.approx(1 / np.log2(3)),
+            "mrr": 0.5,
+        },
+        {"user": 2, "precision": 0.0, "recall": 0.0, "ap": 0.0, "ndcg": 0.0, "mrr": 0.0},
+    ]
+
+
+def test_stack_models_permutes_ranks_within_users(data: tuple[pl.DataFrame, pl.DataFrame]) -> None:
+    recs, _ = data
+    stacked = ranking.stack_models(recs, 30)
+    assert stacked.height == 3 * recs.height
+    assert stacked.schema["rank"] == pl.Int32
+    assert stacked.filter(pl.col("model") == "a").drop("model").equals(recs)
+    ranks = stacked.group_by("model", "user").agg(pl.col("rank").sort())
+    assert all(r == list(range(1, 31)) for r in ranks["rank"].to_list())
+    b = stacked.filter(pl.col("model") == "b")
+    assert b.filter(pl.col("rank") == 1)["item"].equals(
+        recs.filter(pl.col("rank") == 28)["item"]  # (28 - 1 + 3) % 30 + 1 = 1
+    )
+
+
+def test_plan_sizes_shapes_and_only() -> None:
+    def stages(*argv: str) -> dict[int, list[str]]:
+        return dict(ranking.plan(ranking.parse_args(list(argv))))
+
+    both = stages("--users", "1000,2000", "--slow-size", "500", "--full-run-max", "1000")
+    assert list(both) == [1000, 2000, 500]
+    for users in (1000, 2000):
+        assert set(ranking.SHAPES) <= set(both[users])
+        assert set(ranking.HANDWRITTEN) <= set(both[users])
+        assert both[users][:2] == [ranking.REFERENCE, ranking.BASELINE]
+    assert "pytrec_eval-full" in both[1000]
+    assert "pytrec_eval-full" not in both[2000]
+    assert not set(ranking.SHAPES) & set(both[500])
+
+    plain = stages("--users", "1000", "--slow-size", "0", "--no-shapes")
+    assert not set(ranking.SHAPES) & set(plain[1000])
+    only = stages("--users", "1000", "--slow-size", "1000", "--only", "fm-shape-score")
+    assert only == {1000: [ranking.REFERENCE, ranking.BASELINE, "fm-shape-k10", "fm-shape-score"]}
+    with pytest.raises(SystemExit):
+        stages("--users", "1000,x")
+
+
+def _result(name: str, users: int, median: float, peak: float = 100.0) -> ranking.Result:
+    return ranking.Result(name, users, times=[median], peak_mib=peak, base_mib=50.0)
+
+
+def test_targets_pass_and_fail_where_they_apply() -> None:
+    big = 1_000_000
+    results = [
+        _result(ranking.BASELINE, big, 1.0, peak=900.0),
+        _result("fm-pandas-streaming", big, 1.05),
+        _result("polars-handwritten", big, 1.5, peak=1000.0),
+        _result("pytrec_eval-cut", big, 12.0),
+        _result("rectools", big, 9.0),
+        _result("fm-shape-k10", big, 1.0),
+        _result("fm-shape-by-model", big, 5.4),  # 1.8x per input row
+        _result("fm-shape-k100", big, 2.5),
+        _result(ranking.BASELINE, 10_000, 1.0),
+        _result("rectools", 10_000, 2.0),
+    ]
+    rows = {(r[0], r[1].split(" (")[0]): r for r in ranking.targets_table(results)[1:]}
+    n = f"{big:,}"
+    verdicts = {target: row[-1] for (users, target), row in rows.items() if users == n}
+    assert verdicts["fm / polars"] == "PASS"
+    assert verdicts["faster of pytrec_eval"] == "FAIL"  # 9x < 10x
+    assert verdicts["fm pandas input / polars input"] == "PASS"
+    assert verdicts["peak RSS fm / polars"] == "PASS"
+    assert verdicts["worst shape / fm-shape-k10"] == "FAIL"  # k100 2.5x
+    assert "k100 2.50x" in rows[(n, "worst shape / fm-shape-k10")][2]
+    small = rows[("10,000", "faster of pytrec_eval")]
+    assert small[-1].startswith("info (fails")
+    shapes = {row[1]: row for row in ranking.shapes_table(results)[1:]}
+    assert shapes["fm-shape-by-model"][7] == "1.80x"
+    assert shapes["fm-shape-by-model"][-1] == "PASS"
+
+
+def test_end_to_end_shapes_and_handwritten(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("frame_metrics")
+    code = ranking.main(
+        [
+            "--users",
+            "300,400",
+            "--slow-size",
+            "0",
+            "--repeats",
+            "1",
+            "--only",
+            "polars-handwritten,fm-pandas-streaming,fm-shape-multik,fm-shape-by-model,"
+            "fm-shape-score,fm-shape-lazy-in-memory",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "FAILED" not in out
+    assert "MISMATCH" not in out
+    assert "0 mismatch(es)" in out
+    assert "\nShapes " in out
+    assert "\nTargets (package default engine" in out
+    worst = [line.split()[0] for line in out.splitlines() if "worst shape / fm-shape-k10" in line]
+    assert worst == ["300", "400"]

@@ -37,8 +37,6 @@ from frame_metrics.metrics.context import (
     POPULARITY,
     SELF_INFORMATION,
     RankingContext,
-    add_row_features,
-    engine_context,
 )
 from frame_metrics.metrics.corpus import (
     CATALOG_SIZE,
@@ -56,6 +54,7 @@ from frame_metrics.metrics.diversity import (
 )
 from frame_metrics.metrics.rating import ABS_ERRORS, N_PAIRS, SQUARED_ERRORS, RatingContext
 from frame_metrics.metrics.registry import Metric, resolve_requests
+from frame_metrics.metrics.user_stats import UserStats
 from frame_metrics.options import (
     ApDenominator,
     DuplicatePolicy,
@@ -75,6 +74,7 @@ from frame_metrics.prepare import (
     prepare_baseline,
     prepare_ratings,
 )
+from frame_metrics.ranking_query import PackedKey, RankingInputs, user_statistics
 from frame_metrics.validation import CheckedFrame, null_checks, run_checks
 
 if TYPE_CHECKING:
@@ -272,33 +272,39 @@ class Plan:
         self.checks.append(CheckedFrame("train", train.frame, null_checks(keys, "key"), keys))
         return train
 
-    def _long_with_item_columns(self, prepared: Prepared) -> pl.LazyFrame:
-        """The long table, with the train and baseline columns the metrics read."""
+    def _listed_rows(self, prepared: Prepared) -> pl.LazyFrame:
+        """The top-k rows, with the train popularity columns list metrics read."""
         r, c = self.request, self.request.columns
-        long = prepared.long
-        schema = long.collect_schema()
-        train = self._train(schema) if r.needs & {"popularity", "history"} else None
-        if train is not None and "popularity" in r.needs:
-            items, n_users = item_popularity(train, c, r.options)
-            long = long.join(items, on=[*train.by, c.item], how="left")
-            long = (
-                long.join(n_users, on=list(train.by), how="left")
-                if train.by
-                else long.join(n_users, how="cross")
-            )
-            # An item no train user had counts as had by one (RecTools' MeanInvUserFreq):
-            # -log2(0) would make the user's novelty infinite.
-            long = long.with_columns(
-                pl.col(POPULARITY).fill_null(0),
-                pl.col(IN_TAIL).fill_null(True),
-                (
-                    pl.col(N_TRAIN_USERS).cast(pl.Float64).log(2)
-                    - pl.max_horizontal(pl.col(POPULARITY).fill_null(0), 1).cast(pl.Float64).log(2)
-                ).alias(SELF_INFORMATION),
-            )
-        if train is not None and "history" in r.needs:
-            history = history_pairs(train, c)
-            long = long.join(history, on=[*train.by, *c.user, c.item], how="left")
+        top = prepared.top
+        if "popularity" not in r.needs:
+            return top
+        train = self._train(top.collect_schema())
+        items, n_users = item_popularity(train, c, r.options)
+        top = top.join(items, on=[*train.by, c.item], how="left")
+        top = (
+            top.join(n_users, on=list(train.by), how="left")
+            if train.by
+            else top.join(n_users, how="cross")
+        )
+        # An item no train user had counts as had by one (RecTools' MeanInvUserFreq):
+        # -log2(0) would make the user's novelty infinite.
+        return top.with_columns(
+            pl.col(POPULARITY).fill_null(0),
+            pl.col(IN_TAIL).fill_null(True),
+            (
+                pl.col(N_TRAIN_USERS).cast(pl.Float64).log(2)
+                - pl.max_horizontal(pl.col(POPULARITY).fill_null(0), 1).cast(pl.Float64).log(2)
+            ).alias(SELF_INFORMATION),
+        )
+
+    def _hit_columns(self, prepared: Prepared) -> list[tuple[pl.LazyFrame, list[str]]]:
+        """Frames joined onto the hit rows: the baseline's ranks, the train history."""
+        r, c = self.request, self.request.columns
+        schema = prepared.top.collect_schema()
+        out: list[tuple[pl.LazyFrame, list[str]]] = []
+        if "history" in r.needs:
+            train = self._train(schema)
+            out.append((history_pairs(train, c), [*train.by, *c.user, c.item]))
         if "baseline" in r.needs:
             baseline = r.extra("baseline", schema, [*c.user, c.item])
             top, checks = prepare_baseline(
@@ -306,25 +312,33 @@ class Plan:
             )
             self.checks += checks
             ranks = baseline_ranks(top, baseline.by, c, RANK)
-            long = long.join(ranks, on=[*baseline.by, *c.user, c.item], how="left")
-        return long
+            out.append((ranks, [*baseline.by, *c.user, c.item]))
+        return out
 
     def ranking_part(self, prepared: Prepared) -> pl.LazyFrame:
-        """Ranking-family metrics: one ``group_by(keys).agg`` over the long table."""
-        r = self.request
-        keys = r.columns.keys
+        """Ranking-family metrics: per-user statistics, then one expression per metric."""
+        r, c = self.request, self.request.columns
+        keys = c.keys
         requests = r.of_family("ranking")
-        ctx = engine_context(RANK, REL, r.options, r.max_k)
-        exprs = [m.expr(ctx, k) for m, k in requests]
-        long = add_row_features(self._long_with_item_columns(prepared), keys, ctx, REL)
-        scored = long.group_by(keys).agg(exprs)
-        cols = [m.column(k) for m, k in requests]
-        zero = [m.column(k) for m, k in requests if m.population == "relevant"]
-        if r.options.empty == "zero" and zero:
-            # Users whose only rows fell below the cutoff have no row yet: they score 0 too.
-            scored = prepared.all_keys.join(scored, on=keys, how="left", nulls_equal=True)
-            scored = scored.with_columns(pl.col(zero).fill_null(0.0))
-        return scored.select(*keys, *cols)
+        stats = UserStats(r.options)
+        exprs = [m.expr(stats, k) for m, k in requests]
+        inputs = RankingInputs(
+            keys=keys,
+            truth_keys=prepared.truth_keys,
+            item=c.item,
+            relevance=REL,
+            top=self._listed_rows(prepared) if stats.uses("listed") else prepared.top,
+            truth=prepared.truth,
+            groups=prepared.groups,
+            all_keys=prepared.all_keys,
+            hit_columns=self._hit_columns(prepared) if stats.uses("hits") else (),
+            packed=(
+                PackedKey.for_truth(prepared.truth, [*prepared.truth_keys, c.item])
+                if stats.uses("hits")
+                else None
+            ),
+        )
+        return user_statistics(inputs, stats, r.options).select(*keys, *exprs)
 
     def diversity_part(self, prepared: Prepared) -> pl.LazyFrame:
         """Diversity: the pairs of each user's top items, one similarity per pair."""

@@ -43,9 +43,19 @@ _SCORE = "_fm_score"
 
 @dataclass(frozen=True)
 class Prepared:
-    """The long table plus what the engine and diagnostics need beside it."""
+    """The checked rows the engine reads, and what diagnostics need beside them."""
 
-    long: pl.LazyFrame
+    #: The key columns of one evaluated user: ``by`` + user.
+    keys: list[str]
+    item: str
+    #: The recommended rows within the largest cutoff: keys, item and ``RANK``.
+    top: pl.LazyFrame
+    #: Truth rows: ``truth_keys``, item and ``REL`` (rows with ``REL`` 0 may be absent).
+    truth: pl.LazyFrame
+    #: The user key plus the ``by`` columns truth carries.
+    truth_keys: list[str]
+    #: The distinct values of the ``by`` columns truth lacks (truth applies to each), or None.
+    groups: pl.LazyFrame | None
     #: Every evaluated-or-not key (by + user) seen in the inputs; for ``empty="zero"``.
     all_keys: pl.LazyFrame
     #: Rows of recommendations and truth dropped as duplicates under ``on_duplicate="first"``.
@@ -54,8 +64,19 @@ class Prepared:
     ties: pl.LazyFrame | None
     #: Value checks of the inputs, run by the engine together with the result.
     checks: list[CheckedFrame]
-    #: The recommended rows within the largest cutoff: keys, item and ``RANK``.
-    top: pl.LazyFrame
+
+    @property
+    def long(self) -> pl.LazyFrame:
+        """The spec's long table within the largest cutoff (for diagnostics).
+
+        An outer join of ``top`` and truth: ``RANK`` is null for a truth item not
+        recommended within the cutoff, ``REL`` is 0 for a recommended item without truth.
+        """
+        truth = self.truth if self.groups is None else self.truth.join(self.groups, how="cross")
+        on = [*self.keys, self.item]
+        return self.top.join(truth.select(*on, REL), on=on, how="full", coalesce=True).with_columns(
+            pl.col(REL).fill_null(0.0)
+        )
 
 
 def _require(frame: pl.LazyFrame, label: str, names: list[str]) -> pl.Schema:
@@ -164,20 +185,28 @@ def _prepare_pair(
         ranked = recs.select(*keys, item, pl.col(c.score).cast(pl.Float64).alias(_SCORE))
         if options.on_duplicate == "first":
             ranked = ranked.group_by([*keys, item]).agg(pl.col(_SCORE).max())
-        ranked = ranked.with_columns(
-            pl.int_range(1, pl.len() + 1, dtype=pl.Int64)
-            .over(keys, order_by=[-pl.col(_SCORE), pl.col(item)])
-            .alias(RANK)
-        )
         scan_k = max_k + 1 if tie_cutoffs else max_k
-        top = ranked.filter(pl.col(RANK) <= scan_k)
+        # Each user's best scan_k rows, sorted within the user: a per-group sort of the
+        # (few) rows of each user is far cheaper than ranking every row with a window.
+        top = (
+            ranked.group_by(keys)
+            .agg(
+                pl.col(col).sort_by([_SCORE, item], descending=[True, False]).head(scan_k)
+                for col in (item, _SCORE)
+            )
+            .with_columns(pl.int_ranges(1, pl.col(item).list.len() + 1, dtype=pl.Int64).alias(RANK))
+            .explode(item, _SCORE, RANK)
+        )
         ties = _ties(top, keys, tie_cutoffs) if tie_cutoffs else None
-        top = top.filter(pl.col(RANK) <= max_k).select(*keys, item, RANK)
+        if tie_cutoffs:
+            top = top.filter(pl.col(RANK) <= max_k)
         recs_checks = [
             *null_checks([*keys, item, c.score], "key"),
             *nan_check(c.score, rs[c.score]),  # a NaN score has no place in a ranking
         ]
-        recs_dup_frame = recs
+        # As with ranks: a repeat ranked below the largest cutoff cannot change a metric.
+        recs_dup_frame = top.select(*keys, item, pl.col(_SCORE).alias(c.score))
+        top = top.select(*keys, item, RANK)
     else:
         ties = None
         top = recs.filter(pl.col(c.rank) <= max_k).select(
@@ -237,20 +266,29 @@ def _prepare_pair(
         ]
 
     missing_by = [b for b in c.by if b not in truth_by]
+    groups = None
+    truth_keyed = truth_rows
     if missing_by:
         # Truth without the by columns applies to every group (e.g. every model): each
         # group is judged on all truth users, recommended to or not.
         groups = recs.select(missing_by).unique()
-        truth_rows = truth_rows.join(groups, how="cross")
-    long = top.join(
-        truth_rows.select(*keys, item, REL), on=[*keys, item], how="full", coalesce=True
-    ).with_columns(pl.col(REL).fill_null(0.0))
-
+        truth_keyed = truth_rows.join(groups, how="cross")
     all_keys = pl.concat(
-        [recs.select(keys), truth_rows.select(keys)], how="vertical_relaxed"
+        [recs.select(keys), truth_keyed.select(keys)], how="vertical_relaxed"
     ).unique()
     dup_counts = _duplicates_dropped(recs, truth, c, max_k, join_keys)
-    return Prepared(long, all_keys, dup_counts, ties, checks, top)
+    return Prepared(
+        keys,
+        item,
+        top,
+        truth_rows,
+        [*c.user, *truth_by],
+        groups,
+        all_keys,
+        dup_counts,
+        ties,
+        checks,
+    )
 
 
 def _duplicates_dropped(
@@ -339,14 +377,12 @@ def _prepare_long(
         rows = rows.sort(RANK, nulls_last=True).unique(
             subset=[*keys, item], keep="first", maintain_order=True
         )
-    # Keep what can matter: ranked within the cutoff, or relevant (for |R| and the IDCG);
-    # a relevant item ranked below the cutoff is, for every metric, not recommended.
-    rows = rows.filter((pl.col(RANK) <= max_k) | (pl.col(REL) > 0)).with_columns(
-        pl.when(pl.col(RANK) <= max_k).then(pl.col(RANK)).alias(RANK)
-    )
+    # What can matter: rows ranked within the cutoff, and relevant rows (for |R| and the
+    # IDCG); a relevant item ranked below the cutoff is, for every metric, not recommended.
+    top = rows.filter(pl.col(RANK) <= max_k).select(*keys, item, RANK)
+    truth = rows.filter(pl.col(REL) > 0).select(*keys, item, REL)
     all_keys = long.select(keys).unique()
-    top = rows.filter(pl.col(RANK).is_not_null()).select(*keys, item, RANK)
-    return Prepared(rows, all_keys, dups, None, checked, top)
+    return Prepared(keys, item, top, truth, keys, None, all_keys, dups, None, checked)
 
 
 def prepare_baseline(

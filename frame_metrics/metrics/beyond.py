@@ -25,7 +25,8 @@ from frame_metrics.metrics.context import (
     IN_TAIL,
     POPULARITY,
     SELF_INFORMATION,
-    RankingContext,
+    RankingPieces,
+    over_constant,
 )
 from frame_metrics.metrics.registry import Metric, register
 from frame_metrics.options import MetricOptions
@@ -58,8 +59,8 @@ class ListCase:
 # --- novelty ----------------------------------------------------------------------------------
 
 
-def _novelty(ctx: RankingContext, k: int) -> pl.Expr:
-    return ctx.rank_sum(pl.col(SELF_INFORMATION), k) / ctx.n_listed(k)
+def _novelty(ctx: RankingPieces, k: int) -> pl.Expr:
+    return ctx.listed_sum(k, SELF_INFORMATION) / ctx.n_listed(k)
 
 
 def _ref_novelty(u: ListCase, k: int, o: MetricOptions) -> float:
@@ -89,10 +90,8 @@ register(
 # --- popularity bias ------------------------------------------------------------------------
 
 
-def _arp(ctx: RankingContext, k: int) -> pl.Expr:
-    # An integer sum: exact, whatever order the rows arrive in.
-    total = pl.when(ctx.in_k(k)).then(pl.col(POPULARITY)).otherwise(0).sum()
-    return total / ctx.n_listed(k)
+def _arp(ctx: RankingPieces, k: int) -> pl.Expr:
+    return ctx.listed_sum(k, POPULARITY) / ctx.n_listed(k)
 
 
 def _ref_arp(u: ListCase, k: int, o: MetricOptions) -> float:
@@ -100,8 +99,8 @@ def _ref_arp(u: ListCase, k: int, o: MetricOptions) -> float:
     return sum(u.popularity.get(i, 0) for i in top) / len(top)
 
 
-def _aplt(ctx: RankingContext, k: int) -> pl.Expr:
-    return ctx.count_within(k, pl.col(IN_TAIL)) / ctx.n_listed(k)
+def _aplt(ctx: RankingPieces, k: int) -> pl.Expr:
+    return ctx.listed_count(k, IN_TAIL) / ctx.n_listed(k)
 
 
 def _ref_aplt(u: ListCase, k: int, o: MetricOptions) -> float:
@@ -141,16 +140,18 @@ register(
 # --- serendipity ------------------------------------------------------------------------------
 
 
-def _unexpected(ctx: RankingContext, k: int) -> pl.Expr:
+def _unexpected(ctx: RankingPieces, k: int) -> pl.Expr:
+    # Read on the hit rows, which the engine joins with the baseline's ranks or the
+    # user's train pairs.
     if ctx.options.unexpected == "baseline":
         base = pl.col(BASELINE_RANK)
         return base.is_null() | (base > k)
     return ~pl.col(IN_HISTORY).fill_null(False)
 
 
-def _serendipity(ctx: RankingContext, k: int) -> pl.Expr:
+def _serendipity(ctx: RankingPieces, k: int) -> pl.Expr:
     # Divides by k, like precision: a short list is not excused.
-    return ctx.count_within(k, ctx.is_rel & _unexpected(ctx, k)) / k
+    return over_constant(ctx.hit_count(k, _unexpected(ctx, k)), k)
 
 
 def _ref_serendipity(u: ListCase, k: int, o: MetricOptions) -> float:

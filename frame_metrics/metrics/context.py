@@ -1,31 +1,26 @@
-"""What a ranking-metric builder reads: one user's rows of the long table, as expressions.
+"""What a ranking-metric builder reads: the pieces of one user's evaluation, as expressions.
 
-A builder writes its metric once, against :class:`RankingContext`; the context decides
-how order-dependent pieces are computed, in one of three ways:
+A builder writes its metric once, against the :class:`RankingPieces` protocol: hit counts,
+the number of relevant items, discounted gain sums, the AP numerator, the reciprocal rank
+and a few sums over the recommended list. Two classes implement it:
 
-``"group"``
-    Inside a caller's own ``group_by(...).agg(...)`` (:mod:`frame_metrics.exprs`): every
-    piece is computed per group (a rank within the group for hits@r and ideal positions).
-``"pivot"``
-    The engine, for cutoffs up to :data:`PIVOT_MAX_K`: a sum over ranks 1..k is the sum,
-    in that fixed order, of one aggregation per rank (``when(rank == r).then(term).sum()``,
-    which holds at most one non-zero term because ranks are unique within a user). No
-    sort, no window, and the float result does not depend on the order in which a
-    parallel group-by meets the rows.
-``"running"``
-    The engine, for larger cutoffs: one global sort, a cumulative sum over the user key
-    in that order, and the maximum of it within the cutoff (the terms are non-negative,
-    so the maximum is the sum, and a maximum is order-independent too).
+:class:`RankingContext`
+    Over one user's rows of the spec's long table, inside a caller's own
+    ``group_by(...).agg(...)`` (:mod:`frame_metrics.exprs`): every piece is an aggregation.
+:class:`frame_metrics.metrics.user_stats.UserStats`
+    The engine's: every piece is a column of a per-user statistics frame that the engine
+    builds from the hits (top-k recommendations joined with relevant truth), the truth
+    alone and the recommended list alone (see :mod:`frame_metrics.ranking_plan`).
 
-Both engine modes give results identical to the last bit whatever the input row order,
-frame kind or polars engine; ``tests/test_reference.py`` checks that, and checks every
-mode against the pure-Python references.
+Both give results that do not depend on the order in which rows arrive: integer counts
+are exact, and float sums whose value depends on the order of addition are taken in
+rank order (or ideal-position order) after an explicit per-user sort.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
+from typing import Protocol
 
 import polars as pl
 
@@ -39,222 +34,185 @@ __all__ = [
     "POPULARITY",
     "SELF_INFORMATION",
     "RankingContext",
-    "engine_context",
+    "RankingPieces",
+    "discount",
+    "gain_expr",
+    "is_relevant",
+    "over_constant",
 ]
 
-# Item and history columns the engine joins onto the long table when a metric needs them
-# (see ``frame_metrics.extras``): train popularity (distinct users), its self-information
-# -log2(pop / n_train_users), the long-tail flag, the baseline's rank of the same
-# (user, item) (null when absent) and whether the pair is in the user's train rows.
+# Item and history columns the engine joins when a metric needs them (see
+# ``frame_metrics.extras``): train popularity (distinct users), its self-information
+# -log2(pop / n_train_users) and the long-tail flag (on the recommended rows); the
+# baseline's rank of the same (user, item) (null when absent) and whether the pair is in
+# the user's train rows (on the hit rows).
 POPULARITY = "_fm_popularity"
 SELF_INFORMATION = "_fm_self_information"
 IN_TAIL = "_fm_in_tail"
 BASELINE_RANK = "_fm_baseline_rank"
 IN_HISTORY = "_fm_in_history"
 
-#: Largest cutoff computed with per-rank aggregations; above it, running sums.
+#: Largest cutoff for which diversity pivots a user's items into one row (see the engine).
 PIVOT_MAX_K = 32
 
-Mode = Literal["group", "pivot", "running"]
 
-_IDEAL = "_fm_ideal_position"
-_HITS = "_fm_hits_at_rank"
+def is_relevant(relevance: pl.Expr, options: MetricOptions) -> pl.Expr:
+    """The relevance mask after the threshold (``rel > 0`` by default); null is not relevant."""
+    t = options.threshold
+    return ((relevance > 0) if t is None else (relevance >= t)).fill_null(False)
+
+
+def gain_expr(relevance: pl.Expr, options: MetricOptions) -> pl.Expr:
+    """The DCG gain of a relevant item's relevance, as Float64."""
+    rel = relevance.cast(pl.Float64)
+    return {
+        "linear": rel,
+        "exponential": pl.lit(2.0).pow(rel) - 1.0,
+        "binary": pl.lit(1.0),
+    }[options.gain]
+
+
+def over_constant(value: pl.Expr, k: int) -> pl.Expr:
+    """``value / k``, correctly rounded on every row (``value`` finite).
+
+    polars divides a column of more than one row by a scalar as a multiplication by the
+    scalar's reciprocal (``3 / 10`` gives 0.30000000000000004 there, 0.3 on one row),
+    so the last bit would depend on how rows are grouped into columns. Dividing by a
+    column of k's is an IEEE division on every row.
+    """
+    return value / (value.cast(pl.Float64) * 0.0 + float(k))
+
+
+def discount(position: pl.Expr | int) -> pl.Expr:
+    """``log2(position + 1)``, the DCG discount."""
+    p = pl.lit(position) if isinstance(position, int) else position
+    return (p.cast(pl.Float64) + 1.0).log(2)
+
+
+class RankingPieces(Protocol):
+    """What ranking and list metrics are written against (one user, one cutoff k)."""
+
+    @property
+    def options(self) -> MetricOptions:
+        """The call's metric options."""
+        ...
+
+    def hits(self, k: int) -> pl.Expr:
+        """``hits@k``: relevant items ranked within the cutoff."""
+        ...
+
+    def n_relevant(self) -> pl.Expr:
+        """``|R|``: the user's relevant items, recommended or not."""
+        ...
+
+    def n_listed(self, k: int) -> pl.Expr:
+        """``|L[:k]|``: items recommended within the cutoff."""
+        ...
+
+    def gain_sum(self, k: int) -> pl.Expr:
+        """``Σ_{r<=k} gain(L[r]) / log2(r + 1)``: the DCG of the top k."""
+        ...
+
+    def ideal_gain_sum(self, k: int) -> pl.Expr:
+        """The DCG of the best k relevant items: ``Σ_{p<=k} gain_(p) / log2(p + 1)``."""
+        ...
+
+    def precision_at_hits_sum(self, k: int) -> pl.Expr:
+        """``Σ_{r<=k, L[r]∈R} hits@r / r``: the numerator of AP@k."""
+        ...
+
+    def reciprocal_rank(self, k: int) -> pl.Expr:
+        """``1 / rank`` of the first relevant item within the cutoff, 0 if none."""
+        ...
+
+    def listed_sum(self, k: int, column: str) -> pl.Expr:
+        """``Σ_{r<=k}`` of a numeric item column over the recommended items, in rank order."""
+        ...
+
+    def listed_count(self, k: int, flag: str) -> pl.Expr:
+        """How many of ``L[:k]`` have the boolean item column ``flag`` set."""
+        ...
+
+    def hit_count(self, k: int, flag: pl.Expr) -> pl.Expr:
+        """How many relevant items within the cutoff satisfy ``flag`` (read on hit rows)."""
+        ...
 
 
 @dataclass(frozen=True)
 class RankingContext:
-    """The building blocks of one user's rows, and the order-aware sums over them.
+    """The pieces over one user's rows of the long table, inside any ``group_by().agg()``.
 
-    ``rank`` is null for a relevant item that was not recommended; ``is_rel`` is the
-    relevance mask after the threshold; ``gain`` is the DCG gain of relevant items and
-    0 on every other row; ``ideal_position`` is, for a relevant row, its position when the
-    user's relevant items are sorted by gain, best first (null elsewhere).
+    ``rank`` is null for a relevant item that was not recommended. Sums whose float value
+    depends on the order of addition sort first, and add with ``cum_sum`` (polars drops
+    a ``sort()`` right before a ``sum()``, which would make the result depend on the
+    order the rows arrived in).
     """
 
     rank: pl.Expr
-    is_rel: pl.Expr
-    gain: pl.Expr
-    ideal_position: pl.Expr
+    relevance: pl.Expr
     options: MetricOptions
-    mode: Mode = "group"
-    #: "running" mode: the running sums the builders asked for, name -> (order, terms).
-    running_sums: dict[str, tuple[str, pl.Expr]] = field(default_factory=dict)
-
-    # -- construction ---------------------------------------------------------------------
-
-    @staticmethod
-    def _basics(
-        rank: str | pl.Expr, relevance: str | pl.Expr, options: MetricOptions
-    ) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
-        rank_e = pl.col(rank) if isinstance(rank, str) else rank
-        rel = (pl.col(relevance) if isinstance(relevance, str) else relevance).fill_null(0)
-        threshold = options.threshold
-        is_rel = ((rel > 0) if threshold is None else (rel >= threshold)).fill_null(False)
-        raw_gain = {
-            "linear": rel.cast(pl.Float64),
-            "exponential": pl.lit(2.0).pow(rel.cast(pl.Float64)) - 1.0,
-            "binary": pl.lit(1.0),
-        }[options.gain]
-        return rank_e, is_rel, pl.when(is_rel).then(raw_gain).otherwise(0.0)
 
     @classmethod
     def from_columns(
         cls, rank: str | pl.Expr, relevance: str | pl.Expr, options: MetricOptions
     ) -> RankingContext:
-        """The ``"group"`` context, for use inside any ``group_by(...).agg(...)``."""
-        rank_e, is_rel, gain = cls._basics(rank, relevance, options)
-        ideal = pl.when(is_rel).then(gain).rank("ordinal", descending=True)
-        return cls(rank_e, is_rel, gain, ideal, options, "group")
+        """The context of a long table's ``rank`` and ``relevance`` (names or expressions)."""
+        rank_e = pl.col(rank) if isinstance(rank, str) else rank
+        rel = pl.col(relevance) if isinstance(relevance, str) else relevance
+        return cls(rank_e, rel.fill_null(0), options)
 
-    # -- plain pieces -----------------------------------------------------------------------
+    @property
+    def is_rel(self) -> pl.Expr:
+        """The relevance mask after the threshold."""
+        return is_relevant(self.relevance, self.options)
+
+    @property
+    def gain(self) -> pl.Expr:
+        """The DCG gain of relevant rows, 0 elsewhere."""
+        return pl.when(self.is_rel).then(gain_expr(self.relevance, self.options)).otherwise(0.0)
 
     def in_k(self, k: int) -> pl.Expr:
         """Rows recommended within the cutoff (false for unrecommended rows)."""
         return (self.rank <= k).fill_null(False)
 
-    def hits(self, k: int) -> pl.Expr:
-        """``hits@k``: relevant items ranked within the cutoff."""
+    def hits(self, k: int) -> pl.Expr:  # noqa: D102 (documented in the protocol)
         return (self.is_rel & self.in_k(k)).sum()
 
-    def n_relevant(self) -> pl.Expr:
-        """``|R|``: the user's relevant items, recommended or not."""
+    def n_relevant(self) -> pl.Expr:  # noqa: D102
         return self.is_rel.sum()
 
-    def n_listed(self, k: int) -> pl.Expr:
-        """``|L[:k]|``: items recommended within the cutoff."""
+    def n_listed(self, k: int) -> pl.Expr:  # noqa: D102
         return self.in_k(k).sum()
 
-    def count_within(self, k: int, flag: pl.Expr) -> pl.Expr:
-        """How many of ``L[:k]`` satisfy ``flag`` (an exact integer count)."""
-        return (self.in_k(k) & flag.fill_null(False)).sum()
-
-    def rank_sum(self, terms: pl.Expr, k: int) -> pl.Expr:
-        """``Σ_{r<=k} terms(L[r])`` for non-negative float ``terms``, in rank order."""
-        if self.mode == "pivot":
-            return self._left_fold(
-                [pl.when(self.rank == r).then(terms).otherwise(0.0).sum() for r in range(1, k + 1)]
-            )
-        return self._sum_within("rank", self.rank, terms, k)
-
     @staticmethod
-    def discount(position: pl.Expr | int) -> pl.Expr:
-        """``log2(position + 1)``, the DCG discount."""
-        p = pl.lit(position) if isinstance(position, int) else position
-        return (p.cast(pl.Float64) + 1.0).log(2)
+    def _ordered_sum(terms: pl.Expr, order: pl.Expr) -> pl.Expr:
+        return terms.sort_by(order).cum_sum().last().fill_null(0.0)
 
-    # -- order-aware sums -------------------------------------------------------------------
-
-    def _running(self, order: str, terms: pl.Expr) -> pl.Expr:
-        for name, (o, t) in self.running_sums.items():
-            if o == order and t.meta.eq(terms):  # shared by every cutoff
-                return pl.col(name)
-        name = f"_fm_running_{len(self.running_sums)}"
-        self.running_sums[name] = (order, terms)
-        return pl.col(name)
-
-    @staticmethod
-    def _left_fold(terms: list[pl.Expr]) -> pl.Expr:
-        # An explicit left-to-right sum: sum_horizontal may associate differently in
-        # different polars engines, which changes the last bit.
-        total = pl.lit(0.0)
-        for term in terms:
-            total = total + term
-        return total
-
-    def _sum_within(self, order: str, position: pl.Expr, terms: pl.Expr, k: int) -> pl.Expr:
-        """Σ of non-negative row ``terms`` over rows whose ``position`` is <= k."""
-        within = (position <= k).fill_null(False)
-        if self.mode == "running":
-            return self._running(order, terms).filter(within).max().fill_null(0.0)
-        return pl.when(within).then(terms).otherwise(0.0).sum()
-
-    def _discounted_gain_sum(self, order: str, position: pl.Expr, k: int) -> pl.Expr:
-        if self.mode == "pivot":
-            return self._left_fold(
-                [
-                    pl.when(position == p).then(self.gain).otherwise(0.0).sum() / self.discount(p)
-                    for p in range(1, k + 1)
-                ]
-            )
-        return self._sum_within(order, position, self.gain / self.discount(position), k)
-
-    def gain_sum(self, k: int) -> pl.Expr:
-        """``Σ_{r<=k} gain(L[r]) / log2(r + 1)``: the DCG of the top k."""
-        return self._discounted_gain_sum("rank", self.rank, k)
-
-    def ideal_gain_sum(self, k: int) -> pl.Expr:
-        """The DCG of the best k relevant items: ``Σ_{p<=k} gain_(p) / log2(p + 1)``."""
-        return self._discounted_gain_sum("ideal", self.ideal_position, k)
-
-    def precision_at_hits_sum(self, k: int) -> pl.Expr:
-        """``Σ_{r<=k, L[r]∈R} hits@r / r``: the numerator of AP@k."""
-        if self.mode == "pivot":
-            # One aggregation, shared by every cutoff: bit r-1 is set when the item at
-            # rank r is relevant (the engine's long table holds ranks <= max k <= 32, so
-            # it fits a UInt64); hits@r and the sum then unfold per user, in rank order.
-            hit = self.is_rel & self.rank.is_not_null()
-            bits = pl.when(hit).then(pl.lit(2, pl.UInt64).pow(self.rank - 1)).otherwise(0).sum()
-            total: pl.Expr = pl.lit(0.0)
-            hits_so_far: pl.Expr = pl.lit(0, pl.UInt64)
-            for r in range(1, k + 1):
-                hit_r = (bits // (1 << (r - 1))) % 2
-                hits_so_far = hits_so_far + hit_r
-                total = total + hit_r * hits_so_far / r
-            return total
-        recommended_rel = self.is_rel & self.rank.is_not_null()
-        if self.mode == "running":
-            hits_at_rank = pl.col(_HITS)
-        else:
-            # rank() keeps nulls null; ranks are unique, so the ordinal is hits@r.
-            hits_at_rank = pl.when(recommended_rel).then(self.rank).rank("ordinal")
-        terms = pl.when(recommended_rel).then(hits_at_rank / self.rank.cast(pl.Float64))
-        return self._sum_within("rank", self.rank, terms, k)
-
-
-def engine_context(rank: str, relevance: str, options: MetricOptions, max_k: int) -> RankingContext:
-    """The engine's context: ``"pivot"`` up to :data:`PIVOT_MAX_K`, else ``"running"``."""
-    rank_e, is_rel, gain = RankingContext._basics(rank, relevance, options)
-    mode: Mode = "pivot" if max_k <= PIVOT_MAX_K else "running"
-    return RankingContext(rank_e, is_rel, gain, pl.col(_IDEAL), options, mode)
-
-
-def add_row_features(
-    long: pl.LazyFrame, keys: list[str], ctx: RankingContext, relevance: str
-) -> pl.LazyFrame:
-    """Add what the built metrics read beyond the raw columns, for all users at once.
-
-    Call after building every metric with ``ctx``: in ``"running"`` mode it records the
-    running sums its builders asked for.
-    """
-    if ctx.mode == "pivot":
-        # Ideal positions: a rank within each user; ties get distinct positions, and as
-        # tied gains are equal, which tied item takes which position changes nothing.
-        return long.with_columns(
-            pl.when(ctx.is_rel)
-            .then(ctx.gain)
-            .rank("ordinal", descending=True)
-            .over(keys)
-            .alias(_IDEAL)
+    def gain_sum(self, k: int) -> pl.Expr:  # noqa: D102
+        hit = self.is_rel & self.in_k(k)
+        return self._ordered_sum(
+            (self.gain / discount(self.rank)).filter(hit), self.rank.filter(hit)
         )
-    recommended_rel = ctx.is_rel & ctx.rank.is_not_null()
 
-    def running_columns(order: str) -> list[pl.Expr]:
-        return [
-            terms.fill_null(0.0).cum_sum().over(keys).alias(name)
-            for name, (o, terms) in ctx.running_sums.items()
-            if o == order
-        ]
+    def ideal_gain_sum(self, k: int) -> pl.Expr:  # noqa: D102
+        best = self.gain.filter(self.is_rel).sort(descending=True).head(k)
+        return (best / discount(pl.int_range(1, best.len() + 1))).cum_sum().last().fill_null(0.0)
 
-    long = long.sort(ctx.rank, nulls_last=True).with_columns(
-        pl.when(recommended_rel)
-        .then(recommended_rel.cast(pl.UInt32).cum_sum().over(keys))
-        .alias(_HITS)
-    )
-    long = long.with_columns(running_columns("rank"))
-    # Every gain is non-decreasing in relevance, so relevance order is gain order; a
-    # stable sort keeps rank order among equal relevance.
-    long = long.sort(relevance, descending=True, nulls_last=True, maintain_order=True)
-    long = long.with_columns(
-        pl.when(ctx.is_rel).then(ctx.is_rel.cast(pl.UInt32).cum_sum().over(keys)).alias(_IDEAL)
-    )
-    return long.with_columns(running_columns("ideal"))
+    def precision_at_hits_sum(self, k: int) -> pl.Expr:  # noqa: D102
+        ranks = self.rank.filter(self.is_rel & self.in_k(k)).sort()
+        terms = pl.int_range(1, ranks.len() + 1, dtype=pl.Int64) / ranks.cast(pl.Float64)
+        return terms.cum_sum().last().fill_null(0.0)
+
+    def reciprocal_rank(self, k: int) -> pl.Expr:  # noqa: D102
+        first = self.rank.filter(self.is_rel & self.in_k(k)).min()
+        return pl.when(first.is_not_null()).then(1.0 / first.cast(pl.Float64)).otherwise(0.0)
+
+    def listed_sum(self, k: int, column: str) -> pl.Expr:  # noqa: D102
+        within = self.in_k(k)
+        return self._ordered_sum(pl.col(column).filter(within), self.rank.filter(within))
+
+    def listed_count(self, k: int, flag: str) -> pl.Expr:  # noqa: D102
+        return (self.in_k(k) & pl.col(flag).fill_null(False)).sum()
+
+    def hit_count(self, k: int, flag: pl.Expr) -> pl.Expr:  # noqa: D102
+        return (self.is_rel & self.in_k(k) & flag.fill_null(False)).sum()

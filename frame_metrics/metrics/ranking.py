@@ -1,7 +1,7 @@
 """Ranking metrics (spec section 2): one registry entry each.
 
 Every builder reads one user's rows of the long table through a
-:class:`~frame_metrics.metrics.context.RankingContext`; the empty-case policy is applied
+:class:`~frame_metrics.metrics.context.RankingPieces` context; the empty-case policy is applied
 around it by the registry, so builders may assume the user has a relevant item.
 """
 
@@ -11,7 +11,7 @@ import math
 
 import polars as pl
 
-from frame_metrics.metrics.context import RankingContext
+from frame_metrics.metrics.context import RankingPieces, over_constant
 from frame_metrics.metrics.registry import Metric, UserCase, register
 from frame_metrics.options import MetricOptions
 
@@ -21,16 +21,16 @@ __all__: list[str] = []
 # --- precision, recall, f1, hit rate ------------------------------------------------------
 
 
-def _precision(ctx: RankingContext, k: int) -> pl.Expr:
+def _precision(ctx: RankingPieces, k: int) -> pl.Expr:
     # Divides by k even when fewer than k items were recommended (trec_eval, ranx, RecTools).
-    return ctx.hits(k) / k
+    return over_constant(ctx.hits(k), k)
 
 
 def _ref_precision(u: UserCase, k: int, o: MetricOptions) -> float:
     return len(set(u.top(k)) & u.relevant(o)) / k
 
 
-def _recall(ctx: RankingContext, k: int) -> pl.Expr:
+def _recall(ctx: RankingPieces, k: int) -> pl.Expr:
     return ctx.hits(k) / ctx.n_relevant()
 
 
@@ -38,7 +38,7 @@ def _ref_recall(u: UserCase, k: int, o: MetricOptions) -> float:
     return len(set(u.top(k)) & u.relevant(o)) / len(u.relevant(o))
 
 
-def _f1(ctx: RankingContext, k: int) -> pl.Expr:
+def _f1(ctx: RankingPieces, k: int) -> pl.Expr:
     # 2PR/(P+R) = 2·hits/(k + |R|): the same value without a 0/0 when both are 0.
     return 2.0 * ctx.hits(k) / (k + ctx.n_relevant())
 
@@ -48,7 +48,7 @@ def _ref_f1(u: UserCase, k: int, o: MetricOptions) -> float:
     return 0.0 if p + r == 0 else 2 * p * r / (p + r)
 
 
-def _hit_rate(ctx: RankingContext, k: int) -> pl.Expr:
+def _hit_rate(ctx: RankingPieces, k: int) -> pl.Expr:
     return (ctx.hits(k) > 0).cast(pl.Float64)
 
 
@@ -59,9 +59,8 @@ def _ref_hit_rate(u: UserCase, k: int, o: MetricOptions) -> float:
 # --- reciprocal rank and average precision -------------------------------------------------
 
 
-def _mrr(ctx: RankingContext, k: int) -> pl.Expr:
-    hit = ctx.is_rel & ctx.in_k(k)
-    return pl.when(hit).then(1.0 / ctx.rank.cast(pl.Float64)).max().fill_null(0.0)
+def _mrr(ctx: RankingPieces, k: int) -> pl.Expr:
+    return ctx.reciprocal_rank(k)
 
 
 def _ref_mrr(u: UserCase, k: int, o: MetricOptions) -> float:
@@ -72,14 +71,16 @@ def _ref_mrr(u: UserCase, k: int, o: MetricOptions) -> float:
     return 0.0
 
 
-def _ap(ctx: RankingContext, k: int) -> pl.Expr:
+def _ap(ctx: RankingPieces, k: int) -> pl.Expr:
     total = ctx.precision_at_hits_sum(k)
     denominator = {
         "min_k": pl.min_horizontal(ctx.n_relevant(), pl.lit(k)),
         "relevant": ctx.n_relevant(),
         "hits": ctx.hits(k),
-        "k": pl.lit(k),
+        "k": None,
     }[ctx.options.ap_denominator]
+    if denominator is None:
+        return over_constant(total, k)
     return pl.when(denominator > 0).then(total / denominator).otherwise(0.0)
 
 
@@ -97,16 +98,16 @@ def _ref_ap(u: UserCase, k: int, o: MetricOptions) -> float:
 # --- discounted cumulative gain --------------------------------------------------------------
 
 
-def _dcg(ctx: RankingContext, k: int) -> pl.Expr:
+def _dcg(ctx: RankingPieces, k: int) -> pl.Expr:
     return ctx.gain_sum(k)
 
 
-def _idcg(ctx: RankingContext, k: int) -> pl.Expr:
+def _idcg(ctx: RankingPieces, k: int) -> pl.Expr:
     # Built from ALL relevant truth items, recommended or not, best gains first.
     return ctx.ideal_gain_sum(k)
 
 
-def _ndcg(ctx: RankingContext, k: int) -> pl.Expr:
+def _ndcg(ctx: RankingPieces, k: int) -> pl.Expr:
     return _dcg(ctx, k) / _idcg(ctx, k)
 
 

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import polars as pl
 
 from frame_metrics.errors import InvalidOptionError
-from frame_metrics.metrics.context import RankingContext
+from frame_metrics.metrics.context import RankingContext, RankingPieces
 from frame_metrics.options import MetricOptions, validate_k
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "Metric",
     "Population",
     "RankingContext",
+    "RankingPieces",
     "UserCase",
     "register",
     "resolve",
@@ -76,7 +77,7 @@ class Metric:
     """A registry entry.
 
     ``build(ctx, k)`` returns the metric's value from the context of its ``family``
-    (for ranking metrics, a :class:`RankingContext` over one user's rows), assuming the
+    (for ranking metrics, :class:`RankingPieces`: a user's hits, relevant items and list), assuming the
     user belongs to its ``population``: the policy for everyone else is applied around
     it, once, for every metric. ``reference`` is a slow pure-Python twin used by the
     tests. ``needs`` names the inputs beyond the recommendations (``"truth"``,
@@ -107,7 +108,7 @@ class Metric:
         """The metric from its family's context, as Float64, named by :meth:`column`."""
         return self.build(ctx, k).cast(pl.Float64).alias(self.column(k))
 
-    def expr(self, ctx: RankingContext, k: int) -> pl.Expr:
+    def expr(self, ctx: RankingPieces, k: int) -> pl.Expr:
         """A ranking-family metric with its population policy applied, named by :meth:`column`."""
         value = self.value(ctx, k)
         if self.population == "listed":

@@ -1,0 +1,188 @@
+"""The ranking family's query: per-user statistics from the hits, the truth and the list.
+
+The cost follows the rows that can change a value, not an outer join of everything:
+
+1. **hits** - the recommendations within the largest cutoff, inner-joined with the
+   relevant truth rows on (user, item), then one ``group_by(user)``: hit counts per
+   cutoff, the first hit's rank, the DCG and AP numerators (see
+   :class:`~frame_metrics.metrics.user_stats.UserStats` for how their float sums are
+   kept independent of row order);
+2. **truth** - the relevant truth rows alone, one ``group_by(user)``: ``|R|`` and the
+   ideal DCG per cutoff;
+3. **listed** - the recommendations within the largest cutoff alone (only when a list
+   metric such as novelty is asked for): list lengths and sums of item columns.
+
+Users with a relevant item (from 2) are the evaluated ones; 1 joins onto them (a user
+without a hit scores 0), and 3 adds users who only have a list. Truth without some of
+the ``by`` columns applies to every group: its statistics are computed once per user and
+repeated for each group, and the hit join matches on the columns truth has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from frame_metrics.metrics.context import gain_expr, is_relevant
+from frame_metrics.metrics.user_stats import GAIN, SOURCES, Source, UserStats
+from frame_metrics.options import MetricOptions
+from frame_metrics.prepare import RANK
+
+__all__ = ["PackedKey", "RankingInputs", "user_statistics"]
+
+
+@dataclass(frozen=True)
+class RankingInputs:
+    """The prepared rows the ranking query reads.
+
+    ``top`` holds ``keys``, the item and ``RANK`` of every recommendation within the
+    largest cutoff (plus any item columns list metrics read); ``truth`` holds the truth
+    key (``truth_keys``), the item and the relevance column ``relevance`` (rows with
+    relevance 0 may be left out). ``groups`` are the distinct values of the ``by``
+    columns truth lacks (None when it has them all); ``all_keys`` every key seen, for
+    ``empty="zero"``. ``hit_columns`` are frames joined onto the hit rows (a baseline's
+    ranks, train history) with the columns to join them on; ``packed`` an exact packing
+    of integer join columns (see :class:`PackedKey`).
+    """
+
+    keys: list[str]
+    truth_keys: list[str]
+    item: str
+    relevance: str
+    top: pl.LazyFrame
+    truth: pl.LazyFrame
+    groups: pl.LazyFrame | None
+    all_keys: pl.LazyFrame
+    hit_columns: Sequence[tuple[pl.LazyFrame, list[str]]] = field(default_factory=tuple)
+    #: How to join top with truth on one integer key (None: on the columns themselves).
+    packed: PackedKey | None = None
+
+
+_JOIN_KEY = "_fm_join_key"
+
+
+@dataclass(frozen=True)
+class PackedKey:
+    """An exact packing of integer join columns into one Int64, over the truth's ranges.
+
+    ``ranges`` maps each join column to the (min, max) of its values in truth. A row
+    whose value lies outside a range cannot match any truth row; inside them, the key
+    ``Σ (value - min) * stride`` is distinct for distinct value combinations.
+    """
+
+    ranges: dict[str, tuple[int, int]]
+
+    @classmethod
+    def for_truth(cls, truth: pl.LazyFrame, on: Sequence[str]) -> PackedKey | None:
+        """The packing for ``truth``'s join columns, or None when they do not all fit.
+
+        Reads the minimum and maximum of each join column (one small eager query).
+        """
+        schema = truth.collect_schema()
+        if not all(schema[c].is_integer() for c in on):
+            return None
+        bounds = truth.select(
+            *(pl.col(c).min().alias(f"{c}.min") for c in on),
+            *(pl.col(c).max().alias(f"{c}.max") for c in on),
+        ).collect()
+        ranges: dict[str, tuple[int, int]] = {}
+        span = 1
+        for c in on:
+            lo, hi = bounds[f"{c}.min"].item(), bounds[f"{c}.max"].item()
+            if lo is None or hi is None:
+                return None  # no truth rows: the plain join is as cheap
+            ranges[c] = (int(lo), int(hi))
+            span *= int(hi) - int(lo) + 1
+        return cls(ranges) if span < 2**63 else None
+
+    def key(self) -> pl.Expr:
+        """The packed key of a row whose values lie within the ranges."""
+        key: pl.Expr = pl.lit(0, pl.Int64)
+        stride = 1
+        for c, (lo, hi) in self.ranges.items():
+            # Offsets from the minimum, computed in Int64 (a UInt64 value above 2^63
+            # is outside every range that fits, and is filtered out first).
+            offset = pl.col(c).cast(pl.Int64, wrap_numerical=True) - lo
+            key = key + offset * stride
+            stride *= hi - lo + 1
+        return key
+
+    def within(self) -> pl.Expr:
+        """Rows whose values all lie within the truth's ranges."""
+        return pl.all_horizontal(
+            pl.col(c).is_between(lo, hi) for c, (lo, hi) in self.ranges.items()
+        )
+
+
+def _hit_rows(
+    top: pl.LazyFrame, relevant: pl.LazyFrame, on: list[str], packed: PackedKey | None
+) -> pl.LazyFrame:
+    """``top`` inner-joined with the relevant truth rows on ``on``.
+
+    With integer ids, a join on one packed key is about twice as fast as polars' join on
+    several columns (which encodes each row first).
+    """
+    if packed is None:
+        return top.join(relevant, on=on, how="inner")
+    left = top.filter(packed.within()).with_columns(packed.key().alias(_JOIN_KEY))
+    right = relevant.select(packed.key().alias(_JOIN_KEY), pl.exclude(on))
+    return left.join(right, on=_JOIN_KEY, how="inner").drop(_JOIN_KEY)
+
+
+def _aggregate(
+    rows: pl.LazyFrame, keys: list[str], stats: UserStats, source: Source
+) -> pl.LazyFrame:
+    extra = stats.row_columns(source)
+    if extra:
+        rows = rows.with_columns(extra)
+    if stats.ordered(source):
+        rows = rows.sort([*keys, RANK])
+    grouped = rows.group_by(keys).agg(stats.aggregations(source))
+    for stage in stats.finish(source):
+        grouped = grouped.with_columns(stage)
+    return grouped.drop(stats.lists(source))
+
+
+def user_statistics(
+    inputs: RankingInputs, stats: UserStats, options: MetricOptions
+) -> pl.LazyFrame:
+    """One row per user the recorded statistics are defined for, with every statistic.
+
+    Call after building every metric with ``stats``: the query holds exactly what the
+    metrics asked for. Users without hit or list rows get 0 there (the first hit's rank
+    stays null).
+    """
+    keys, item = inputs.keys, inputs.item
+    on = [*inputs.truth_keys, item]
+    relevant = inputs.truth.filter(is_relevant(pl.col(inputs.relevance), options)).select(
+        *on, gain_expr(pl.col(inputs.relevance), options).alias(GAIN)
+    )
+    frame: pl.LazyFrame | None = None
+    if stats.uses("truth"):
+        truth = _aggregate(relevant, inputs.truth_keys, stats, "truth")
+        if inputs.groups is not None:
+            truth = truth.join(inputs.groups, how="cross")
+        frame = truth.select(*keys, *stats.columns("truth"))
+        if options.empty == "zero":
+            # Every user seen is evaluated: those without a relevant item score 0.
+            frame = inputs.all_keys.join(frame, on=keys, how="left", nulls_equal=True)
+    if stats.uses("hits"):
+        hit_rows = _hit_rows(inputs.top.select(*keys, item, RANK), relevant, on, inputs.packed)
+        for columns, join_on in inputs.hit_columns:
+            hit_rows = hit_rows.join(columns, on=join_on, how="left", nulls_equal=True)
+        hits = _aggregate(hit_rows, keys, stats, "hits")
+        assert frame is not None  # hits are only asked for by metrics over relevant users
+        frame = frame.join(hits, on=keys, how="left", nulls_equal=True)
+    if stats.uses("listed"):
+        listed = _aggregate(inputs.top, keys, stats, "listed")
+        frame = (
+            listed
+            if frame is None
+            else frame.join(listed, on=keys, how="full", coalesce=True, nulls_equal=True)
+        )
+    assert frame is not None
+    fill = [c for source in SOURCES for c in stats.zero_fill(source)]
+    present = frame.collect_schema().names()
+    return frame.with_columns(pl.col(c).fill_null(0) for c in fill if c in present)
