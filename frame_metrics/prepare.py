@@ -242,7 +242,9 @@ def _prepare_pair(
             )
         rank_checks = []
         if c.score is None:
-            rank_checks = [duplicate_check([*keys, c.rank], "rank within a user", "")]
+            rank_checks = [
+                duplicate_check([*keys, c.rank], "rank within a user", "", often_sorted=True)
+            ]
         show_recs = [*keys, item, order_col]
         show_truth = [*c.user, *truth_by, item, c.relevance]
         truth_checks = [
@@ -356,7 +358,7 @@ def _prepare_long(
             *nan_check(c.relevance, schema[c.relevance]),
             rank_below_one_check(c.rank),
             *nonintegral_check(c.rank, schema[c.rank]),
-            duplicate_check([*keys, c.rank], "rank within a user", ""),
+            duplicate_check([*keys, c.rank], "rank within a user", "", often_sorted=True),
         ]
         if options.on_duplicate == "error":
             checks.append(

@@ -20,6 +20,7 @@ repeated for each group, and the hit join matches on the columns truth has.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -131,6 +132,19 @@ def _hit_rows(
     return left.join(right, on=_JOIN_KEY, how="inner").drop(_JOIN_KEY)
 
 
+#: Up to this many distinct gains, the ideal DCG is computed from counts per gain.
+MAX_GAIN_LEVELS = 16
+
+
+def _gain_levels(relevant: pl.LazyFrame) -> list[float] | None:
+    """The distinct gains of the relevant truth rows, if there are few (one small query)."""
+    levels = relevant.select(pl.col(GAIN).unique().head(MAX_GAIN_LEVELS + 1)).collect()
+    values = [float(v) for v in levels[GAIN]]
+    if len(values) > MAX_GAIN_LEVELS or not all(math.isfinite(v) for v in values):
+        return None
+    return values
+
+
 def _aggregate(
     rows: pl.LazyFrame, keys: list[str], stats: UserStats, source: Source
 ) -> pl.LazyFrame:
@@ -159,6 +173,10 @@ def user_statistics(
     relevant = inputs.truth.filter(is_relevant(pl.col(inputs.relevance), options)).select(
         *on, gain_expr(pl.col(inputs.relevance), options).alias(GAIN)
     )
+    if stats.wants_ideal:
+        levels = _gain_levels(relevant)
+        if levels is not None:
+            stats.use_gain_levels(levels)
     frame: pl.LazyFrame | None = None
     if stats.uses("truth"):
         truth = _aggregate(relevant, inputs.truth_keys, stats, "truth")

@@ -7,7 +7,7 @@ small query run to show an example row in the error message.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,9 +27,20 @@ __all__ = [
     "nonintegral_check",
     "null_checks",
     "rank_below_one_check",
+    "repeats_per_group",
     "run_checks",
     "unsorted_count",
 ]
+
+
+#: A count over a frame: an expression, or a query of the frame giving one value.
+Screen = pl.Expr | Callable[[pl.LazyFrame], pl.LazyFrame]
+
+
+def _count_query(frame: pl.LazyFrame, count: Screen) -> pl.LazyFrame:
+    if isinstance(count, pl.Expr):
+        return frame.select(count.cast(pl.Int64))
+    return count(frame)
 
 
 @dataclass(frozen=True)
@@ -45,7 +56,7 @@ class Check:
     offending: pl.Expr
     error: type[FrameMetricsError]
     message: str  # formatted with n= and example=
-    screens: tuple[pl.Expr, ...] = ()
+    screens: tuple[Screen, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,23 +153,45 @@ def unsorted_count(key: Sequence[str]) -> pl.Expr:
     return out_of_order.sum().fill_null(0)
 
 
-def duplicate_check(key: Sequence[str], what: str, hint: str) -> Check:
-    """The columns in ``key`` identify at most one row (null keys are not compared)."""
+def repeats_per_group(key: Sequence[str]) -> Callable[[pl.LazyFrame], pl.LazyFrame]:
+    """Rows beyond the first of each ``key`` value, counted within groups of ``key[:-1]``.
+
+    Exact (0 exactly when no key repeats, nulls counted as values), and two to three
+    times cheaper than counting distinct keys over the whole frame: each group's small
+    set of last-column values stays in cache.
+    """
+    *groups, last = key
+
+    def count(frame: pl.LazyFrame) -> pl.LazyFrame:
+        excess = (pl.len() - pl.col(last).n_unique()).alias("_fm_excess")
+        if not groups:
+            return frame.select(excess.cast(pl.Int64))
+        per_group = frame.group_by(groups).agg(excess)
+        return per_group.select(pl.col("_fm_excess").sum().cast(pl.Int64))
+
+    return count
+
+
+def duplicate_check(
+    key: Sequence[str], what: str, hint: str, *, often_sorted: bool = False
+) -> Check:
+    """The columns in ``key`` identify at most one row (null keys are not compared).
+
+    ``often_sorted``: frames usually come sorted by this key (user, rank), so a
+    sortedness count runs first, and the per-group count only when it is not 0.
+    """
     dup = pl.struct(list(key)).is_duplicated() & pl.all_horizontal(
         pl.col(c).is_not_null() for c in key
     )
-    # Screens, cheapest first: rows strictly sorted by the key cannot repeat one; else
-    # distinct combined hashes (equal keys always hash equal, so a repeat is never
-    # missed; a collision only costs the exact count; ~3x cheaper than the struct).
-    combined = pl.col(key[0]).hash(0)
-    for seed, c in enumerate(key[1:], start=1):
-        combined = combined ^ pl.col(c).hash(seed)
+    screens: tuple[Screen, ...] = (repeats_per_group(key),)
+    if often_sorted:
+        screens = (unsorted_count(key), *screens)
     return Check(
         dup.sum(),
         dup,
         DuplicateRowsError,
         f"expected one row per {what}, found {{n}} rows that repeat one, e.g. {{example}}{hint}",
-        screens=(unsorted_count(key), pl.len() - combined.n_unique()),
+        screens=screens,
     )
 
 
@@ -179,21 +212,29 @@ def run_checks(
     ``collect_all``); their frames are returned only when every check passed.
     """
     checked = [cf for cf in frames if cf.checks]
-    queries = [
-        cf.frame.select(
-            (c.screens[0] if c.screens else c.count).cast(pl.Int64).alias(f"c{i}")
-            for i, c in enumerate(cf.checks)
-        )
-        for cf in checked
-    ]
+    # One query per frame for its expression counts, one per frame-level count.
+    queries: list[pl.LazyFrame] = []
+    slots: list[list[tuple[int, int]]] = []  # per frame, per check: (query, column)
+    for cf in checked:
+        firsts = [c.screens[0] if c.screens else c.count for c in cf.checks]
+        exprs = [(i, f) for i, f in enumerate(firsts) if isinstance(f, pl.Expr)]
+        where: dict[int, tuple[int, int]] = {}
+        if exprs:
+            queries.append(cf.frame.select(f.cast(pl.Int64).alias(f"c{i}") for i, f in exprs))
+            where |= {i: (len(queries) - 1, col) for col, (i, _) in enumerate(exprs)}
+        for i, f in enumerate(firsts):
+            if not isinstance(f, pl.Expr):
+                queries.append(_count_query(cf.frame, f))
+                where[i] = (len(queries) - 1, 0)
+        slots.append([where[i] for i in range(len(firsts))])
     results = pl.collect_all([*queries, *with_queries], engine=engine)
-    for cf, counts_frame in zip(checked, results, strict=False):
-        for check, screened in zip(cf.checks, counts_frame.row(0), strict=True):
-            n = screened
+    for cf, frame_slots in zip(checked, slots, strict=True):
+        for check, (q, col) in zip(cf.checks, frame_slots, strict=True):
+            n = results[q].row(0)[col] if results[q].height else 0
             for finer in [*check.screens[1:], check.count] if check.screens else []:
                 if not n:
                     break
-                n = cf.frame.select(finer).collect(engine=engine).item()
+                n = _count_query(cf.frame, finer).collect(engine=engine).item()
             if n:
                 example = cf.frame.filter(check.offending).select(cf.show).head(1).collect()
                 shown = _describe(example.row(0, named=True)) if example.height else "(none)"

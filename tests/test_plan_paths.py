@@ -28,6 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import frame_metrics as fm
+from frame_metrics import ranking_query
 from frame_metrics.metrics.registry import REGISTRY as ALL_METRICS
 from frame_metrics.metrics.registry import UserCase
 from frame_metrics.options import MetricOptions
@@ -217,28 +218,32 @@ def assert_matches(world: World, got: pl.DataFrame, want: dict[Key, dict[str, fl
 KS_CHOICES = [[1, 3, 10], [2, 5], [1, 5, 10, 20, 50, 100], [7, 70]]
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     world=worlds(),
     options=options_strategy,
     ks=st.sampled_from(KS_CHOICES),
     by_score=st.booleans(),
+    gain_levels=st.booleans(),
 )
 def test_every_path_matches_reference(
-    world: World, options: MetricOptions, ks: list[int], by_score: bool
+    world: World, options: MetricOptions, ks: list[int], by_score: bool, gain_levels: bool
 ) -> None:
     recs = world.recs()
     recs = recs.drop("rank") if by_score else recs.drop("score")
-    got = fm.evaluate(
-        recs,
-        world.truth(),
-        metrics=list(METRICS),
-        k=ks,
-        user=world.user,
-        by="model",
-        score="score" if by_score else None,
-        **_kwargs(options),
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        # The ideal DCG from counts per distinct gain, or from each user's sorted gains.
+        patch.setattr(ranking_query, "MAX_GAIN_LEVELS", 16 if gain_levels else 0)
+        got = fm.evaluate(
+            recs,
+            world.truth(),
+            metrics=list(METRICS),
+            k=ks,
+            user=world.user,
+            by="model",
+            score="score" if by_score else None,
+            **_kwargs(options),
+        )
     assert_matches(world, got, expected(world, ks, options))
 
 
@@ -292,10 +297,15 @@ def test_bit_identical_across_row_order_and_frame_kinds(
 
 @pytest.mark.parametrize("engine", ["in-memory", "streaming"])
 @pytest.mark.parametrize("by_score", [False, True])
+@pytest.mark.parametrize("grades", [5, 0], ids=["5-grades", "continuous"])
 def test_bit_identical_across_engines(
-    engine: str, by_score: bool, monkeypatch: pytest.MonkeyPatch
+    engine: str, by_score: bool, grades: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Many users with long graded lists: sums where the order of addition shows."""
+    """Many users with long graded lists: sums where the order of addition shows.
+
+    Five relevance grades take the ideal DCG from counts per gain; continuous relevance
+    (hundreds of distinct gains) from each user's sorted gains.
+    """
     rnd = random.Random(5)
     scores: dict[Key, dict[int, float]] = {}
     rels: dict[tuple[Any, ...], dict[int, float]] = {}
@@ -304,7 +314,9 @@ def test_bit_identical_across_engines(
             items = rnd.sample(range(400), rnd.randint(0, 120))
             scores[(m, u)] = {i: rnd.random() for i in items}
         t_items = rnd.sample(range(400), rnd.randint(0, 60))
-        rels[(u,)] = {i: rnd.choice([0.0, 0.3, 1.7, 2.9, 4.1]) for i in t_items}
+        rels[(u,)] = {
+            i: rnd.choice([0.0, 0.3, 1.7, 2.9, 4.1]) if grades else rnd.random() for i in t_items
+        }
     world = World(scores, rels, truth_has_model=False, composite=False, string_ids=False)
     base = _run(world, CONSTRUCTORS["polars"], None, by_score, aggregate=False)
     monkeypatch.setattr(fm.engine, "DEFAULT_ENGINE", engine)

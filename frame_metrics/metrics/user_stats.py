@@ -23,6 +23,8 @@ whatever the input row order, frame kind or polars engine.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Literal
 
 import polars as pl
@@ -75,6 +77,8 @@ class UserStats:
         self._ideal: set[int] = set()
         self._listed_sums: dict[str, set[int]] = {}
         self._hit_flags: list[pl.Expr] = []
+        #: The distinct gains of relevant truth rows, best first, when there are few.
+        self._levels: tuple[float, ...] | None = None
 
     @property
     def options(self) -> MetricOptions:
@@ -134,6 +138,22 @@ class UserStats:
 
     # -- what the engine builds -----------------------------------------------------------
 
+    @property
+    def wants_ideal(self) -> bool:
+        """Whether an ideal DCG was asked for (the engine then looks at the gains)."""
+        return bool(self._ideal)
+
+    def use_gain_levels(self, levels: Sequence[float]) -> None:
+        """Compute the ideal DCG from counts of each distinct gain (call before building).
+
+        With few distinct gains (a rating scale, binary relevance), a user's ideal list
+        is its count of each gain, best first: the ideal DCG is
+        ``Σ_j g_j · (H(min(C_j, k)) - H(min(C_{j-1}, k)))`` with ``C_j`` the number of
+        items with one of the j best gains and ``H(n) = Σ_{p<=n} 1 / log2(p + 1)``. That
+        needs one count per gain instead of sorting every user's truth rows.
+        """
+        self._levels = tuple(sorted(set(levels), reverse=True))
+
     def uses(self, source: Source) -> bool:
         """Whether any recorded statistic reads ``source``."""
         return any(s == source for s, _ in self._aggs.values())
@@ -165,8 +185,14 @@ class UserStats:
             if self._ap:
                 aggs.append(pl.col(RANK).alias(_HIT_RANKS))
         elif source == "truth" and self._ideal:
-            best = max(self._ideal)
-            aggs.append(pl.col(GAIN).sort(descending=True).head(best).alias(_IDEAL_GAINS))
+            if self._levels is not None:
+                aggs += [
+                    (pl.col(GAIN) == g).sum().alias(f"_fm_level_{j}")
+                    for j, g in enumerate(self._levels)
+                ]
+            else:
+                best = max(self._ideal)
+                aggs.append(pl.col(GAIN).sort(descending=True).head(best).alias(_IDEAL_GAINS))
         elif source == "listed":
             for column in self._listed_sums:
                 aggs.append(pl.col(column).alias(f"_fm_values_{column}"))
@@ -197,6 +223,10 @@ class UserStats:
                     _prefix(pl.col(_AP_TERMS), hits[k]).alias(f"_fm_ap_sum@{k}")
                     for k in sorted(self._ap)
                 ]
+        elif source == "truth" and self._ideal and self._levels is not None:
+            prefixes += [
+                self._ideal_from_levels(k).alias(f"_fm_idcg@{k}") for k in sorted(self._ideal)
+            ]
         elif source == "truth" and self._ideal:
             gains = pl.col(_IDEAL_GAINS)
             positions = pl.int_ranges(2, gains.list.len() + 2, dtype=pl.Int64)
@@ -218,11 +248,31 @@ class UserStats:
                 ]
         return [stage for stage in (terms, prefixes) if stage]
 
+    def _ideal_from_levels(self, k: int) -> pl.Expr:
+        assert self._levels is not None
+        # H(n) for n = 0..k: the discounts of the first n ideal positions, added in order.
+        table = [0.0]
+        for p in range(1, k + 1):
+            table.append(table[-1] + 1.0 / math.log2(p + 1))
+        h = pl.lit(pl.Series("_fm_h", table, dtype=pl.Float64))
+        total: pl.Expr = pl.lit(0.0)
+        before: pl.Expr = pl.lit(0, pl.Int64)
+        for j, g in enumerate(self._levels):
+            upto = before + pl.col(f"_fm_level_{j}").cast(pl.Int64)
+            span = h.gather(pl.min_horizontal(upto, k)) - h.gather(pl.min_horizontal(before, k))
+            total = total + g * span
+            before = upto
+        return total
+
     def lists(self, source: Source) -> list[str]:
         """The list columns :meth:`aggregations` makes for ``source`` (dropped after use)."""
         names = {
             "hits": [_DCG_TERMS] * bool(self._dcg) + [_HIT_RANKS, _AP_TERMS] * bool(self._ap),
-            "truth": [_IDEAL_GAINS] * bool(self._ideal),
+            "truth": (
+                [f"_fm_level_{j}" for j in range(len(self._levels))]
+                if self._levels is not None
+                else [_IDEAL_GAINS] * bool(self._ideal)
+            ),
             "listed": [f"_fm_values_{c}" for c in self._listed_sums],
         }
         return names[source]
