@@ -188,14 +188,17 @@ def _prepare_pair(
         scan_k = max_k + 1 if tie_cutoffs else max_k
         # Each user's best scan_k rows, sorted within the user: a per-group sort of the
         # (few) rows of each user is far cheaper than ranking every row with a window.
+        # Scores come along only for the tie diagnostics (a second sorted column costs
+        # as much again).
+        carried = [item, _SCORE] if tie_cutoffs else [item]
         top = (
             ranked.group_by(keys)
             .agg(
                 pl.col(col).sort_by([_SCORE, item], descending=[True, False]).head(scan_k)
-                for col in (item, _SCORE)
+                for col in carried
             )
             .with_columns(pl.int_ranges(1, pl.col(item).list.len() + 1, dtype=pl.Int64).alias(RANK))
-            .explode(item, _SCORE, RANK)
+            .explode(*carried, RANK)
         )
         ties = _ties(top, keys, tie_cutoffs) if tie_cutoffs else None
         if tie_cutoffs:
@@ -205,7 +208,7 @@ def _prepare_pair(
             *nan_check(c.score, rs[c.score]),  # a NaN score has no place in a ranking
         ]
         # As with ranks: a repeat ranked below the largest cutoff cannot change a metric.
-        recs_dup_frame = top.select(*keys, item, pl.col(_SCORE).alias(c.score))
+        recs_dup_frame = top.select(*keys, item)
         top = top.select(*keys, item, RANK)
     else:
         ties = None
@@ -246,6 +249,8 @@ def _prepare_pair(
                 duplicate_check([*keys, c.rank], "rank within a user", "", often_sorted=True)
             ]
         show_recs = [*keys, item, order_col]
+        # Score-ranked duplicates are looked for among the ranked rows, which carry no score.
+        show_dups = [*keys, item] if c.score is not None else show_recs
         show_truth = [*c.user, *truth_by, item, c.relevance]
         truth_checks = [
             *null_checks([*c.user, *truth_by, item], "key"),
@@ -263,7 +268,7 @@ def _prepare_pair(
             )
         checks = [
             CheckedFrame("recs", recs, recs_checks, show_recs),
-            CheckedFrame("recs", recs_dup_frame, [*rank_checks, *dup_checks], show_recs),
+            CheckedFrame("recs", recs_dup_frame, [*rank_checks, *dup_checks], show_dups),
             CheckedFrame("truth", truth, truth_checks, show_truth),
         ]
 
