@@ -34,6 +34,7 @@ __all__ = [
     "prepare",
     "prepare_baseline",
     "prepare_ratings",
+    "top_by_score",
 ]
 
 RANK = "_fm_rank"
@@ -186,20 +187,7 @@ def _prepare_pair(
         if options.on_duplicate == "first":
             ranked = ranked.group_by([*keys, item]).agg(pl.col(_SCORE).max())
         scan_k = max_k + 1 if tie_cutoffs else max_k
-        # Each user's best scan_k rows, sorted within the user: a per-group sort of the
-        # (few) rows of each user is far cheaper than ranking every row with a window.
-        # Scores come along only for the tie diagnostics (a second sorted column costs
-        # as much again).
-        carried = [item, _SCORE] if tie_cutoffs else [item]
-        top = (
-            ranked.group_by(keys)
-            .agg(
-                pl.col(col).sort_by([_SCORE, item], descending=[True, False]).head(scan_k)
-                for col in carried
-            )
-            .with_columns(pl.int_ranges(1, pl.col(item).list.len() + 1, dtype=pl.Int64).alias(RANK))
-            .explode(*carried, RANK)
-        )
+        top = top_by_score(ranked, keys, item, _SCORE, scan_k, keep_score=bool(tie_cutoffs))
         ties = _ties(top, keys, tie_cutoffs) if tie_cutoffs else None
         if tie_cutoffs:
             top = top.filter(pl.col(RANK) <= max_k)
@@ -295,6 +283,27 @@ def _prepare_pair(
         dup_counts,
         ties,
         checks,
+    )
+
+
+def top_by_score(
+    rows: pl.LazyFrame, keys: list[str], item: str, score: str, k: int, *, keep_score: bool
+) -> pl.LazyFrame:
+    """Each key's best ``k`` rows by score, ``RANK`` 1..k: score descending, ties by item.
+
+    A sort of each user's own rows (few) is far cheaper than ranking every row with a
+    window, and needs no window over the whole frame (a polars 2.1 streaming window can
+    deadlock when it spills to disk). The score comes along only with ``keep_score``
+    (a second sorted column costs as much again).
+    """
+    carried = [item, score] if keep_score else [item]
+    return (
+        rows.group_by(keys)
+        .agg(
+            pl.col(col).sort_by([score, item], descending=[True, False]).head(k) for col in carried
+        )
+        .with_columns(pl.int_ranges(1, pl.col(item).list.len() + 1, dtype=pl.Int64).alias(RANK))
+        .explode(*carried, RANK)
     )
 
 
@@ -406,13 +415,8 @@ def prepare_baseline(
     schema = _require(baseline, "baseline", [*keys, c.item, order_col])
     if c.score is not None:
         _require_dtype("baseline", c.score, schema[c.score], "numeric")
-        ranked = baseline.select(
-            *keys,
-            c.item,
-            pl.int_range(1, pl.len() + 1, dtype=pl.Int64)
-            .over(keys, order_by=[-pl.col(c.score).cast(pl.Float64), pl.col(c.item)])
-            .alias(RANK),
-        )
+        scored = baseline.select(*keys, c.item, pl.col(c.score).cast(pl.Float64).alias(_SCORE))
+        ranked = top_by_score(scored, keys, c.item, _SCORE, max_k, keep_score=False)
         checks = [
             *null_checks([*keys, c.item, c.score], "key"),
             *nan_check(c.score, schema[c.score]),
