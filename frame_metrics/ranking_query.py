@@ -94,6 +94,8 @@ class PackedKey:
             lo, hi = bounds[f"{c}.min"].item(), bounds[f"{c}.max"].item()
             if lo is None or hi is None:
                 return None  # no truth rows: the plain join is as cheap
+            if not -(2**63) <= int(lo) <= int(hi) < 2**63:
+                return None  # an unsigned id beyond Int64: the plain join handles it
             ranges[c] = (int(lo), int(hi))
             span *= int(hi) - int(lo) + 1
         return cls(ranges) if span < 2**63 else None

@@ -340,3 +340,24 @@ def test_lazy_plan_is_readable() -> None:
     assert len(plan.splitlines()) < 200
     # Four more cutoffs add a few expressions, not a few per rank.
     assert len(plan) < 3 * len(few)
+
+
+@pytest.mark.parametrize("truth_users", [[2**63 + 5, 1], [1]], ids=["both", "small-only"])
+def test_join_keys_beyond_int64_and_outside_truth_ranges(truth_users: list[int]) -> None:
+    """Unsigned ids beyond Int64 take the plain join; ids outside truth's range match none."""
+    big = 2**63 + 5
+    recs = pl.DataFrame(
+        {"user": [big, big, 1], "item": [1, 2, 3], "rank": [1, 2, 1]},
+        schema={"user": pl.UInt64, "item": pl.UInt64, "rank": pl.Int64},
+    )
+    items = {big: 2, 1: 3}
+    truth = pl.DataFrame(
+        {"user": truth_users, "item": [items[u] for u in truth_users], "relevance": 1.0},
+        schema={"user": pl.UInt64, "item": pl.UInt64, "relevance": pl.Float64},
+    )
+    got = fm.evaluate(recs, truth, k=2, metrics=["precision", "recall", "ndcg"])
+    want = {1: (1 / 2, 1.0, 1.0), big: (1 / 2, 1.0, 1 / math.log2(3))}
+    assert got["user"].to_list() == sorted(truth_users)
+    for row in got.iter_rows(named=True):
+        assert (row["precision@2"], row["recall@2"]) == want[row["user"]][:2]
+        assert math.isclose(row["ndcg@2"], want[row["user"]][2], rel_tol=1e-15)
