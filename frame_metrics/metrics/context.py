@@ -28,6 +28,7 @@ from frame_metrics.options import MetricOptions
 
 __all__ = [
     "BASELINE_RANK",
+    "BOUNDED_FLOATS",
     "IN_HISTORY",
     "IN_TAIL",
     "PIVOT_MAX_K",
@@ -51,6 +52,11 @@ SELF_INFORMATION = "_fm_self_information"
 IN_TAIL = "_fm_in_tail"
 BASELINE_RANK = "_fm_baseline_rank"
 IN_HISTORY = "_fm_in_history"
+
+#: Float item columns whose values lie in [0, bound): the engine sums them in fixed point
+#: (exact integer sums, so no sort is needed for a result independent of row order).
+#: Self-information is log2(n_train_users / pop) <= log2(2^63).
+BOUNDED_FLOATS: dict[str, float] = {SELF_INFORMATION: 64.0}
 
 #: Largest cutoff for which diversity pivots a user's items into one row (see the engine).
 PIVOT_MAX_K = 32

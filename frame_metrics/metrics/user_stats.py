@@ -13,11 +13,12 @@ smallest rows that hold it (see :mod:`frame_metrics.ranking_query`):
 ``"listed"``
     the user's top-k recommendations alone: list lengths and sums of item columns.
 
-Counts are exact integers. A float sum whose last bit depends on the order of addition
-(DCG, ideal DCG, the AP numerator, a sum of an item column) is taken in a fixed order:
+Counts and integer sums are exact; a bounded float item column (self-information) is
+summed in fixed point, as integers. A float sum whose last bit depends on the order of
+addition (DCG, ideal DCG, the AP numerator) is taken in a fixed order:
 the user's terms are gathered into a list in rank order (or by gain, descending, for the
 ideal DCG), and each cutoff sums the list's prefix of length ``hits@k`` (or
-``min(k, |R|)``, or ``|L[:k]|``). The result is therefore identical to the last bit
+``min(k, |R|)``). The result is therefore identical to the last bit
 whatever the input row order, frame kind or polars engine.
 """
 
@@ -29,7 +30,7 @@ from typing import Literal
 
 import polars as pl
 
-from frame_metrics.metrics.context import discount
+from frame_metrics.metrics.context import BOUNDED_FLOATS, discount
 from frame_metrics.options import MetricOptions
 from frame_metrics.prepare import RANK
 
@@ -75,7 +76,6 @@ class UserStats:
         self._dcg: set[int] = set()
         self._ap: set[int] = set()
         self._ideal: set[int] = set()
-        self._listed_sums: dict[str, set[int]] = {}
         self._hit_flags: list[pl.Expr] = []
         #: The distinct gains of relevant truth rows, best first, when there are few.
         self._levels: tuple[float, ...] | None = None
@@ -120,9 +120,23 @@ class UserStats:
         return pl.when(first <= k).then(1.0 / first.cast(pl.Float64)).otherwise(0.0)
 
     def listed_sum(self, k: int, column: str) -> pl.Expr:  # noqa: D102
-        self.n_listed(k)
-        self._listed_sums.setdefault(column, set()).add(k)
-        return pl.col(f"_fm_sum_{column}@{k}")
+        within = pl.col(RANK) <= k
+        bound = BOUNDED_FLOATS.get(column)
+        if bound is None:
+            # An integer column: the sum is exact in any order.
+            return self._agg(
+                "listed",
+                f"_fm_sum_{column}@{k}",
+                pl.when(within).then(pl.col(column)).otherwise(0).sum(),
+            )
+        # A float column with values in [0, bound): summed in fixed point, as integers
+        # (exact in any order, with no sort), to within k * 2^-scale of the exact sum.
+        scale = 2.0 ** (62 - math.ceil(math.log2(bound)) - math.ceil(math.log2(k + 1)))
+        units = (pl.col(column) * scale).round().cast(pl.Int64)
+        total = self._agg(
+            "listed", f"_fm_sum_{column}@{k}", pl.when(within).then(units).otherwise(0).sum()
+        )
+        return total.cast(pl.Float64) / scale
 
     def listed_count(self, k: int, flag: str) -> pl.Expr:  # noqa: D102
         within = (pl.col(RANK) <= k) & pl.col(flag).fill_null(False)
@@ -171,9 +185,7 @@ class UserStats:
         (documented for ``group_by``, in every engine); one sort of the rows is much
         cheaper than a sort within each of a million groups.
         """
-        if source == "hits":
-            return bool(self._dcg or self._ap)
-        return source == "listed" and bool(self._listed_sums)
+        return source == "hits" and bool(self._dcg or self._ap)
 
     def aggregations(self, source: Source) -> list[pl.Expr]:
         """One user's aggregations over the source's rows (lists in rank order)."""
@@ -193,9 +205,6 @@ class UserStats:
             else:
                 best = max(self._ideal)
                 aggs.append(pl.col(GAIN).sort(descending=True).head(best).alias(_IDEAL_GAINS))
-        elif source == "listed":
-            for column in self._listed_sums:
-                aggs.append(pl.col(column).alias(f"_fm_values_{column}"))
         return aggs
 
     def finish(self, source: Source) -> list[list[pl.Expr]]:
@@ -238,14 +247,6 @@ class UserStats:
                 ).alias(f"_fm_idcg@{k}")
                 for k in sorted(self._ideal)
             ]
-        elif source == "listed":
-            for column, ks in self._listed_sums.items():
-                prefixes += [
-                    _prefix(pl.col(f"_fm_values_{column}"), pl.col(f"_fm_listed@{k}")).alias(
-                        f"_fm_sum_{column}@{k}"
-                    )
-                    for k in sorted(ks)
-                ]
         return [stage for stage in (terms, prefixes) if stage]
 
     def _ideal_from_levels(self, k: int) -> pl.Expr:
@@ -273,7 +274,7 @@ class UserStats:
                 if self._levels is not None
                 else [_IDEAL_GAINS] * bool(self._ideal)
             ),
-            "listed": [f"_fm_values_{c}" for c in self._listed_sums],
+            "listed": [],
         }
         return names[source]
 
@@ -285,8 +286,6 @@ class UserStats:
             names += [f"_fm_ap_sum@{k}" for k in sorted(self._ap)]
         elif source == "truth":
             names += [f"_fm_idcg@{k}" for k in sorted(self._ideal)]
-        else:
-            names += [f"_fm_sum_{c}@{k}" for c, ks in self._listed_sums.items() for k in sorted(ks)]
         return names
 
     def zero_fill(self, source: Source) -> list[str]:
