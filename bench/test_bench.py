@@ -127,6 +127,16 @@ def test_rectools_agrees_per_user(data: tuple[pl.DataFrame, pl.DataFrame]) -> No
             assert value == pytest.approx(fm[str(user)][f"{name}@{K}"], abs=1e-12), (user, name)
 
 
+def clean_run_output(code: int, capsys: pytest.CaptureFixture[str]) -> str:
+    """The printed output of a benchmark run that failed no job and matched every value."""
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "FAILED" not in out
+    assert "MISMATCH" not in out
+    assert "0 mismatch(es)" in out
+    return out
+
+
 def test_end_to_end_run_has_no_mismatch(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("frame_metrics")
     pytest.importorskip("pytrec_eval")
@@ -142,11 +152,7 @@ def test_end_to_end_run_has_no_mismatch(capsys: pytest.CaptureFixture[str]) -> N
             "fm-pandas-in-memory,pytrec_eval-full",
         ]
     )
-    out = capsys.readouterr().out
-    assert code == 0, out
-    assert "FAILED" not in out
-    assert "MISMATCH" not in out
-    assert "0 mismatch(es)" in out
+    out = clean_run_output(code, capsys)
     assert "differs, as expected" in out  # recip_rank without a cutoff vs mrr@10
 
 
@@ -269,11 +275,7 @@ def test_end_to_end_shapes_and_handwritten(capsys: pytest.CaptureFixture[str]) -
             "fm-shape-score,fm-shape-lazy-in-memory",
         ]
     )
-    out = capsys.readouterr().out
-    assert code == 0, out
-    assert "FAILED" not in out
-    assert "MISMATCH" not in out
-    assert "0 mismatch(es)" in out
+    out = clean_run_output(code, capsys)
     assert "\nShapes " in out
     assert "\nTargets (package default engine" in out
     worst = [line.split()[0] for line in out.splitlines() if "worst shape / fm-shape-k10" in line]

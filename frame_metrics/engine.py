@@ -247,6 +247,7 @@ class Plan:
         #: Checks of small inputs whose bad values would make the query itself fail (a
         #: ragged vector): run before the query, not in its batch.
         self.first_checks: list[CheckedFrame] = []
+        self._train_frame: ExtraFrame | None = None
         families = request.families()
         self.prepared: Prepared | None = None
         if families & {"ranking", "diversity", "corpus"}:
@@ -265,12 +266,17 @@ class Plan:
     # -- per-user parts --------------------------------------------------------------------
 
     def _train(self, schema: pl.Schema) -> ExtraFrame:
-        """``train=`` with its join columns aligned to ``schema``; its key checks, once."""
-        c = self.request.columns
-        train = self.request.extra("train", schema, [*c.user, c.item])
-        keys = [*train.by, *c.user, c.item]
-        self.checks.append(CheckedFrame("train", train.frame, null_checks(keys, "key"), keys))
-        return train
+        """``train=`` with its join columns aligned to ``schema``; its key checks, once.
+
+        Popularity (on the listed rows) and history (on the hit rows) both read it.
+        """
+        if self._train_frame is None:
+            c = self.request.columns
+            train = self.request.extra("train", schema, [*c.user, c.item])
+            keys = [*train.by, *c.user, c.item]
+            self.checks.append(CheckedFrame("train", train.frame, null_checks(keys, "key"), keys))
+            self._train_frame = train
+        return self._train_frame
 
     def _listed_rows(self, prepared: Prepared) -> pl.LazyFrame:
         """The top-k rows, with the train popularity columns list metrics read."""

@@ -33,6 +33,7 @@ from frame_metrics.metrics.registry import REGISTRY as ALL_METRICS
 from frame_metrics.metrics.registry import UserCase
 from frame_metrics.options import MetricOptions
 from tests.conftest import CONSTRUCTORS, to_polars
+from tests.test_reference import option_kwargs, options_strategy
 
 METRICS = {
     name: m
@@ -163,24 +164,6 @@ def worlds(draw: st.DrawFn, max_items: int = 12) -> World:
     return World(scores, rels, truth_has_model, composite, string_ids)
 
 
-options_strategy = st.builds(
-    MetricOptions,
-    threshold=st.sampled_from([None, 1.0, 2.5]),
-    gain=st.sampled_from(["linear", "exponential", "binary"]),
-    ap_denominator=st.sampled_from(["min_k", "relevant", "hits", "k"]),
-    empty=st.sampled_from(["skip", "zero"]),
-)
-
-
-def _kwargs(o: MetricOptions) -> dict[str, Any]:
-    return {
-        "threshold": o.threshold,
-        "gain": o.gain,
-        "ap_denominator": o.ap_denominator,
-        "empty": o.empty,
-    }
-
-
 def expected(world: World, ks: list[int], o: MetricOptions) -> dict[Key, dict[str, float]]:
     ranks = world.ranks()
     out: dict[Key, dict[str, float]] = {}
@@ -242,7 +225,7 @@ def test_every_path_matches_reference(
             user=world.user,
             by="model",
             score="score" if by_score else None,
-            **_kwargs(options),
+            **option_kwargs(options),
         )
     assert_matches(world, got, expected(world, ks, options))
 
