@@ -51,6 +51,7 @@ from frame_metrics.metrics.diversity import (
     DiversityContext,
     ordered_sum,
     pair_column,
+    vector_sums,
 )
 from frame_metrics.metrics.rating import ABS_ERRORS, N_PAIRS, SQUARED_ERRORS, RatingContext
 from frame_metrics.metrics.registry import Metric, resolve_requests
@@ -238,6 +239,11 @@ _SERENDIPITY_HINT = {
 }
 
 
+def _array_width(dtype: pl.DataType) -> int:
+    """The length of a fixed-width vector dtype (0 for a list: the feature table is empty)."""
+    return dtype.size if isinstance(dtype, pl.Array) else 0
+
+
 class Plan:
     """The pieces of one evaluation: the per-user frame, the corpus frame and the checks."""
 
@@ -368,6 +374,18 @@ class Plan:
         rows = top.join(table, on=on, how="inner").select(*keys, RANK, FEATURES)
         similar = SIMILARITIES[similarity]
         requests = r.of_family("diversity")
+        if similarity == "cosine":
+            # Cosine of unit vectors: each user's vector sums give the pair sums.
+            width = _array_width(rows.collect_schema()[FEATURES])
+            aggs, scale_bits = vector_sums(
+                pl.col(FEATURES), pl.col(RANK), width, [k for _, k in requests]
+            )
+            vctx = DiversityContext("vectors", width, scale_bits)
+            return (
+                rows.group_by(keys)
+                .agg(aggs)
+                .select(*keys, *(m.value(vctx, k) for m, k in requests))
+            )
         if r.max_k <= PIVOT_MAX_K:
             # One row per user with the features at each rank, then one similarity per
             # pair of ranks: no self-join of the rows.

@@ -87,11 +87,6 @@ def require_columns(extra: ExtraFrame, names: Sequence[str]) -> pl.Schema:
     return schema
 
 
-def _user_key(columns: Columns) -> pl.Expr:
-    user = list(columns.user)
-    return pl.col(user[0]) if len(user) == 1 else pl.struct(user)
-
-
 def item_popularity(
     train: ExtraFrame, columns: Columns, options: MetricOptions
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
@@ -105,15 +100,19 @@ def item_popularity(
     popular than it hold less than that share. Every other item is in the long tail.
     """
     by = list(train.by)
-    user = _user_key(columns)
-    per_item = train.frame.group_by([*by, columns.item]).agg(
-        user.n_unique().cast(pl.Int64).alias(POPULARITY)
+    item = columns.item
+    # Each user's distinct items, then a count per item: counting distinct users per item
+    # directly hashes within groups of thousands of users and is 1.7x slower at 20M rows
+    # (a user's few items stay in cache). The per-user frame also counts the users.
+    per_user = train.frame.group_by([*by, *columns.user]).agg(pl.col(item).unique())
+    per_item = (
+        per_user.select(*by, item)
+        .explode(item)
+        .group_by([*by, item])
+        .agg(pl.len().cast(pl.Int64).alias(POPULARITY))
     )
-    n_users = (
-        train.frame.group_by(by).agg(user.n_unique().cast(pl.Int64).alias(N_TRAIN_USERS))
-        if by
-        else train.frame.select(user.n_unique().cast(pl.Int64).alias(N_TRAIN_USERS))
-    )
+    n_users_expr = pl.len().cast(pl.Int64).alias(N_TRAIN_USERS)
+    n_users = per_user.group_by(by).agg(n_users_expr) if by else per_user.select(n_users_expr)
     # Popularity levels, most popular first, and the pairs held by strictly more popular
     # items (integer sums: exact).
     level_pairs = pl.col(POPULARITY) * pl.col("_fm_items")

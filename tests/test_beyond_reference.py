@@ -346,3 +346,58 @@ def test_personalization_runs_on_a_million_users(n_users: int) -> None:
     expected = 1 - float((counts * (counts - 1)).sum()) / (10 * u * (u - 1))
     assert out["n_users"].item() == u
     assert out["personalization@10"].item() == pytest.approx(expected, rel=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n_items=st.integers(2, 70),
+    width=st.integers(1, 16),
+    ks=st.sampled_from([[2, 5], [10, 64], [3, 40, 100]]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_cosine_diversity_from_vector_sums(
+    n_items: int, width: int, ks: list[int], seed: int
+) -> None:
+    """The engine sums unit vectors (|Σu|² - n = 2 Σ pairs' cosines); the reference pairs.
+
+    Long lists, vectors of mixed signs and magnitudes (1e-3 to 1e3), near-parallel
+    vectors (similarity near 1, where the subtraction is worst): within 1e-12 of the
+    pairwise mean, and the same to the last bit whatever the row order.
+    """
+    import random as _random
+
+    rng = _random.Random(seed)
+    items = list(range(n_items))
+    base = [rng.uniform(-1, 1) for _ in range(width)]
+    vectors: dict[int, tuple[float, ...]] = {}
+    for i in items:
+        near = rng.random() < 0.3  # near-parallel to a shared direction
+        v = [b + rng.uniform(-1e-6, 1e-6) if near else rng.uniform(-1, 1) for b in base]
+        if not any(v):
+            v[0] = 1.0
+        scale = 10.0 ** rng.uniform(-3, 3)
+        vectors[i] = tuple(x * scale for x in v)
+    ranks = {
+        u: {i: r for r, i in enumerate(rng.sample(items, rng.randint(1, n_items)), 1)}
+        for u in range(5)
+    }
+    rows = [(u, i, r) for u, d in ranks.items() for i, r in d.items()]
+    features = pl.DataFrame(
+        {"item": items, "features": [list(vectors[i]) for i in items]},
+        schema={"item": pl.Int64, "features": pl.List(pl.Float64)},
+    )
+
+    def run(order: list[tuple[int, int, int]]) -> pl.DataFrame:
+        recs = pl.DataFrame(order, schema=["user", "item", "rank"], orient="row")
+        return fm.evaluate(recs, metrics="diversity", k=ks, item_features=features)
+
+    got = run(rows)
+    shuffled = rows[:]
+    rng.shuffle(shuffled)
+    assert run(shuffled).rows() == got.rows()
+    by_user = {r["user"]: r for r in got.iter_rows(named=True)}
+    for u, d in ranks.items():
+        for k in ks:
+            want = REGISTRY["diversity"].reference(d, k, vectors)
+            have = by_user[u][f"diversity@{k}"] if u in by_user else None
+            assert _close(have, want), (u, k, have, want)

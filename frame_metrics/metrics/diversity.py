@@ -1,9 +1,10 @@
 """Diversity (spec section 6): 1 - the mean pairwise similarity of one user's top k.
 
-The engine pairs each user's recommended items within the largest cutoff (rank a < rank
-b, so each unordered pair once) and computes one similarity per pair from the item
-features: Jaccard over a list of categories, or cosine over a vector (a dot product of
-unit vectors). The builder reads one user's pair rows.
+For Jaccard over a list of categories, the engine pairs each user's recommended items
+within the largest cutoff (rank a < rank b, so each unordered pair once) and computes
+one similarity per pair. Cosine over vectors needs no pairs: the sum of a list's unit
+vectors gives the sum of its pairs' dot products (:func:`vector_sums`). The builder
+reads either through :class:`DiversityContext`.
 """
 
 from __future__ import annotations
@@ -25,9 +26,12 @@ __all__ = [
     "cosine_of_unit",
     "jaccard",
     "jaccard_bits",
+    "listed_column",
     "ordered_sum",
     "pair_column",
     "ref_similarity",
+    "vector_sum_column",
+    "vector_sums",
 ]
 
 #: The rank of the lower-ranked item of a pair (the pair is within k when it is <= k).
@@ -71,12 +75,26 @@ class DiversityContext:
     ``group_by(user).agg``. ``"pivot"`` mode (the engine, k <= 32) reads one row per user
     with a similarity column per pair of ranks (``pair_column(r, s)``, null when either
     rank is empty): no self-join, and the sum is a left fold in rank order.
+    ``"vectors"`` mode (the engine, cosine) reads one row per user with the sum of the
+    top k's unit vectors (``vector_sum_column(j, k)``, component j, in fixed point
+    ``2^scale_bits``) and their number (``listed_column(k)``): no pairs at all (see
+    :func:`vector_sums`).
     """
 
-    mode: Literal["pairs", "pivot"] = "pairs"
+    mode: Literal["pairs", "pivot", "vectors"] = "pairs"
+    width: int = 0  # "vectors": the vector length
+    scale_bits: int = 0  # "vectors": the fixed point of the sums
 
     def similarity_sum(self, k: int) -> pl.Expr:
         """Σ sim over the pairs within the top k, in a fixed order."""
+        if self.mode == "vectors":
+            # Σ_{a<b} u_a·u_b = (|Σ u|² − Σ |u|²) / 2, and each |u|² is 1.
+            scale = 2.0**self.scale_bits
+            squares: pl.Expr = pl.lit(0.0)
+            for j in range(self.width):
+                component = pl.col(vector_sum_column(j, k)).cast(pl.Float64) / scale
+                squares = squares + component * component
+            return (squares - pl.col(listed_column(k)).cast(pl.Float64)) / 2.0
         if self.mode == "pivot":
             total: pl.Expr = pl.lit(0.0)
             for r, s in _pairs_within(k):
@@ -86,6 +104,9 @@ class DiversityContext:
 
     def n_pairs(self, k: int) -> pl.Expr:
         """How many pairs of recommended items the top k holds."""
+        if self.mode == "vectors":
+            n = pl.col(listed_column(k)).cast(pl.Int64)
+            return n * (n - 1) // 2
         if self.mode == "pivot":
             count: pl.Expr = pl.lit(0, pl.UInt32)
             for r, s in _pairs_within(k):
@@ -96,6 +117,40 @@ class DiversityContext:
 
 def _pairs_within(k: int) -> list[tuple[int, int]]:
     return [(r, s) for s in range(2, k + 1) for r in range(1, s)]
+
+
+def vector_sum_column(j: int, k: int) -> str:
+    """The "vectors" column of component j of the sum of the top k's unit vectors."""
+    return f"_fm_vsum_{j}@{k}"
+
+
+def listed_column(k: int) -> str:
+    """The "vectors" column of how many items the top k lists."""
+    return f"_fm_vlisted@{k}"
+
+
+def vector_sums(
+    vectors: pl.Expr, rank: pl.Expr, width: int, cutoffs: Sequence[int]
+) -> tuple[list[pl.Expr], int]:
+    """Aggregations (inside ``group_by(user)``) of the sums of unit vectors within each k.
+
+    Mean pairwise cosine of unit vectors needs only their sum: Σ_{a<b} u_a·u_b =
+    (|Σ u|² − n) / 2, which is O(n·d) per user where the pairs are O(n²·d). Components
+    (in [-1, 1]) are summed in fixed point, as Int64 (exact, so the sums do not depend
+    on the row order, and within k · 2^-scale_bits of the real sums); the bits are as
+    many as the largest sum (at most max k) leaves. Returns the expressions and the bits.
+    """
+    scale_bits = 62 - math.ceil(math.log2(max(cutoffs) + 1))
+    units = [(vectors.arr.get(j) * 2.0**scale_bits).round().cast(pl.Int64) for j in range(width)]
+    out: list[pl.Expr] = []
+    for k in sorted(set(cutoffs)):
+        within = rank <= k
+        out.append(within.sum().alias(listed_column(k)))
+        out += [
+            pl.when(within).then(u).otherwise(0).sum().alias(vector_sum_column(j, k))
+            for j, u in enumerate(units)
+        ]
+    return out, scale_bits
 
 
 def pair_column(r: int, s: int) -> str:
