@@ -54,7 +54,7 @@ def job_frame_metrics(n_users: int, n_metrics: int, resamples: int) -> dict[str,
 
     per_user = make_per_user(n_users, n_metrics)
     start = time.perf_counter()
-    out = fm.compare(per_user, baseline="a", n_resamples=resamples, seed=0, progress=False)
+    out = fm.compare(per_user, baseline_model="a", n_resamples=resamples, seed=0, progress=False)
     seconds = time.perf_counter() - start
     first = out.filter(pl.col("model") == "b").row(0, named=True)
     return {"seconds": seconds, "peak_mib": _peak_mib(), "ci": [first["ci_low"], first["ci_high"]]}

@@ -18,9 +18,9 @@ True
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+import importlib.metadata as _metadata
 
-from frame_metrics import exprs, plot
+from frame_metrics import datasets, exprs, plot
 from frame_metrics.api import diagnose, evaluate
 from frame_metrics.compare import compare
 from frame_metrics.diagnostics import Diagnostics
@@ -33,14 +33,14 @@ from frame_metrics.errors import (
     UndefinedMetricWarning,
 )
 from frame_metrics.metrics import REGISTRY
-from frame_metrics.namespace import register_all
+from frame_metrics.namespace import register_all as _register_all
 
 try:
-    __version__ = version("frame_metrics")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = _metadata.version("frame_metrics")
+except _metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
-register_all()
+_register_all()
 
 __all__ = [
     "REGISTRY",
@@ -53,8 +53,15 @@ __all__ = [
     "UndefinedMetricWarning",
     "__version__",
     "compare",
+    "datasets",
     "diagnose",
     "evaluate",
     "exprs",
     "plot",
 ]
+
+
+def __dir__() -> list[str]:
+    # The public API only: not the modules the package is built from, nor the names
+    # its own imports leave behind (``annotations``).
+    return sorted(__all__)

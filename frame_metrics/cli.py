@@ -9,8 +9,13 @@ evaluates two models on the built-in synthetic data.
 
 Every failure is one line on stderr, ``frame-metrics: error: ...``, and an exit status:
 2 for a usage error (a bad path, file type, option value, metric name, cutoff or column
-name), 1 for a data error (values the metrics cannot use, a file polars cannot read).
-argparse's own usage errors keep argparse's format (usage, then the error; status 2).
+name, or an optional dependency the command needs that is not installed), 1 for a data
+error (values the metrics cannot use, a file polars cannot read). argparse's own usage
+errors (an unknown option, a value of the wrong type) are such one-line usage errors too.
+
+Numbers in ``table`` and ``markdown`` output are shown with 6 significant digits
+(``--precision N``: N), in scientific notation when very small or large
+(``1.2e-70``); ``csv`` and ``json`` are exact.
 
 Examples
 --------
@@ -31,6 +36,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import glob
+import importlib
 import inspect
 import os
 import re
@@ -39,7 +45,7 @@ import textwrap
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import polars as pl
 
@@ -49,7 +55,16 @@ from frame_metrics.errors import FrameMetricsError, InvalidOptionError, MissingC
 from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.options import CHOICES
 
-__all__ = ["EXIT_DATA", "EXIT_USAGE", "FORMATS", "build_parser", "demo", "main", "render"]
+__all__ = [
+    "DIGITS",
+    "EXIT_DATA",
+    "EXIT_USAGE",
+    "FORMATS",
+    "build_parser",
+    "demo",
+    "main",
+    "render",
+]
 
 PROG = "frame-metrics"
 #: Exit status of a data error: the inputs hold values the metrics cannot use.
@@ -58,16 +73,32 @@ EXIT_DATA = 1
 EXIT_USAGE = 2
 #: The output formats of ``--format``.
 FORMATS = ("table", "csv", "json", "markdown")
+#: Significant digits of the numbers in ``table`` and ``markdown`` output, by default.
+DIGITS = 6
+#: The most significant digits ``--precision`` asks for: a float has at most 17.
+_MAX_DIGITS = 17
 
-#: Input readers by file extension: all lazy, so evaluation can stream.
-_READERS: dict[str, Callable[[str], pl.LazyFrame]] = {
-    ".parquet": pl.scan_parquet,
-    ".pq": pl.scan_parquet,
-    ".csv": lambda path: pl.scan_csv(path, infer_schema_length=10_000),
-    ".tsv": lambda path: pl.scan_csv(path, separator="\t", infer_schema_length=10_000),
+#: Input file extensions: parquet or delimited text (the separator), all read lazily.
+_PARQUET = (".parquet", ".pq")
+_SEPARATOR = {".csv": ",", ".tsv": "\t"}
+#: ``-o FILE`` extensions and the format each gives when ``--format`` is not given; any
+#: other extension is refused (it would hold text its readers cannot open).
+_FORMAT_OF_SUFFIX = {
+    ".csv": "csv",
+    ".json": "json",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".txt": "table",
 }
-#: ``-o FILE`` extensions that choose the format when ``--format`` is not given.
-_FORMAT_OF_SUFFIX = {".csv": "csv", ".json": "json", ".md": "markdown", ".markdown": "markdown"}
+#: The optional modules a command imports, and the extra of ``pyproject.toml`` holding each.
+_EXTRA_OF_MODULE = {"numpy": "stats", "matplotlib": "plot", "pandas": "pandas", "pyarrow": "pandas"}
+#: The extra input files: evaluate's keyword and the option naming the file.
+_EXTRA_FILES = {
+    "train": "--train",
+    "catalog": "--catalog",
+    "item_features": "--item-features",
+    "baseline": "--baseline",
+}
 #: evaluate's keyword defaults, so the command line cannot drift from the function.
 _DEFAULTS: dict[str, Any] = {
     name: p.default for name, p in inspect.signature(fm.evaluate).parameters.items()
@@ -80,6 +111,18 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     def _split_lines(self, text: str, width: int) -> list[str]:
         return textwrap.wrap(text, width, break_on_hyphens=False)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, like every other error.
+
+    Its subparsers are of this class too (argparse makes them of the parent's class).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``message`` as one error line with where to find the usage; exit 2."""
+        message = message.removeprefix("argument ")
+        raise SystemExit(_fail(f"{message} (see '{self.prog} --help')", EXIT_USAGE))
 
 
 class UsageError(Exception):
@@ -102,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     >>> args.command, args.recs, args.truth, args.k, args.format
     ('evaluate', 'recs.parquet', 'truth.csv', '10', None)
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         formatter_class=_HelpFormatter,
         description="Recommender-system metrics on parquet and CSV files, computed by polars.",
@@ -140,7 +183,7 @@ exit status: 0 done, 1 data error (values the metrics cannot use, a file polars
 cannot read), 2 usage error (bad path, file type, option, metric, cutoff or column)."""
 
 
-def _add_evaluate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_evaluate(commands: argparse._SubParsersAction[_Parser]) -> None:
     p = commands.add_parser(
         "evaluate",
         formatter_class=_HelpFormatter,
@@ -239,10 +282,16 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
         metavar="COL",
         help="list of categories or numeric vector in --item-features (default: %(default)s)",
     )
+    cols.add_argument(
+        "--ids-as-text",
+        action="store_true",
+        help="read the user and item columns of every input file as text (CSV: as written, "
+        "leading zeros kept), for ids that are all digits in one file but not in another",
+    )
     opts = p.add_argument_group("metric options")
     opts.add_argument(
         "--threshold",
-        type=float,
+        type=_number,
         metavar="X",
         help="relevance needed to count as relevant, rel >= X (default: rel > 0)",
     )
@@ -254,7 +303,7 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
     _choice(opts, "unexpected", "serendipity's unexpected items: not in --baseline or --train")
     opts.add_argument(
         "--head-share",
-        type=float,
+        type=_number,
         default=_DEFAULTS["head_share"],
         metavar="X",
         help="aplt's short head: the most popular --train items holding this share of the "
@@ -291,21 +340,26 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
         "--format",
         choices=FORMATS,
         help="table (all rows and columns), csv, json (one array of records) or markdown "
-        "(a GitHub table); default: from the -o extension (.csv, .json, .md), else table",
+        "(a GitHub table); default: from the -o extension, else table",
     )
     out.add_argument(
-        "-o", "--output", metavar="FILE", help="write to FILE instead of standard output"
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write to FILE instead of standard output: a "
+        f"{_or(list(_FORMAT_OF_SUFFIX))} file (.txt: table)",
     )
     out.add_argument(
         "--precision",
-        type=int,
+        type=_digits,
         metavar="N",
-        help="digits after the decimal point in table and markdown output (default: every "
-        "digit, the exact value); csv and json are always exact",
+        help=f"significant digits of the numbers in table and markdown output, 1 to "
+        f"{_MAX_DIGITS} (default: {DIGITS}; scientific notation when very small or large); "
+        "csv and json are always exact",
     )
 
 
-def _add_demo(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_demo(commands: argparse._SubParsersAction[_Parser]) -> None:
     p = commands.add_parser(
         "demo",
         formatter_class=_HelpFormatter,
@@ -325,14 +379,91 @@ def _choice(group: argparse._ArgumentGroup, name: str, what: str) -> None:
 
 
 def _names(text: str) -> list[str]:
-    """Split a comma-separated argument, dropping blanks.
+    """Split a comma-separated argument, dropping blanks; at least one name.
 
     Examples
     --------
     >>> _names("ndcg, recall,")
     ['ndcg', 'recall']
+    >>> _names(" ,")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected a name or comma-separated names, got ' ,'
     """
-    return [part.strip() for part in text.split(",") if part.strip()]
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected a name or comma-separated names, got {text!r}")
+    return names
+
+
+def _number(text: str) -> float:
+    """Parse a number option; the function it is passed to judges its value.
+
+    Examples
+    --------
+    >>> _number("0.5")
+    0.5
+    >>> _number("abc")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected a number, got 'abc'
+    """
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _integer(text: str) -> int:
+    """Parse an int option; the function it is passed to judges its value.
+
+    Examples
+    --------
+    >>> _integer("-3")
+    -3
+    >>> _integer("2.5")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected an int, got '2.5'
+    """
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int, got {text!r}") from None
+
+
+def _digits(text: str) -> int:
+    """Parse ``--precision``: significant digits, 1 to 17 (a float has no more).
+
+    Examples
+    --------
+    >>> _digits("4")
+    4
+    >>> _digits("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected an int from 1 to 17 (significant digits), got '0'
+    """
+    try:
+        digits = int(text)
+    except ValueError:
+        digits = 0
+    if not 1 <= digits <= _MAX_DIGITS:
+        raise argparse.ArgumentTypeError(
+            f"expected an int from 1 to {_MAX_DIGITS} (significant digits), got {text!r}"
+        )
+    return digits
+
+
+def _or(items: Sequence[str]) -> str:
+    """``a, b or c``.
+
+    Examples
+    --------
+    >>> _or([".csv", ".json", ".md"])
+    '.csv, .json or .md'
+    """
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 
 
 def _cutoffs(text: str | None) -> list[int] | None:
@@ -363,7 +494,7 @@ def _cutoffs(text: str | None) -> list[int] | None:
 # -- input and output -------------------------------------------------------------------------
 
 
-def read_frame(path: str, name: str) -> pl.LazyFrame:
+def read_frame(path: str, name: str, text_columns: Sequence[str] = ()) -> pl.LazyFrame:
     """Scan a parquet or CSV file lazily, with its schema read now.
 
     Parameters
@@ -373,19 +504,26 @@ def read_frame(path: str, name: str) -> pl.LazyFrame:
         of parquet files (a dataset, hive partitions included).
     name
         What the file is (``RECS``, ``--train``), for error messages.
+    text_columns
+        Columns read as text (``--ids-as-text``): a CSV's as written, a parquet file's
+        cast to String (a list column's elements, for lists of items).
+
+    Returns
+    -------
+    The file as a LazyFrame. A CSV file without rows has no dtypes to infer: its columns
+    are of dtype Null (no values), which the metrics read as empty input of any dtype.
 
     Raises
     ------
     UsageError
         The path does not exist or its extension is not one of those.
     DataError
-        polars cannot read the file's schema.
+        polars cannot read the file's schema, or a column to read as text holds floats.
     """
     suffix = Path(path).suffix.lower()
-    reader = _READERS.get(suffix)
     if Path(path).is_dir():
-        reader = pl.scan_parquet  # a parquet dataset: every parquet file below it
-    elif reader is None:
+        suffix = ".parquet"  # a parquet dataset: every parquet file below it
+    elif suffix not in (*_PARQUET, *_SEPARATOR):
         raise UsageError(
             f"{name}: expected a .parquet, .pq, .csv or .tsv file or a directory of parquet "
             f"files, got {path!r}" + (f" ({suffix} files are not supported)" if suffix else "")
@@ -396,28 +534,69 @@ def read_frame(path: str, name: str) -> pl.LazyFrame:
     elif not Path(path).is_file():
         raise UsageError(f"{name}: expected a file, got {path!r} (no such file)")
     try:
-        frame = reader(path)
-        frame.collect_schema()
+        if suffix in _SEPARATOR:
+            frame = pl.scan_csv(
+                path,
+                separator=_SEPARATOR[suffix],
+                infer_schema_length=10_000,
+                schema_overrides=dict.fromkeys(text_columns, pl.String),
+            )
+            if frame.head(1).collect().height == 0:  # a header alone: no dtype to infer
+                frame = frame.with_columns(pl.all().cast(pl.Null))
+        else:
+            frame = pl.scan_parquet(path)
+        schema = frame.collect_schema()
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise DataError(f"{name}: cannot read {path!r}: {_first_line(exc)}") from exc
-    return frame
+    text = {c: _as_text(schema[c]) for c in text_columns if c in schema}
+    for c in text:
+        dtype = schema[c]
+        if (dtype.inner if isinstance(dtype, pl.List) else dtype).is_float():
+            # 10.0 as text is '10.0', which no '10' in another file would match.
+            raise DataError(
+                f"{name}: expected column {c!r} to hold integer or text ids to read as text "
+                f"(--ids-as-text), found dtype {dtype}"
+            )
+    casts = [pl.col(c).cast(dtype) for c, dtype in text.items() if schema[c] != dtype]
+    return frame.with_columns(casts) if casts else frame
+
+
+def _as_text(dtype: pl.DataType) -> pl.DataType:
+    """The text dtype of an id column: String, or a list of String for lists of items.
+
+    Examples
+    --------
+    >>> _as_text(pl.Int64()), _as_text(pl.List(pl.Int64()))
+    (String, List(String))
+    """
+    return pl.List(pl.String()) if isinstance(dtype, pl.List) else pl.String()
 
 
 def render(frame: pl.DataFrame, fmt: str, precision: int | None = None) -> str:
     """The text of a result in one of :data:`FORMATS`, without a trailing newline.
 
-    Floats are exact (the shortest text that reads back as the same number) unless
-    ``precision`` rounds them in ``table`` and ``markdown``.
+    ``csv`` and ``json`` are exact (the shortest text that reads back as the same float).
+    ``table`` and ``markdown`` are for reading: each float has ``precision`` significant
+    digits (default :data:`DIGITS`), see :func:`_number_text`.
+
+    Examples
+    --------
+    >>> frame = pl.DataFrame({"metric": ["ndcg", "recall"], "p": [3.4e-71, 0.012345678]})
+    >>> print(render(frame, "table"))
+    ┌────────┬───────────┐
+    │ metric ┆         p │
+    ╞════════╪═══════════╡
+    │ ndcg   ┆   3.4e-71 │
+    │ recall ┆ 0.0123457 │
+    └────────┴───────────┘
     """
     if fmt == "csv":
         return frame.write_csv().rstrip("\n")
     if fmt == "json":
         return frame.write_json()
+    digits = DIGITS if precision is None else precision
     if fmt == "markdown":
-        return _markdown(frame, precision)
-    floats: dict[str, Any] = (
-        {"fmt_float": "full"} if precision is None else {"float_precision": precision}
-    )
+        return _markdown(frame, digits)
     with pl.Config(
         tbl_rows=-1,
         tbl_cols=-1,
@@ -426,19 +605,53 @@ def render(frame: pl.DataFrame, fmt: str, precision: int | None = None) -> str:
         tbl_hide_dataframe_shape=True,
         tbl_hide_column_data_types=True,
         tbl_cell_numeric_alignment="RIGHT",
-        **floats,
     ):
-        return str(frame)
+        return str(
+            pl.DataFrame(
+                [_right_aligned(col, digits) if col.dtype.is_float() else col for col in frame]
+            )
+        )
 
 
-def _markdown(frame: pl.DataFrame, precision: int | None) -> str:
+def _number_text(value: float, digits: int = DIGITS) -> str:
+    """A float for reading: ``digits`` significant digits, scientific notation when tiny or huge.
+
+    Python's ``g`` format: scientific notation below 1e-4 and from ``10**digits`` up,
+    trailing zeros dropped; a whole number keeps ``.0`` so it still reads as a float.
+
+    Examples
+    --------
+    >>> _number_text(0.5002958951164717), _number_text(-0.3637705489835624, 3)
+    ('0.500296', '-0.364')
+    >>> _number_text(4.770970561931143e-12), _number_text(123456789.0)
+    ('4.77097e-12', '1.23457e+08')
+    >>> _number_text(0.25), _number_text(2.0), _number_text(float("nan"))
+    ('0.25', '2.0', 'nan')
+    """
+    text = f"{value:.{digits}g}"
+    return text + ".0" if text.lstrip("-").isdigit() else text
+
+
+def _right_aligned(column: pl.Series, digits: int) -> pl.Series:
+    """A float column as :func:`_number_text` cells, its name and cells padded to one width.
+
+    Text is left-aligned in a table: padded, the numbers stand right-aligned like ints.
+    """
+    cells = ["null" if v is None else _number_text(v, digits) for v in column]
+    width = max([len(column.name), *map(len, cells)])
+    return pl.Series(
+        column.name.rjust(width), [cell.rjust(width) for cell in cells], dtype=pl.String
+    )
+
+
+def _markdown(frame: pl.DataFrame, digits: int) -> str:
     def cell(value: object) -> str:
         if value is None:
             return ""
         if isinstance(value, bool):
             return str(value).lower()
         if isinstance(value, float):
-            return repr(value) if precision is None else f"{value:.{precision}f}"
+            return _number_text(value, digits)
         return str(value).replace("|", "\\|").replace("\n", " ")
 
     numeric = [dtype.is_numeric() for dtype in frame.dtypes]
@@ -482,13 +695,53 @@ def write_result(
 # -- commands ---------------------------------------------------------------------------------
 
 
-def _evaluate_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The keywords of ``fm.evaluate`` the options set: columns, metric options, extras."""
-    extras = {
-        name: read_frame(getattr(args, name), "--" + name.replace("_", "-"))
-        for name in ("train", "catalog", "item_features", "baseline")
-        if getattr(args, name) is not None
+def _read_inputs(args: argparse.Namespace) -> dict[str, pl.LazyFrame]:
+    """Read RECS, TRUTH and the extra files given, keyed by ``fm.evaluate``'s names.
+
+    With ``--ids-as-text`` every file's user and item columns are read as text. Without
+    it, an id column read as text in one file and as numbers in another (ids all digits
+    in one file only) is a :class:`DataError` that names ``--ids-as-text``.
+    """
+    labels = {"recs": "RECS", "truth": "TRUTH", **_EXTRA_FILES}
+    ids = [*args.user_col, args.item_col]
+    frames = {
+        name: read_frame(path, label, ids if args.ids_as_text else ())
+        for name, label in labels.items()
+        if (path := getattr(args, name)) is not None
     }
+    for column in ids:
+        dtypes = {
+            labels[name]: schema[column]
+            for name, frame in frames.items()
+            if column in (schema := frame.collect_schema())
+            and not isinstance(schema[column], pl.Null)  # empty: any dtype fits
+        }
+        text = [label for label, dtype in dtypes.items() if _is_text(dtype)]
+        other = [label for label in dtypes if label not in text]
+        if text and other:
+            a, b = sorted([text[0], other[0]], key=list(dtypes).index)
+            raise DataError(
+                f"{a} and {b}: expected column {column!r} to hold ids of one kind, found "
+                f"{dtypes[a]} in {a} and {dtypes[b]} in {b}; to read the ids of every file "
+                "as text, pass --ids-as-text"
+            )
+    return frames
+
+
+def _is_text(dtype: pl.DataType) -> bool:
+    """Whether an id column holds text (or lists of text).
+
+    Examples
+    --------
+    >>> _is_text(pl.Categorical()), _is_text(pl.List(pl.String())), _is_text(pl.Int64())
+    (True, True, False)
+    """
+    inner = dtype.inner if isinstance(dtype, pl.List) else dtype
+    return isinstance(inner, (pl.String, pl.Categorical, pl.Enum))
+
+
+def _evaluate_options(args: argparse.Namespace, frames: dict[str, pl.LazyFrame]) -> dict[str, Any]:
+    """The keywords of ``fm.evaluate`` the options set: columns, metric options, extras."""
     user: list[str] = args.user_col
     return {
         "user": user[0] if len(user) == 1 else user,
@@ -506,30 +759,34 @@ def _evaluate_options(args: argparse.Namespace) -> dict[str, Any]:
         "similarity": args.similarity,
         "unexpected": args.unexpected,
         "head_share": args.head_share,
-        **extras,
+        **{name: frames[name] for name in _EXTRA_FILES if name in frames},
     }
 
 
 def _output_format(args: argparse.Namespace) -> str:
-    fmt: str = args.format or _FORMAT_OF_SUFFIX.get(Path(args.output or "").suffix.lower(), "table")
-    if args.precision is not None and args.precision < 0:
-        raise UsageError(f"--precision: expected an int >= 0, got {args.precision}")
+    """``--format``, else the one of the ``-o`` extension; an unknown extension is refused."""
+    suffix = Path(args.output or "").suffix.lower()
+    if args.output is not None and suffix not in _FORMAT_OF_SUFFIX:
+        raise UsageError(
+            f"-o: expected a {_or(list(_FORMAT_OF_SUFFIX))} file, got {args.output!r}"
+            + (f" ({suffix} files are not supported)" if suffix else "")
+        )
+    fmt: str = args.format or _FORMAT_OF_SUFFIX.get(suffix, "table")
     return fmt
 
 
 def _run_evaluate(args: argparse.Namespace) -> int:
     fmt = _output_format(args)
     k = _cutoffs(args.k)
-    recs = read_frame(args.recs, "RECS")
-    truth = None if args.truth is None else read_frame(args.truth, "TRUTH")
+    frames = _read_inputs(args)
     result = fm.evaluate(
-        recs,
-        truth,
+        frames["recs"],
+        frames.get("truth"),
         metrics=args.metrics,
         k=k[0] if k is not None and len(k) == 1 else k,
         aggregate=not args.per_user,
         by=args.by,
-        **_evaluate_options(args),
+        **_evaluate_options(args, frames),
     )
     write_result(result, fmt, args.output, args.precision)
     return 0
@@ -550,7 +807,7 @@ _COMPARE_EPILOG = """examples:
   frame-metrics compare recs.parquet truth.parquet -m ndcg -k 5,10,20 --resamples 2000 -o cmp.csv"""
 
 
-def _add_compare(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_compare(commands: argparse._SubParsersAction[_Parser]) -> None:
     p = commands.add_parser(
         "compare",
         formatter_class=_HelpFormatter,
@@ -592,17 +849,17 @@ def _add_compare(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     stats = p.add_argument_group("statistics")
     stats.add_argument(
-        "--level", type=float, default=0.95, metavar="X", help="confidence level (default: 0.95)"
+        "--level", type=_number, default=0.95, metavar="X", help="confidence level (default: 0.95)"
     )
     stats.add_argument(
         "--resamples",
-        type=int,
+        type=_integer,
         default=10_000,
         metavar="N",
         help="bootstrap resamples over users (default: 10000)",
     )
     stats.add_argument(
-        "--seed", type=int, default=0, metavar="N", help="seed of the resampling (default: 0)"
+        "--seed", type=_integer, default=0, metavar="N", help="seed of the resampling (default: 0)"
     )
     stats.add_argument(
         "--correction",
@@ -613,24 +870,21 @@ def _add_compare(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     stats.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     _add_input_options(p)
     _add_output_options(p)
-    p.set_defaults(run=_run_compare)
+    p.set_defaults(run=_run_compare, needs=("numpy",))
 
 
 def _run_compare(args: argparse.Namespace) -> int:
     fmt = _output_format(args)
     k = _cutoffs(args.k)
-    recs = read_frame(args.recs, "RECS")
-    kwargs: dict[str, Any] = {}
-    truth = None
-    options = _evaluate_options(args)
+    frames = _read_inputs(args)
+    options = _evaluate_options(args, frames)
     user = options.pop("user")
-    if args.truth is not None:
-        truth = read_frame(args.truth, "TRUTH")
-        kwargs = options
+    truth = frames.get("truth")
+    kwargs = {} if truth is None else options
     result = fm.compare(
-        recs,
+        frames["recs"],
         truth,
-        baseline=args.baseline_model,
+        baseline_model=args.baseline_model,
         model=args.model_col,
         by=args.by,
         user=user,
@@ -704,7 +958,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     0 on success, :data:`EXIT_DATA` for a data error, :data:`EXIT_USAGE` for a usage
-    error (argparse's included); errors are one line on stderr.
+    error (argparse's and a missing optional dependency included); errors are one line
+    on stderr. Even an unexpected exception (a bug) is one line, not a traceback.
     """
     args = list(sys.argv[1:] if argv is None else argv) or ["demo"]
     try:
@@ -714,38 +969,79 @@ def main(argv: Sequence[str] | None = None) -> int:
     run: _Command = namespace.run
     with _warnings_as_lines():
         try:
+            for module in getattr(namespace, "needs", ()):  # before reading any input
+                importlib.import_module(module)
             return run(namespace)
-        except KeyboardInterrupt:
-            return _fail("interrupted", 130)
-        except (
-            UsageError,
-            DataError,
-            FrameMetricsError,
-            pl.exceptions.PolarsError,
-            OSError,
-        ) as exc:
+        except (Exception, KeyboardInterrupt, pl.exceptions.PanicException) as exc:
             if _is_broken_pipe(exc):  # the reader left early (`| head`): not an error
                 _silence_stdout()
                 return 0
             return _report(exc, namespace)
-        except pl.exceptions.PanicException as exc:  # a polars bug: still one line
-            return _fail(f"polars failed: {_first_line(exc)}", EXIT_DATA)
 
 
-def _is_broken_pipe(exc: Exception) -> bool:
+def _missing_dependency(exc: ImportError, command: str) -> str:
+    """Say which extra of frame_metrics installs the module ``command`` could not import.
+
+    Examples
+    --------
+    >>> _missing_dependency(ModuleNotFoundError("No module named 'numpy'", name="numpy"), "compare")
+    "compare needs numpy, which is not installed: pip install 'frame_metrics[stats]'"
+    """
+    module = (exc.name or "").partition(".")[0]
+    extra = _EXTRA_OF_MODULE.get(module)
+    if extra is None:
+        return f"{command}: {_first_line(exc)}"
+    return f"{command} needs {module}, which is not installed: pip install 'frame_metrics[{extra}]'"
+
+
+def _is_broken_pipe(exc: BaseException) -> bool:
     # polars reports a failed write to a Python stream as a plain OSError.
     return isinstance(exc, BrokenPipeError) or (
         isinstance(exc, OSError) and "Broken pipe" in str(exc)
     )
 
 
-def _report(exc: Exception, args: argparse.Namespace) -> int:
-    """Print one error line and return the exit status of ``exc``."""
+#: Errors of the inputs or of their files, reported as they are (exit status 1).
+_DATA_ERRORS = (DataError, FrameMetricsError, pl.exceptions.PolarsError, OSError)
+
+
+def _report(exc: BaseException, args: argparse.Namespace) -> int:
+    """Print one error line and return the exit status of ``exc``, whatever it is."""
     if isinstance(exc, MissingColumnsError):
-        return _fail(str(exc) + _column_hint(exc.missing, args), EXIT_USAGE)
-    if isinstance(exc, (UsageError, InvalidOptionError)):
-        return _fail(_in_cli_terms(str(exc)), EXIT_USAGE)
-    return _fail(_first_line(exc), EXIT_DATA)
+        message, status = str(exc) + _column_hint(exc.missing, args), EXIT_USAGE
+    elif isinstance(exc, (UsageError, InvalidOptionError)):
+        message, status = _in_cli_terms(str(exc)), EXIT_USAGE
+    elif isinstance(exc, ImportError):  # an optional dependency the command needs
+        message, status = _missing_dependency(exc, args.command), EXIT_USAGE
+    elif isinstance(exc, _DATA_ERRORS):
+        message, status = _first_line(exc) + _ids_hint(_first_line(exc), args), EXIT_DATA
+    elif isinstance(exc, KeyboardInterrupt):
+        message, status = "interrupted", 130
+    elif isinstance(exc, pl.exceptions.PanicException):  # a polars bug: still one line
+        message, status = f"polars failed: {_first_line(exc)}", EXIT_DATA
+    else:  # a bug: still one line, saying what to do
+        message = f"internal error ({type(exc).__name__}: {_first_line(exc)}); please report it"
+        status = EXIT_DATA
+    return _fail(message, status)
+
+
+def _ids_hint(message: str, args: argparse.Namespace) -> str:
+    """Name ``--ids-as-text`` when a CSV id column was read as numbers but holds text.
+
+    polars infers a column's dtype from its first 10,000 rows: ids all digits there
+    make it an int column, and a later id with a letter cannot be parsed.
+
+    Examples
+    --------
+    >>> args = build_parser().parse_args(["evaluate", "recs.csv"])
+    >>> _ids_hint("could not parse `x9` as dtype `i64` at column 'item' (column number 2)", args)
+    '; to read the ids of every file as text, pass --ids-as-text'
+    """
+    parsed = re.search(r"could not parse .* at column '(.*)'", message)
+    ids = [*getattr(args, "user_col", ()), getattr(args, "item_col", None)]
+    if parsed is None or parsed[1] not in ids or getattr(args, "ids_as_text", False):
+        return ""
+    return "; to read the ids of every file as text, pass --ids-as-text"
 
 
 def _fail(message: str, status: int) -> int:
@@ -768,8 +1064,10 @@ _FLAGS = {
     "by": "--by",
     "threshold": "--threshold",
     "head_share": "--head-share",
+    "baseline": "--baseline",
     # compare's keywords
-    "baseline": "--baseline-model",
+    "baseline_model": "--baseline-model",
+    "seed": "--seed",
     "level": "--level",
     "n_resamples": "--resamples",
     "correction": "--correction",

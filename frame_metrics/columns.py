@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from frame_metrics.errors import InvalidOptionError
 
-__all__ = ["Columns", "as_names"]
+__all__ = ["RESERVED_PREFIX", "Columns", "as_names", "check_roles"]
 
 
 def as_names(value: str | Sequence[str] | None, what: str) -> tuple[str, ...]:
@@ -73,3 +73,42 @@ class Columns:
     def keys(self) -> list[str]:
         """The group key of one evaluated user: ``by`` columns, then the user key."""
         return [*self.by, *self.user]
+
+
+#: The prefix of the engine's own column names; no column a caller names may carry it.
+RESERVED_PREFIX = "_fm_"
+
+
+def check_roles(frames: dict[str, dict[str, str]], outputs: dict[str, str]) -> None:
+    """Each column plays one role per frame, none is reserved, none is an output's name.
+
+    ``frames`` maps a frame's label to {role: column} (a role such as ``"user"`` or
+    ``"rank"``); ``outputs`` maps an output column's name to what it holds. Only key
+    roles (user, by) appear in the output next to the metric columns.
+
+    Examples
+    --------
+    >>> check_roles({"recs": {"user": "rank", "rank": "rank"}}, {})
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: user and rank: expected different columns of recs, got 'rank' for both
+    """
+    for label, roles in frames.items():
+        seen: dict[str, str] = {}
+        for role, column in roles.items():
+            if column.startswith(RESERVED_PREFIX):
+                raise InvalidOptionError(
+                    f"{role}: expected a column name that does not start with "
+                    f"{RESERVED_PREFIX!r} (frame_metrics' own columns), got {column!r}"
+                )
+            if column in seen:
+                raise InvalidOptionError(
+                    f"{seen[column]} and {role}: expected different columns of {label}, "
+                    f"got {column!r} for both"
+                )
+            seen[column] = role
+            if role.split("[")[0] in ("user", "by") and column in outputs:
+                raise InvalidOptionError(
+                    f"{role}: expected a column name other than the output column "
+                    f"{column!r} ({outputs[column]}), got {column!r}; rename the column"
+                )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import numbers
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -28,8 +29,15 @@ import polars as pl
 
 from frame_metrics.columns import as_names
 from frame_metrics.errors import InvalidOptionError, InvalidValueError, MissingColumnsError
-from frame_metrics.frames import to_lazy
+from frame_metrics.frames import kind_of, to_lazy
 from frame_metrics.stats import benjamini_hochberg, holm, paired_t_test, wilcoxon_signed_rank
+from frame_metrics.validation import (
+    Check,
+    CheckedFrame,
+    duplicate_check,
+    null_checks,
+    run_checks,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,15 +53,17 @@ _CHUNK_CELLS = 5_000_000
 #: Above this many resample draws (resamples x users), show progress unless told not to.
 _PROGRESS_DRAWS = 200_000_000
 
-_SCHEMA = {
+#: The result's columns after the ``by`` columns; ``model`` and ``baseline`` take the
+#: model column's dtype (None here).
+_SCHEMA: dict[str, Any] = {
     "metric": pl.String,
     "k": pl.Int64,
-    "model": pl.String,
+    "model": None,
     "n_users": pl.Int64,
     "mean": pl.Float64,
     "ci_low": pl.Float64,
     "ci_high": pl.Float64,
-    "baseline": pl.String,
+    "baseline": None,
     "n_paired": pl.Int64,
     "diff": pl.Float64,
     "diff_low": pl.Float64,
@@ -63,6 +73,165 @@ _SCHEMA = {
     "p_ttest_adj": pl.Float64,
     "p_wilcoxon_adj": pl.Float64,
 }
+
+
+def _is_int(value: object) -> bool:
+    # numpy integers register as numbers.Integral; bool is an int but not a count.
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class _Option:
+    """One keyword of :func:`compare`: what it accepts, and its plain Python form.
+
+    ``expected`` is said in the error; ``normal`` turns numpy scalars into ``int`` or
+    ``float``.
+    """
+
+    expected: str
+    accepts: Callable[[Any], bool]
+    normal: Callable[[Any], Any] = lambda value: value
+
+
+#: compare's own keywords, validated up front, before any data is read.
+_OPTIONS: dict[str, _Option] = {
+    "model": _Option("a column name", lambda v: isinstance(v, str)),
+    "level": _Option("a number in (0, 1)", lambda v: _is_real(v) and 0 < v < 1, float),
+    "n_resamples": _Option("an int >= 1", lambda v: _is_int(v) and v >= 1, int),
+    "seed": _Option("an int >= 0", lambda v: _is_int(v) and v >= 0, int),
+    "correction": _Option(
+        "one of 'holm', 'bh'", lambda v: isinstance(v, str) and v in ("holm", "bh")
+    ),
+    "progress": _Option("True, False or None", lambda v: v is None or isinstance(v, bool)),
+}
+
+
+def _checked_options(**values: Any) -> dict[str, Any]:
+    """Each value checked against :data:`_OPTIONS`, in its plain Python form.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> _checked_options(level=np.float64(0.9), seed=np.int64(3))
+    {'level': 0.9, 'seed': 3}
+    >>> _checked_options(level="0.9")
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: level: expected a number in (0, 1), got '0.9'
+    """
+    out = {}
+    for name, value in values.items():
+        option = _OPTIONS[name]
+        if not option.accepts(value):
+            raise InvalidOptionError(f"{name}: expected {option.expected}, got {value!r}")
+        out[name] = option.normal(value)
+    return out
+
+
+def _key_roles(
+    model: str, by: str | Sequence[str] | None, user: str | Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """The segment and user key columns, distinct from the model column and each other."""
+    segments_by = list(as_names(by, "by"))
+    users = list(as_names(user, "user"))
+    if not users:
+        raise InvalidOptionError("user: expected at least one column name, got an empty list")
+    if model in segments_by:
+        raise InvalidOptionError(
+            f"by: expected segment columns other than the model column {model!r}, "
+            f"got {segments_by!r}"
+        )
+    if model in users:
+        raise InvalidOptionError(
+            f"user: expected user key columns other than the model column {model!r}, got {users!r}"
+        )
+    if set(segments_by) & set(users):
+        raise InvalidOptionError(
+            f"by: expected segment columns other than the user key {users!r}, got {segments_by!r}"
+        )
+    return segments_by, users
+
+
+def _check_serendipity_baseline(evaluate_kwargs: dict[str, Any]) -> None:
+    """``baseline=`` is evaluate's (a frame for serendipity), not the model compared with."""
+    value = evaluate_kwargs.get("baseline")
+    if value is None:
+        return
+    try:
+        kind_of(value)
+    except InvalidOptionError:
+        raise InvalidOptionError(
+            "baseline: expected a frame of a baseline model's recommendations (serendipity's, "
+            f"passed to evaluate), got {value!r}; to name the model every other one is "
+            f"compared with, pass baseline_model={value!r}"
+        ) from None
+
+
+def _per_user_checks(
+    per_user: pl.DataFrame,
+    label: str,
+    model: str,
+    segments_by: list[str],
+    users: list[str],
+    metric_cols: list[str],
+) -> list[CheckedFrame]:
+    """What per-user values must be, for every input: keys present and unique, values finite.
+
+    A null metric value is a user the metric is undefined for (spec section 3): that
+    user is left out of the metric's mean and pairs, and ``n_users``/``n_paired`` say
+    how many are in. NaN and infinities are no such statement, and no mean is true
+    with them: they are refused, as are null keys (a row of nobody) and repeated rows.
+    """
+    keys = [model, *segments_by, *users]
+    frame = per_user.lazy()
+    key_checks: list[Check] = [
+        *null_checks(keys, "key"),
+        duplicate_check(keys, f"({', '.join(keys)})", ""),
+    ]
+    checked = [CheckedFrame(label, frame, key_checks, keys)]
+    for c in metric_cols:
+        if not per_user.schema[c].is_float():
+            continue
+        bad = pl.col(c).is_nan() | pl.col(c).is_infinite()
+        check = Check(
+            bad.sum(),
+            bad,
+            InvalidValueError,
+            f"expected finite numbers or nulls in metric column {c!r}, found {{n}} NaN or "
+            "infinite value(s), e.g. {example}; a null marks a user the metric is undefined for",
+        )
+        checked.append(CheckedFrame(label, frame, [check], [*keys, c]))
+    return checked
+
+
+def _model_values(per_user: pl.DataFrame, model: str) -> pl.DataFrame:
+    """The model column as the values it names: categories as their strings."""
+    dtype = per_user.schema[model]
+    if isinstance(dtype, (pl.Categorical, pl.Enum)):
+        return per_user.with_columns(pl.col(model).cast(pl.String))
+    return per_user
+
+
+def _find_baseline(models: list[Any], wanted: object) -> Any:
+    """The model value ``wanted`` names: equal to it, or else the one written as it.
+
+    The second lets a name given as text (as on the command line) pick an integer model.
+    """
+    for m in models:
+        if m == wanted:
+            return m
+    if isinstance(wanted, str):
+        for m in models:
+            if str(m) == wanted:
+                return m
+    raise InvalidOptionError(
+        f"baseline_model: expected one of the models {', '.join(repr(m) for m in models)}, "
+        f"got {wanted!r}"
+    )
 
 
 def _numpy() -> Any:
@@ -85,7 +254,7 @@ class _Segment:
     """One segment's values: users x (model, metric) with NaN where undefined."""
 
     key: tuple[Any, ...]
-    models: list[str]
+    models: list[Any]
     metrics: list[str]
     values: npt.NDArray[np.float64]  # users x models x metrics
 
@@ -202,7 +371,7 @@ def compare(
     frame: FrameT,
     truth: object | None = None,
     *,
-    baseline: str | None = None,
+    baseline_model: object | None = None,
     model: str = "model",
     by: str | Sequence[str] | None = None,
     user: str | Sequence[str] = "user",
@@ -227,11 +396,13 @@ def compare(
         here per user first. Any supported frame kind; the result is of the same kind.
     truth
         Truth for the recommendations (see :func:`frame_metrics.evaluate`).
-    baseline
-        The model every other one is compared with. Default: the first model in sorted
-        order.
+    baseline_model
+        The model every other one is compared with: a value of the ``model`` column (for
+        integer models, the number or its text). Default: the first model in sorted
+        order. (``baseline=`` is evaluate's: a baseline model's recommendations for
+        serendipity, passed on with the other ``evaluate_kwargs``.)
     model
-        The column naming the model.
+        The column naming the model (string, integer or categorical).
     by
         Segment columns (e.g. a user activity bucket): each segment is compared on its
         own, in the same call and the same correction family.
@@ -242,11 +413,11 @@ def compare(
         with ``k``); default every column other than the keys. Recommendations input:
         passed to :func:`frame_metrics.evaluate` with the other ``evaluate_kwargs``.
     level
-        Confidence level of the intervals (default 0.95).
+        Confidence level of the intervals, a number in (0, 1) (default 0.95).
     n_resamples
-        Bootstrap resamples over users (default 10 000).
+        Bootstrap resamples over users, an int >= 1 (default 10 000).
     seed
-        Seed of the resampling: the same seed gives the same intervals.
+        Seed of the resampling, an int >= 0: the same seed gives the same intervals.
     correction
         Multiple-comparison correction of the p-values over every (segment, metric, k,
         model) compared with the baseline in this call, each test separately:
@@ -256,13 +427,14 @@ def compare(
         Show a progress bar (tqdm when installed, else one line on stderr): ``None``
         shows it when the bootstrap has more than 2e8 draws.
     **evaluate_kwargs
-        Passed to :func:`frame_metrics.evaluate` (``train=``, ``threshold=`` ...).
+        Passed to :func:`frame_metrics.evaluate` (``train=``, ``baseline=``,
+        ``threshold=`` ...).
 
     Returns
     -------
     One row per segment, metric, cutoff and model: ``by`` columns, ``metric``, ``k``
-    (null for a metric without a cutoff), ``model``, ``n_users`` and ``mean`` (over the
-    users with a value), ``ci_low``/``ci_high`` (bootstrap percentile interval of the
+    (null for a metric without a cutoff), ``model`` (of the model column's dtype;
+    categories as strings), ``n_users`` and ``mean`` (over the users with a value), ``ci_low``/``ci_high`` (bootstrap percentile interval of the
     mean), ``baseline``, and against it, over the users both models have a value for:
     ``n_paired``, ``diff`` (mean of model - baseline), ``diff_low``/``diff_high``
     (bootstrap interval of the paired difference), ``p_ttest`` (paired t-test),
@@ -276,6 +448,13 @@ def compare(
     percentile interval, as ``scipy.stats.bootstrap(..., method="percentile")``. A
     model's mean in a resample is over the drawn users who have a value for it.
 
+    Per-user values are checked before anything is computed: a null value means the
+    metric is undefined for that user (spec section 3), who is then left out of that
+    metric's mean and pairs (``n_users`` and ``n_paired`` count who is in); NaN or an
+    infinite value, a null model, segment or user, and a repeated (model, segment,
+    user) row are errors naming the column, how many rows and one of them. (pandas
+    with numpy dtypes marks missing values as NaN: there NaN reads as null.)
+
     Examples
     --------
     >>> import polars as pl
@@ -285,21 +464,24 @@ def compare(
     ...     "user": [1, 2, 3, 4] * 2,
     ...     "hit_rate@1": [0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0],
     ... })
-    >>> out = fm.compare(per_user, baseline="a", n_resamples=2000, seed=1)
+    >>> out = fm.compare(per_user, baseline_model="a", n_resamples=2000, seed=1)
     >>> out.select("model", "mean", "n_paired", "diff").rows()
     [('a', 0.25, None, None), ('b', 0.75, 4, 0.5)]
     >>> round(out["p_ttest"][1], 4)   # differences [1, 0, 1, 0]: t = 0.5 / (0.57735 / 2)
     0.1817
     """
     np_ = _numpy()
-    if not 0 < level < 1:
-        raise InvalidOptionError(f"level: expected a number in (0, 1), got {level!r}")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
-        raise InvalidOptionError(f"n_resamples: expected an int >= 1, got {n_resamples!r}")
-    if correction not in ("holm", "bh"):
-        raise InvalidOptionError(f"correction: expected one of 'holm', 'bh', got {correction!r}")
-    segments_by = list(as_names(by, "by"))
-    users = list(as_names(user, "user"))
+    options = _checked_options(
+        model=model,
+        level=level,
+        n_resamples=n_resamples,
+        seed=seed,
+        correction=correction,
+        progress=progress,
+    )
+    level, n_resamples, seed = options["level"], options["n_resamples"], options["seed"]
+    segments_by, users = _key_roles(model, by, user)
+    _check_serendipity_baseline(evaluate_kwargs)
     source = to_lazy(frame, "frame")
     if truth is not None or evaluate_kwargs:
         from frame_metrics.api import evaluate
@@ -314,9 +496,11 @@ def compare(
             **evaluate_kwargs,
         )
         per_user = per_user_lazy.collect()
+        label = "per-user values"
         metric_cols = [c for c in per_user.columns if c not in {model, *segments_by, *users}]
     else:
         per_user = source.lazy.collect()
+        label = "frame"
         missing = [c for c in [model, *segments_by, *users] if c not in per_user.columns]
         if missing:
             raise MissingColumnsError("frame", missing, per_user.columns)
@@ -337,30 +521,17 @@ def compare(
                 f"frame: expected numeric metric columns, found {', '.join(repr(c) for c in bad)} "
                 f"of dtype {', '.join(str(per_user.schema[c]) for c in bad)}"
             )
-        dups = per_user.select(
-            pl.struct([model, *segments_by, *users]).is_duplicated().sum()
-        ).item()
-        if dups:
-            raise InvalidValueError(
-                f"frame: expected one row per (model, segment, user), found {dups} rows that "
-                "repeat one"
-            )
     if not metric_cols:
         raise InvalidOptionError(
             "metrics: expected at least one metric column to compare, got none"
         )
-    per_user = per_user.with_columns(pl.col(model).cast(pl.String))
-    models = sorted(per_user[model].unique().drop_nulls().to_list())
-    if baseline is None:
-        if not models:
-            return cast(
-                "FrameT", source.give_back(pl.DataFrame(schema=_schema(per_user, segments_by)))
-            )
-        baseline = models[0]
-    elif baseline not in models:
-        raise InvalidOptionError(
-            f"baseline: expected one of the models {', '.join(repr(m) for m in models)}, got {baseline!r}"
-        )
+    run_checks(_per_user_checks(per_user, label, model, segments_by, users, metric_cols))
+    per_user = _model_values(per_user, model)
+    schema = _schema(per_user, model, segments_by)
+    models = per_user[model].unique().sort().to_list()
+    if not models:
+        return cast("FrameT", source.give_back(pl.DataFrame(schema=schema)))
+    baseline = models[0] if baseline_model is None else _find_baseline(models, baseline_model)
 
     segments = _segments(per_user, model, segments_by, users, metric_cols, models)
     total_draws = sum(s.values.shape[0] for s in segments) * n_resamples
@@ -383,19 +554,23 @@ def compare(
         bar.close()
 
     adjust: Callable[[Sequence[float]], list[float]] = (
-        holm if correction == "holm" else benjamini_hochberg
+        holm if options["correction"] == "holm" else benjamini_hochberg
     )
     for test in ("p_ttest", "p_wilcoxon"):
         compared = [i for i, r in enumerate(rows) if r["model"] != baseline]
         raw = [math.nan if rows[i][test] is None else rows[i][test] for i in compared]
         for i, p in zip(compared, adjust(raw), strict=True):
             rows[i][f"{test}_adj"] = _nan_to_none(p)
-    result = pl.DataFrame(rows, schema=_schema(per_user, segments_by), orient="row")
+    result = pl.DataFrame(rows, schema=schema, orient="row")
     return cast("FrameT", source.give_back(result))
 
 
-def _schema(per_user: pl.DataFrame, segments_by: list[str]) -> dict[str, Any]:
-    return {**{b: per_user.schema[b] for b in segments_by}, **_SCHEMA}
+def _schema(per_user: pl.DataFrame, model: str, segments_by: list[str]) -> dict[str, Any]:
+    named = {"model": per_user.schema[model], "baseline": per_user.schema[model]}
+    return {
+        **{b: per_user.schema[b] for b in segments_by},
+        **{c: named.get(c, dtype) for c, dtype in _SCHEMA.items()},
+    }
 
 
 def _segments(
@@ -427,7 +602,7 @@ def _segments(
 
 def _compare_segment(
     segment: _Segment,
-    baseline: str,
+    baseline: Any,
     level: float,
     n_resamples: int,
     rng: Any,

@@ -8,6 +8,9 @@ import polars as pl
 
 __all__ = ["Diagnostics"]
 
+#: The count columns of ``Diagnostics.per_group``; the others are the ``by`` columns.
+_GROUP_COUNTS = ("users_with_relevant", "users_without_relevant", "users_without_recommendations")
+
 
 @dataclass(frozen=True)
 class Diagnostics:
@@ -16,8 +19,10 @@ class Diagnostics:
     Attributes
     ----------
     n_users
-        Users evaluated (with at least one relevant item), summed over ``by`` groups;
-        under ``empty="zero"`` also the users scored 0 for having none.
+        Users evaluated (with at least one relevant item), summed over ``by`` groups
+        (so with several groups a user counts once per group, and the printout says
+        so, with the users per group); under ``empty="zero"`` also the users scored 0 for
+        having none.
     users_without_relevant
         Users seen in the inputs with no relevant item: left out under ``empty="skip"``,
         scored 0 under ``empty="zero"``.
@@ -52,26 +57,67 @@ class Diagnostics:
     pairs_without_prediction: int = 0
     items_not_in_train: int | None = None
 
-    def _lines(self) -> list[tuple[str, int]]:
+    def _groups(self) -> tuple[list[str], list[int]]:
+        """The ``by`` columns and the users evaluated in each group (none without ``by``)."""
+        by = [c for c in self.per_group.columns if c not in _GROUP_COUNTS]
+        if not by:
+            return [], []
+        evaluated = self.per_group["users_with_relevant"]
+        # n_users is the sum of users_with_relevant, plus users_without_relevant when
+        # empty="zero" scored them: which one it is shows in the totals.
+        if self.n_users != evaluated.sum():
+            evaluated = evaluated + self.per_group["users_without_relevant"]
+        return by, [int(n) for n in evaluated]
+
+    def _lines(self) -> list[tuple[str, str]]:
+        by, per_group = self._groups()
+        # With several by groups every count is a sum over them: a user evaluated for
+        # two models counts twice. The labels say so, and the users per group.
+        evaluated = str(self.n_users)
+        summed = ""
+        if len(per_group) > 1:
+            low, high = min(per_group), max(per_group)
+            each = f"{low} users each" if low == high else f"{low} to {high} users per group"
+            evaluated += f" ({each})"
+            summed = ", summed over groups"
+        first = f", summed over {len(per_group)} {'/'.join(by)} groups" if summed else ""
         lines = [
-            ("users evaluated", self.n_users),
-            ("users without a relevant item", self.users_without_relevant),
-            ("users without recommendations (scored 0)", self.users_without_recommendations),
+            (f"users evaluated{first}", evaluated),
+            (f"users without a relevant item{summed}", str(self.users_without_relevant)),
+            (
+                f"users without recommendations (scored 0){summed}",
+                str(self.users_without_recommendations),
+            ),
         ]
         lines += [
-            (f"duplicate rows resolved in {f}", n) for f, n in self.duplicates_resolved.items()
+            (f"duplicate rows resolved in {f}", str(n)) for f, n in self.duplicates_resolved.items()
         ]
-        lines += [(f"score ties straddling k={k}", n) for k, n in self.ties_at_cutoff.items()]
+        lines += [(f"score ties straddling k={k}", str(n)) for k, n in self.ties_at_cutoff.items()]
         if self.items_not_in_train is not None:
-            lines.append(("recommended items no train user had", self.items_not_in_train))
+            lines.append(("recommended items no train user had", str(self.items_not_in_train)))
         if self.pairs_without_rating or self.pairs_without_prediction:
             lines.append(
-                ("predictions without a true rating (left out)", self.pairs_without_rating)
+                ("predictions without a true rating (left out)", str(self.pairs_without_rating))
             )
-            lines.append(("ratings without a prediction (left out)", self.pairs_without_prediction))
+            lines.append(
+                ("ratings without a prediction (left out)", str(self.pairs_without_prediction))
+            )
         return lines
 
     def __str__(self) -> str:
+        """The counts, one a line.
+
+        Examples
+        --------
+        >>> groups = pl.DataFrame({"model": ["a", "b"], "users_with_relevant": [1000, 1000],
+        ...                        "users_without_relevant": [3, 3],
+        ...                        "users_without_recommendations": [0, 2]})
+        >>> print(Diagnostics(2000, 6, 2, {"recs": 0}, {}, groups))
+        users evaluated, summed over 2 model groups:                  2000 (1000 users each)
+        users without a relevant item, summed over groups:            6
+        users without recommendations (scored 0), summed over groups: 2
+        duplicate rows resolved in recs:                              0
+        """
         lines = self._lines()
         width = max(len(label) for label, _ in lines) + 1
         return "\n".join(f"{label + ':':<{width}} {n}" for label, n in lines)

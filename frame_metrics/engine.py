@@ -8,19 +8,20 @@ second ``group_by(by)`` on top of it, in the same plan.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from frame_metrics.columns import Columns, as_names
+from frame_metrics.columns import Columns, as_names, check_roles
 from frame_metrics.diagnostics import Diagnostics
-from frame_metrics.errors import InvalidOptionError
+from frame_metrics.dtypes import FloatKey, type_null_columns, unify_keys, whole_number_check
+from frame_metrics.errors import InvalidOptionError, InvalidValueError
 from frame_metrics.extras import (
     EXTRA_INPUTS,
     FEATURES,
     N_TRAIN_USERS,
     ExtraFrame,
-    align_to,
     baseline_ranks,
     catalog_items,
     feature_table,
@@ -76,7 +77,7 @@ from frame_metrics.prepare import (
     prepare_ratings,
 )
 from frame_metrics.ranking_query import PackedKey, RankingInputs, user_statistics
-from frame_metrics.validation import CheckedFrame, null_checks, run_checks
+from frame_metrics.validation import Check, CheckedFrame, null_checks, run_checks
 
 if TYPE_CHECKING:
     from polars._typing import EngineType
@@ -165,12 +166,69 @@ class Request:
             )
         self.source: Source = to_lazy(recs, "recs" if truth is not None else "long table")
         self.truth: Source | None = None if truth is None else to_lazy(truth, "truth")
+        extras = {name: to_lazy(frame, name) for name, frame in given.items() if frame is not None}
+        self.float_keys: list[FloatKey] = []
+        extras = self._type_inputs(extras)
         self.extras: dict[str, ExtraFrame] = {
-            name: ExtraFrame.of(name, to_lazy(frame, name), self.columns)
-            for name, frame in given.items()
-            if frame is not None
+            name: ExtraFrame.of(name, source, self.columns) for name, source in extras.items()
         }
         self.validate = validate
+        if not validate:
+            self.float_keys = []
+
+    def _type_inputs(self, extras: dict[str, Source]) -> dict[str, Source]:
+        """Every input's key columns in one lossless dtype, empty columns typed (dtypes.py)."""
+        c = self.columns
+        sources = {self.source_label: self.source}
+        if self.truth is not None:
+            sources["truth"] = self.truth
+        sources |= extras
+        values: dict[str, pl.DataType] = {
+            c.rank: pl.Int64(),
+            c.relevance: pl.Float64(),
+            c.prediction: pl.Float64(),
+            c.features: pl.List(pl.String()),
+        }
+        if c.score is not None:
+            values[c.score] = pl.Float64()
+        keys = [*c.by, *c.user, c.item]
+        typed, self.float_keys = unify_keys({label: s.lazy for label, s in sources.items()}, keys)
+        # A key with no values anywhere (every frame empty) is read as integers.
+        typed = {
+            label: type_null_columns(frame, {**values, **dict.fromkeys(keys, pl.Int64())})
+            for label, frame in typed.items()
+        }
+        self.source = replace(self.source, lazy=typed[self.source_label])
+        if self.truth is not None:
+            self.truth = replace(self.truth, lazy=typed["truth"])
+        return {name: replace(source, lazy=typed[name]) for name, source in extras.items()}
+
+    def check_roles(self, *, aggregate: bool) -> None:
+        """No column in two roles of one frame, reserved, or named like an output column."""
+        c, families = self.columns, self.families()
+        keys = {f"user[{i}]" if len(c.user) > 1 else "user": u for i, u in enumerate(c.user)}
+        keys |= {f"by[{i}]" if len(c.by) > 1 else "by": b for i, b in enumerate(c.by)}
+        keys["item"] = c.item
+        recs = dict(keys)
+        if families & {"ranking", "diversity", "corpus"}:
+            recs |= {"score": c.score} if c.score is not None else {"rank": c.rank}
+        if "rating" in families:
+            recs["prediction"] = c.prediction
+        frames = {self.source_label: recs}
+        if self.truth is None:
+            if "ranking" in families or "rating" in families:
+                recs["relevance"] = c.relevance
+        else:
+            frames["truth"] = {**keys, "relevance": c.relevance}
+        outputs = {name: "a metric" for name in self.metric_columns}
+        if aggregate:
+            outputs |= {"n_users": "the number of users averaged", "n_pairs": "rated pairs"}
+        check_roles(frames, outputs)
+
+    @property
+    def source_label(self) -> str:
+        """How messages name the recommendations frame."""
+        return "recs" if self.truth is not None else "long table"
 
     def families(self) -> set[str]:
         """The metric families asked for."""
@@ -214,10 +272,11 @@ class Request:
         )
 
     def extra(self, name: str, against: pl.Schema, names: Sequence[str]) -> ExtraFrame:
-        """An extra input with its join columns cast to the dtypes of ``against``."""
+        """An extra input, checked to have its join columns (typed like recs' already)."""
+        del against  # the key dtypes were unified when the request was made
         extra = self.extras[name]
         require_columns(extra, [*extra.by, *names])
-        return align_to(against, extra, [*extra.by, *names], "recs")
+        return extra
 
 
 #: The corpus frame's count of users with a recommendation within the largest corpus k.
@@ -239,6 +298,22 @@ _SERENDIPITY_HINT = {
 }
 
 
+def _nonempty_train_check(train: pl.LazyFrame, top: pl.LazyFrame) -> CheckedFrame:
+    """Popularity needs train rows: with none, every item's self-information is -inf."""
+    counts = train.select(pl.len().alias("_fm_train_rows")).join(
+        top.select(pl.len().alias("_fm_listed_rows")), how="cross"
+    )
+    empty = (pl.col("_fm_train_rows") == 0) & (pl.col("_fm_listed_rows") > 0)
+    check = Check(
+        empty.sum(),
+        empty,
+        InvalidValueError,
+        "expected at least one row in train (novelty, arp and aplt read item popularity "
+        "from it), found an empty frame",
+    )
+    return CheckedFrame("train", counts, [check], [])
+
+
 def _array_width(dtype: pl.DataType) -> int:
     """The length of a fixed-width vector dtype (0 for a list: the feature table is empty)."""
     return dtype.size if isinstance(dtype, pl.Array) else 0
@@ -249,7 +324,10 @@ class Plan:
 
     def __init__(self, request: Request) -> None:
         self.request = request
-        self.checks: list[CheckedFrame] = []
+        self.checks: list[CheckedFrame] = [
+            CheckedFrame(f.label, f.frame, [whole_number_check(f)], [f.column])
+            for f in request.float_keys
+        ]
         #: Checks of small inputs whose bad values would make the query itself fail (a
         #: ragged vector): run before the query, not in its batch.
         self.first_checks: list[CheckedFrame] = []
@@ -291,6 +369,8 @@ class Plan:
         if "popularity" not in r.needs:
             return top
         train = self._train(top.collect_schema())
+        if r.validate:
+            self.checks.append(_nonempty_train_check(train.frame, top))
         items, n_users = item_popularity(train, c, r.options)
         top = top.join(items, on=[*train.by, c.item], how="left")
         top = (
@@ -588,6 +668,7 @@ def evaluate(request: Request, *, aggregate: bool) -> Any:
             f"aggregate: expected True for corpus metrics (one value per by group, not per "
             f"user), got False with {', '.join(corpus)}"
         )
+    request.check_roles(aggregate=aggregate)
     plan = Plan(request)
     per_user = plan.per_user()
     if aggregate:

@@ -43,7 +43,7 @@ import polars as pl
 from frame_metrics.errors import InvalidOptionError
 from frame_metrics.metrics.context import RankingContext
 from frame_metrics.metrics.registry import ALIASES, REGISTRY, resolve
-from frame_metrics.options import MetricOptions
+from frame_metrics.options import MetricOptions, is_int, validate_k
 
 __all__ = ["metric"]  # and one function per registered metric, via __getattr__
 
@@ -69,7 +69,7 @@ def metric(
     >>> fm.exprs.metric("ndcg", 0)
     Traceback (most recent call last):
     ...
-    frame_metrics.errors.InvalidOptionError: k: expected an int >= 1, got 0
+    frame_metrics.errors.InvalidOptionError: k: expected an int in [1, 1048576] or a list of them, got 0
     """
     entry = resolve(name)
     if entry.name not in EXPRESSIBLE:
@@ -77,8 +77,7 @@ def metric(
             f"name: expected a metric computed from rank and relevance alone "
             f"({', '.join(sorted(EXPRESSIBLE))}), got {name!r}; use frame_metrics.evaluate"
         )
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidOptionError(f"k: expected an int >= 1, got {k!r}")
+    (k,) = validate_k(k if is_int(k) else [k])
     options = MetricOptions(threshold, gain, ap_denominator, empty)  # type: ignore[arg-type]
     return entry.expr(RankingContext.from_columns(rank, relevance, options), k)
 

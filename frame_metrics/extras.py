@@ -39,7 +39,6 @@ __all__ = [
     "FEATURES",
     "N_TRAIN_USERS",
     "ExtraFrame",
-    "align_to",
     "baseline_ranks",
     "catalog_items",
     "feature_table",
@@ -257,33 +256,3 @@ def feature_table(
     unit = (vec / norm).list.to_array(width) if width else (vec / norm)
     table = features.frame.select(*keys, unit.alias(FEATURES))
     return table, similarity, checked
-
-
-def align_to(
-    schema: pl.Schema, extra: ExtraFrame, names: Sequence[str], against: str
-) -> ExtraFrame:
-    """Cast the extra frame's join columns to the dtypes they have in ``against``.
-
-    Integer widths and string/categorical kinds are reconciled (a value that does not fit
-    the target dtype cannot match anything, so it becomes null rather than an error);
-    any other mismatch is an error naming both dtypes.
-    """
-    own = extra.frame.collect_schema()
-    casts = []
-    for name in names:
-        target, found = schema[name], own[name]
-        if target == found:
-            continue
-        stringy = (pl.String, pl.Categorical, pl.Enum)
-        if (target.is_numeric() and found.is_numeric()) or (
-            isinstance(target, stringy) and isinstance(found, stringy)
-        ):
-            casts.append(pl.col(name).cast(target, strict=False))
-        else:
-            raise InvalidValueError(
-                f"{extra.label}: expected column {name!r} to have the same kind of dtype as in "
-                f"{against}, found {found} in {extra.label} and {target} in {against}"
-            )
-    if not casts:
-        return extra
-    return ExtraFrame(extra.label, extra.frame.with_columns(casts), extra.by)

@@ -8,13 +8,14 @@ reads it.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from frame_metrics.errors import InvalidOptionError
 
-__all__ = ["CHOICES", "MetricOptions", "validate_k"]
+__all__ = ["CHOICES", "DEFAULT_K", "MAX_K", "MetricOptions", "is_int", "is_real", "validate_k"]
 
 Gain = Literal["linear", "exponential", "binary"]
 ApDenominator = Literal["min_k", "relevant", "hits", "k"]
@@ -98,20 +99,45 @@ class MetricOptions:
 
     def __post_init__(self) -> None:
         t = self.threshold
-        if t is not None and (
-            isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0
-        ):
+        if t is not None and (not is_real(t) or not math.isfinite(t) or t <= 0):
             # 0 would make every recommended item relevant (absent items have rel 0).
             raise InvalidOptionError(f"threshold: expected a finite number > 0 or None, got {t!r}")
+        if t is not None:
+            # numpy scalars become Python numbers: polars reads them as literals of their own.
+            object.__setattr__(self, "threshold", float(t))
         h = self.head_share
-        if isinstance(h, bool) or not isinstance(h, (int, float)) or not 0 < h < 1:
+        if not is_real(h) or not 0 < h < 1:
             raise InvalidOptionError(f"head_share: expected a number in (0, 1), got {h!r}")
+        object.__setattr__(self, "head_share", float(h))
         for name in CHOICES:
             _check_choice(name, getattr(self, name))
 
 
+#: The largest cutoff: far beyond any list a person reads, and small enough that every
+#: fixed-point sum over a top k (novelty, cosine diversity) keeps 35 or more bits below
+#: the point (see ``metrics/user_stats.py``).
+MAX_K = 2**20
+
+#: The cutoff of a metric named without one, in a call without ``k`` (spec section 8).
+DEFAULT_K = 10
+
+_K_EXPECTED = f"k: expected an int in [1, {MAX_K}] or a list of them"
+
+
+def is_int(value: object) -> bool:
+    """An integer, Python's or numpy's (not a bool)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_real(value: object) -> bool:
+    """A real number, Python's or numpy's (not a bool)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def validate_k(k: int | Iterable[int] | None, *, required: bool = True) -> tuple[int, ...]:
-    """Return the cutoffs as a sorted tuple of distinct ints >= 1.
+    """Return the cutoffs as a sorted tuple of distinct ints in [1, ``MAX_K``].
+
+    numpy integers and arrays are ints to a data scientist, and are accepted as such.
 
     Examples
     --------
@@ -120,19 +146,25 @@ def validate_k(k: int | Iterable[int] | None, *, required: bool = True) -> tuple
     >>> validate_k(0)
     Traceback (most recent call last):
     ...
-    frame_metrics.errors.InvalidOptionError: k: expected an int >= 1 or a list of them, got 0
+    frame_metrics.errors.InvalidOptionError: k: expected an int in [1, 1048576] or a list of them, got 0
+    >>> validate_k(2**64)
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: k: expected an int in [1, 1048576] or a list of them, got 18446744073709551616
     """
     if k is None:
         if required:
-            raise InvalidOptionError("k: expected an int >= 1 or a list of them, got None")
+            raise InvalidOptionError(f"{_K_EXPECTED}, got None")
         return ()
     values: list[object] = (
         list(k) if isinstance(k, Iterable) and not isinstance(k, (str, bytes)) else [k]
     )
     if not values:
-        raise InvalidOptionError("k: expected an int >= 1 or a list of them, got an empty list")
+        raise InvalidOptionError(f"{_K_EXPECTED}, got an empty list")
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        if not is_int(v) or not 1 <= int(v) <= MAX_K:  # type: ignore[call-overload]
             shown = v if len(values) > 1 or not isinstance(k, Iterable) else k
-            raise InvalidOptionError(f"k: expected an int >= 1 or a list of them, got {shown!r}")
+            if is_int(shown):
+                shown = int(shown)  # type: ignore[call-overload]
+            raise InvalidOptionError(f"{_K_EXPECTED}, got {shown!r}")
     return tuple(sorted({int(v) for v in values}))  # type: ignore[call-overload]

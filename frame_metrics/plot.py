@@ -2,15 +2,18 @@
 
 Each function takes a frame of any supported kind (the output of
 :func:`frame_metrics.compare` or :func:`frame_metrics.evaluate`) and returns a
-``matplotlib.figure.Figure`` (``pip install 'frame_metrics[plot]'``), already closed in
-pyplot: a notebook shows it once, as the cell's value; elsewhere ``fig.savefig(...)``. Nothing here computes a metric: the numbers are those of the frame given.
+``matplotlib.figure.Figure`` (``pip install 'frame_metrics[plot]'``), open in pyplot like
+any ``plt.figure()``: ``plt.show()`` shows it in a script, and a notebook shows it once at
+the end of the cell (assign it, ``fig = fm.plot.forest(result)``, or end the line with
+``;``: a bare last expression would also be shown as the cell's value). Nothing here
+computes a metric: the numbers are those of the frame given.
 
 Examples
 --------
 >>> import frame_metrics as fm
 >>> from frame_metrics.datasets import synthetic
 >>> recs, truth = synthetic(n_users=200)
->>> result = fm.compare(recs, truth, metrics="ndcg", k=[1, 5, 10], baseline="popularity",
+>>> result = fm.compare(recs, truth, metrics="ndcg", k=[1, 5, 10], baseline_model="popularity",
 ...                     n_resamples=200)
 >>> fig = fm.plot.metric_at_k(result, "ndcg")
 >>> [ax.get_title() for ax in fig.axes]
@@ -32,11 +35,11 @@ __all__ = ["distribution", "forest", "metric_at_k"]
 
 
 def _new_figure(**kwargs: Any) -> Any:
-    """A pyplot figure, closed at once.
+    """A pyplot figure, left open like any ``plt.figure()``.
 
-    Created through pyplot, so a notebook's inline backend knows how to show it; closed,
-    so the notebook shows it once, as the cell's value, not also as an open figure at the
-    end of the cell.
+    Open, so ``plt.show()`` shows it in a script, and a notebook's inline backend shows
+    it once at the end of the cell: write ``fig = fm.plot.forest(result)`` (or end the
+    line with ``;``), as a bare last expression is also shown as the cell's value.
     """
     try:
         pyplot = importlib.import_module("matplotlib.pyplot")
@@ -44,9 +47,7 @@ def _new_figure(**kwargs: Any) -> Any:
         raise ImportError(
             "frame_metrics.plot needs matplotlib: pip install 'frame_metrics[plot]'"
         ) from None
-    fig = pyplot.figure(**kwargs)
-    pyplot.close(fig)
-    return fig
+    return pyplot.figure(**kwargs)
 
 
 def _frame(frame: object, needed: Sequence[str]) -> pl.DataFrame:
@@ -229,7 +230,7 @@ def forest(
     >>> import frame_metrics as fm
     >>> per_user = pl.DataFrame({"model": ["a"] * 4 + ["b"] * 4, "user": [1, 2, 3, 4] * 2,
     ...                          "hit_rate@1": [0.0, 1, 0, 0, 1, 1, 1, 0]})
-    >>> fig = fm.plot.forest(fm.compare(per_user, baseline="a", n_resamples=200))
+    >>> fig = fm.plot.forest(fm.compare(per_user, baseline_model="a", n_resamples=200))
     >>> [t.get_text() for t in fig.axes[0].get_yticklabels()]
     ['hit_rate@1  b']
     """

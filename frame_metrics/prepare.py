@@ -8,7 +8,7 @@ dropping them first is what keeps evaluation cheap on long recommendation lists.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -16,8 +16,11 @@ from frame_metrics.columns import Columns
 from frame_metrics.errors import InvalidValueError, MissingColumnsError
 from frame_metrics.options import MetricOptions
 from frame_metrics.validation import (
+    Check,
     CheckedFrame,
     duplicate_check,
+    finite_check,
+    magnitude_check,
     nan_check,
     negative_check,
     nonintegral_check,
@@ -99,32 +102,63 @@ def _require_dtype(label: str, column: str, dtype: pl.DataType, expected: str) -
         )
 
 
-def _align_key_dtypes(
-    recs: pl.LazyFrame, truth: pl.LazyFrame, names: list[str]
-) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    """Give join keys one dtype on both sides, or say clearly why they cannot be joined."""
-    rs, ts = recs.collect_schema(), truth.collect_schema()
-    casts: dict[str, pl.DataType] = {}
-    for name in names:
-        a, b = rs[name], ts[name]
-        if a == b:
-            continue
-        if a.is_integer() and b.is_integer():
-            casts[name] = pl.Int64()
-        elif a.is_numeric() and b.is_numeric():
-            # pandas stores an integer id column holding a null as float64.
-            casts[name] = pl.Float64()
-        elif {type(a), type(b)} <= {pl.String, pl.Categorical, pl.Enum}:
-            casts[name] = pl.String()
-        else:
-            raise InvalidValueError(
-                f"recs and truth: expected column {name!r} to have the same kind of dtype in both "
-                f"frames, found {a} in recs and {b} in truth"
+#: The largest gain: a sum of up to MAX_K (2^20) gains stays below 2^1021, finite.
+_MAX_GAIN_EXPONENT = 1000
+
+
+def relevance_checks(column: str, dtype: pl.DataType, options: MetricOptions) -> list[Check]:
+    """Relevance is a finite number >= 0 whose gain keeps every DCG sum finite."""
+    checks = [negative_check(column), *finite_check(column, dtype)]
+    if options.gain == "linear":
+        checks.append(
+            magnitude_check(
+                column,
+                2.0**_MAX_GAIN_EXPONENT,
+                f"2^{_MAX_GAIN_EXPONENT} (~1.07e301)",
+                "with gain='linear', DCG sums these gains and must stay finite",
             )
-    if not casts:
-        return recs, truth
-    exprs = [pl.col(n).cast(t) for n, t in casts.items()]
-    return recs.with_columns(exprs), truth.with_columns(exprs)
+        )
+    elif options.gain == "exponential":
+        checks.append(
+            magnitude_check(
+                column,
+                float(_MAX_GAIN_EXPONENT),
+                str(_MAX_GAIN_EXPONENT),
+                "with gain='exponential', DCG sums 2^rel - 1 and must stay finite",
+            )
+        )
+    return checks
+
+
+def rating_checks(column: str, dtype: pl.DataType) -> list[Check]:
+    """A rating or prediction is a finite number whose squared error stays finite."""
+    return [
+        *finite_check(column, dtype),
+        magnitude_check(column, 2.0**500, "2^500 (~3.3e150)", "squared errors must stay finite"),
+    ]
+
+
+def _likely_by(recs: pl.LazyFrame, key: list[str], roles: set[str]) -> str:
+    """Name the columns that would make repeated rows unique: likely a missing ``by``.
+
+    A frame of several models stacked and evaluated without ``by="model"`` repeats
+    every (user, item) a model shares with another. Runs only when the check failed.
+    """
+    others = [n for n in recs.collect_schema().names() if n not in roles]
+    if not others:
+        return ""
+    repeated = recs.filter(pl.struct(key).is_duplicated())
+    counts = repeated.select(
+        (pl.len() - pl.struct([*key, n]).n_unique()).alias(n) for n in others
+    ).collect()
+    unique_with = [n for n in others if counts[n].item() == 0]
+    if not unique_with:
+        return ""
+    shown = ", ".join(repr(n) for n in unique_with)
+    return (
+        f"; the rows differ in column(s) {shown}: if they hold several models or "
+        f"segments, pass by={unique_with[0]!r}"
+    )
 
 
 def _dedup_hint(keep: str) -> str:
@@ -178,12 +212,11 @@ def _prepare_pair(
         _require_dtype("recs", c.rank, rs[c.rank], "integer")
     _require_dtype("truth", c.relevance, ts[c.relevance], "numeric")
     join_keys = [*c.user, *truth_by, c.item]
-    recs, truth = _align_key_dtypes(recs, truth, join_keys)
 
     keys, item = c.keys, c.item
     if c.score is not None:
         # Rank from score: score descending, ties by item ascending (spec section 4).
-        ranked = recs.select(*keys, item, pl.col(c.score).cast(pl.Float64).alias(_SCORE))
+        ranked = recs.select(*keys, item, pl.col(c.score).alias(_SCORE))
         if options.on_duplicate == "first":
             ranked = ranked.group_by([*keys, item]).agg(pl.col(_SCORE).max())
         scan_k = max_k + 1 if tie_cutoffs else max_k
@@ -201,7 +234,7 @@ def _prepare_pair(
     else:
         ties = None
         top = recs.filter(pl.col(c.rank) <= max_k).select(
-            *keys, item, pl.col(c.rank).cast(pl.Int64).alias(RANK)
+            *keys, item, pl.col(c.rank).cast(pl.Int64, strict=False).alias(RANK)
         )
         recs_checks = [
             *null_checks([*keys, item, c.rank], "key"),
@@ -222,20 +255,18 @@ def _prepare_pair(
 
     checks: list[CheckedFrame] = []
     if validate:
+        roles = {*keys, item, order_col}
         dup_checks = []
         if options.on_duplicate == "error":
+            check = duplicate_check([*keys, item], "(user, item) pair", _dedup_hint("best-ranked"))
             dup_checks.append(
-                duplicate_check(
-                    [*keys, item],
-                    "(user, item) pair",
-                    _dedup_hint("best-ranked"),
-                )
+                replace(check, explain=lambda: _likely_by(recs, [*keys, item], roles))
             )
         rank_checks = []
         if c.score is None:
-            rank_checks = [
-                duplicate_check([*keys, c.rank], "rank within a user", "", often_sorted=True)
-            ]
+            check = duplicate_check([*keys, c.rank], "rank within a user", "", often_sorted=True)
+            rank_key = [*keys, c.rank]
+            rank_checks = [replace(check, explain=lambda: _likely_by(recs, rank_key, roles))]
         show_recs = [*keys, item, order_col]
         # Score-ranked duplicates are looked for among the ranked rows, which carry no score.
         show_dups = [*keys, item] if c.score is not None else show_recs
@@ -243,8 +274,7 @@ def _prepare_pair(
         truth_checks = [
             *null_checks([*c.user, *truth_by, item], "key"),
             *null_checks([c.relevance], "relevance"),
-            negative_check(c.relevance),
-            *nan_check(c.relevance, ts[c.relevance]),
+            *relevance_checks(c.relevance, ts[c.relevance], options),
         ]
         if options.on_duplicate == "error":
             truth_checks.append(
@@ -368,8 +398,7 @@ def _prepare_long(
     if validate:
         checks = [
             *null_checks([*keys, item, *([] if has_relevance else [c.rank])], "key"),
-            negative_check(c.relevance),
-            *nan_check(c.relevance, schema[c.relevance]),
+            *relevance_checks(c.relevance, schema[c.relevance], options),
             rank_below_one_check(c.rank),
             *nonintegral_check(c.rank, schema[c.rank]),
             duplicate_check([*keys, c.rank], "rank within a user", "", often_sorted=True),
@@ -382,7 +411,7 @@ def _prepare_long(
     rows = long.select(
         *keys,
         item,
-        pl.col(c.rank).cast(pl.Int64).alias(RANK),
+        pl.col(c.rank).cast(pl.Int64, strict=False).alias(RANK),
         pl.col(c.relevance).cast(pl.Float64).fill_null(0.0).alias(REL),
     )
     dups = rows.select(
@@ -415,7 +444,7 @@ def prepare_baseline(
     schema = _require(baseline, "baseline", [*keys, c.item, order_col])
     if c.score is not None:
         _require_dtype("baseline", c.score, schema[c.score], "numeric")
-        scored = baseline.select(*keys, c.item, pl.col(c.score).cast(pl.Float64).alias(_SCORE))
+        scored = baseline.select(*keys, c.item, pl.col(c.score).alias(_SCORE))
         ranked = top_by_score(scored, keys, c.item, _SCORE, max_k, keep_score=False)
         checks = [
             *null_checks([*keys, c.item, c.score], "key"),
@@ -423,7 +452,9 @@ def prepare_baseline(
         ]
     else:
         _require_dtype("baseline", c.rank, schema[c.rank], "integer")
-        ranked = baseline.select(*keys, c.item, pl.col(c.rank).cast(pl.Int64).alias(RANK))
+        ranked = baseline.select(
+            *keys, c.item, pl.col(c.rank).cast(pl.Int64, strict=False).alias(RANK)
+        )
         checks = [
             *null_checks([*keys, c.item, c.rank], "key"),
             rank_below_one_check(c.rank),
@@ -485,8 +516,8 @@ def prepare_ratings(
                     [
                         *null_checks([*keys, item], "key"),
                         negative_check(c.relevance),
-                        *nan_check(c.relevance, schema[c.relevance]),
-                        *nan_check(c.prediction, schema[c.prediction]),
+                        *rating_checks(c.relevance, schema[c.relevance]),
+                        *rating_checks(c.prediction, schema[c.prediction]),
                         duplicate_check([*keys, item], "(user, item) pair", ""),
                     ],
                     [*keys, item, c.relevance, c.prediction],
@@ -501,7 +532,6 @@ def prepare_ratings(
         ts = _require(truth, "truth", [*c.user, *truth_by, item, c.relevance])
         _require_dtype("recs", c.prediction, rs[c.prediction], "numeric")
         _require_dtype("truth", c.relevance, ts[c.relevance], "numeric")
-        recs, truth = _align_key_dtypes(recs, truth, [*c.user, *truth_by, item])
         predicted = recs.select(
             *keys, item, pl.col(c.prediction).cast(pl.Float64).alias(PREDICTION)
         )
@@ -519,7 +549,7 @@ def prepare_ratings(
                     recs,
                     [
                         *null_checks([*keys, item, c.prediction], "key or prediction"),
-                        *nan_check(c.prediction, rs[c.prediction]),
+                        *rating_checks(c.prediction, rs[c.prediction]),
                         duplicate_check([*keys, item], "(user, item) pair", ""),
                     ],
                     [*keys, item, c.prediction],
@@ -530,7 +560,7 @@ def prepare_ratings(
                     [
                         *null_checks([*c.user, *truth_by, item, c.relevance], "key or rating"),
                         negative_check(c.relevance),
-                        *nan_check(c.relevance, ts[c.relevance]),
+                        *rating_checks(c.relevance, ts[c.relevance]),
                         duplicate_check([*c.user, *truth_by, item], "(user, item) pair", ""),
                     ],
                     [*c.user, *truth_by, item, c.relevance],

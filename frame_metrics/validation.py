@@ -22,6 +22,8 @@ __all__ = [
     "Check",
     "CheckedFrame",
     "duplicate_check",
+    "finite_check",
+    "magnitude_check",
     "nan_check",
     "negative_check",
     "nonintegral_check",
@@ -57,6 +59,8 @@ class Check:
     error: type[FrameMetricsError]
     message: str  # formatted with n= and example=
     screens: tuple[Screen, ...] = ()
+    #: On failure only: more to say, read from the data (a likely cause).
+    explain: Callable[[], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,7 @@ def negative_check(column: str) -> Check:
 
 
 def nan_check(column: str, dtype: pl.DataType) -> list[Check]:
-    """A float column must hold numbers: NaN is neither a relevance nor a score."""
+    """A float column must hold numbers: NaN is not a score (±inf is, and sorts)."""
     if not dtype.is_float():
         return []
     return [
@@ -105,6 +109,37 @@ def nan_check(column: str, dtype: pl.DataType) -> list[Check]:
             f"expected numbers in column {column!r}, found {{n}} NaN value(s), e.g. {{example}}",
         )
     ]
+
+
+def finite_check(column: str, dtype: pl.DataType) -> list[Check]:
+    """A relevance, rating or prediction must be a finite number: NaN or ±inf has no mean."""
+    if not dtype.is_float():
+        return []
+    bad = ~pl.col(column).is_finite()
+    return [
+        Check(
+            bad.sum(),
+            bad,
+            InvalidValueError,
+            f"expected finite numbers in column {column!r}, found {{n}} NaN or infinite "
+            "value(s), e.g. {example}",
+        )
+    ]
+
+
+def magnitude_check(column: str, bound: float, shown: str, why: str) -> Check:
+    """``|value| <= bound``, so that every sum the metrics take stays finite.
+
+    ``shown`` is how the message writes the bound, ``why`` what it protects.
+    """
+    bad = pl.col(column).cast(pl.Float64, strict=False).abs() > bound
+    return Check(
+        bad.sum(),
+        bad,
+        InvalidValueError,
+        f"expected values of magnitude at most {shown} in column {column!r} ({why}), "
+        "found {n} larger, e.g. {example}",
+    )
 
 
 def rank_below_one_check(column: str) -> Check:
@@ -119,10 +154,10 @@ def rank_below_one_check(column: str) -> Check:
 
 
 def nonintegral_check(column: str, dtype: pl.DataType) -> list[Check]:
-    """A float rank column must hold whole numbers (NaN included in the count)."""
+    """A float rank column must hold whole numbers (NaN and ±inf included in the count)."""
     if not dtype.is_float():
         return []
-    bad = (pl.col(column) != pl.col(column).floor()) | pl.col(column).is_nan()
+    bad = ~pl.col(column).is_finite() | (pl.col(column) != pl.col(column).floor())
     return [
         Check(
             bad.sum(),
@@ -238,5 +273,6 @@ def run_checks(
             if n:
                 example = cf.frame.filter(check.offending).select(cf.show).head(1).collect()
                 shown = _describe(example.row(0, named=True)) if example.height else "(none)"
-                raise check.error(f"{cf.label}: " + check.message.format(n=n, example=shown))
+                more = check.explain() if check.explain is not None else ""
+                raise check.error(f"{cf.label}: " + check.message.format(n=n, example=shown) + more)
     return results[len(queries) :]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import math
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,7 +16,7 @@ import polars as pl
 import pytest
 
 import frame_metrics as fm
-from frame_metrics.cli import build_parser, main
+from frame_metrics.cli import _EXTRA_OF_MODULE, _missing_dependency, build_parser, main, render
 
 Rows = list[dict[str, Any]]
 
@@ -82,6 +84,37 @@ def files(tmp_path: Path) -> dict[str, Path]:
     a = recs.filter(model="A").select("user", "item", "rank")
     long = a.join(truth, on=["user", "item"], how="full", coalesce=True)
     long.write_parquet(paths["long.parquet"])
+    pl.DataFrame({"model": ["a", "b"], "user": [1, 1], "ndcg@10": [0.1, 0.2]}).write_parquet(
+        tmp_path / "per_user.parquet"
+    )
+    texts = {
+        # A header and no rows: nothing to infer a dtype from.
+        "header_recs.csv": "model,user,item,rank\n",
+        "header_truth.csv": "user,item,relevance\n",
+        # Non-finite values where the metrics need numbers.
+        "truth_inf.csv": "user,item,relevance\n1,a,inf\n2,d,1\n",
+        "recs_inf.csv": "user,item,rank,score,prediction\n1,a,1,inf,1.0\n1,c,2,0.5,-inf\n",
+        # Item ids: not all digits in recs (String), all digits in truth (Int64).
+        "recs_ids.csv": "user,item,rank\n1,10,1\n1,x,2\n1,20,3\n2,7,1\n2,y,2\n",
+        "truth_ids.csv": "user,item,relevance\n1,10,1\n1,20,1\n1,30,1\n2,007,1\n",
+        # ... and digits in the first 10,000 rows polars infers dtypes from, text after.
+        "truth_late_text.csv": "user,item,relevance\n"
+        + "".join(f"1,{i},1\n" for i in range(10_000))
+        + "2,x,1\n",
+        "long_inf.csv": "user,item,rank,relevance\n1,a,1,inf\n1,b,2,1\n",
+        "empty.csv": "",
+        "broken.parquet": "not a parquet file",
+        "text_rank.csv": "user,item,rank\n1,a,1\n1,b,x\n",
+    }
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    ids = pl.DataFrame({"user": [1, 1, 1, 2], "item": [10, 20, 30, 7], "relevance": [1] * 4})
+    ids.write_parquet(tmp_path / "truth_ids.parquet")
+    ids.with_columns(pl.col("item").cast(pl.Float64)).write_parquet(
+        tmp_path / "truth_float_ids.parquet"
+    )
+    parquet = ["truth_ids.parquet", "truth_float_ids.parquet", "per_user.parquet"]
+    paths.update({name: tmp_path / name for name in [*texts, *parquet]})
     return paths
 
 
@@ -110,6 +143,12 @@ def _value(text: str) -> Any:
     return text
 
 
+def table_cells(out: str) -> list[list[str]]:
+    """The text of a table's cells, the header's first."""
+    lines = [line for line in out.splitlines() if line.startswith("│")]
+    return [[cell.strip() for cell in line.strip("│").split("┆")] for line in lines]
+
+
 def parse(out: str, fmt: str) -> tuple[list[str], Rows]:
     """The column names and rows of an output, in any format."""
     if fmt == "csv":
@@ -125,8 +164,7 @@ def parse(out: str, fmt: str) -> tuple[list[str], Rows]:
         cells = [line.strip().removeprefix("| ").removesuffix(" |").split(" | ") for line in lines]
         del cells[1]
     else:
-        lines = [line for line in out.splitlines() if line.startswith("│")]
-        cells = [line.strip("│").split("┆") for line in lines]
+        cells = table_cells(out)
     header = [c.strip() for c in cells[0]]
     return header, [
         dict(zip(header, map(_value, (c.strip() for c in row)), strict=True)) for row in cells[1:]
@@ -140,11 +178,26 @@ def run(capsys: pytest.CaptureFixture[str], *args: str | Path) -> tuple[int, str
     return code, captured.out, captured.err
 
 
+#: The largest relative error of a number shown with 6 significant digits: half a unit in
+#: the 6th digit, 0.5e-5 of a leading digit of at least 1.
+SHOWN = 5e-6
+
+
 def assert_same(out: str, fmt: str, want: pl.DataFrame) -> None:
-    """The output holds exactly the expected frame: same columns, rows and numbers."""
+    """The output holds the expected frame: same columns and rows, numbers exact in csv
+    and json, within :data:`SHOWN` (6 significant digits) in table and markdown."""
     columns, rows = parse(out, fmt)
     assert columns == want.columns
-    assert rows == want.rows(named=True)
+    if fmt in ("csv", "json"):
+        assert rows == want.rows(named=True)
+        return
+    assert len(rows) == want.height
+    for row, wanted in zip(rows, want.iter_rows(named=True), strict=True):
+        for name, value in wanted.items():
+            if isinstance(value, float):
+                assert math.isclose(row[name], value, rel_tol=SHOWN), (name, row[name], value)
+            else:
+                assert row[name] == value
 
 
 # -- the numbers --------------------------------------------------------------------------------
@@ -263,19 +316,76 @@ def test_long_table(capsys: pytest.CaptureFixture[str], files: dict[str, Path]) 
     assert_same(out, "json", want)
 
 
-def test_precision_rounds_table_and_markdown(
+def _significant_digits(cell: str) -> int:
+    """How many significant digits a number's text shows: '0.0123' 3, '4.5e-70' 2."""
+    mantissa = cell.strip().lstrip("-").split("e")[0].replace(".", "")
+    return len(mantissa.lstrip("0")) or 1
+
+
+def test_precision_is_significant_digits(
     capsys: pytest.CaptureFixture[str], files: dict[str, Path]
 ) -> None:
     recs, truth = files["recs.parquet"], files["truth.csv"]
-    want = expected(recs, truth, metrics="ndcg", k=3, by="model", aggregate=True)
+    want = expected(recs, truth, metrics=["ndcg", "ap"], k=3, by="model", aggregate=True)
     for fmt in ("table", "markdown"):
         code, out, _ = run(
-            capsys, "evaluate", recs, truth, "-m", "ndcg", "-k", "3", "--by", "model",
+            capsys, "evaluate", recs, truth, "-m", "ndcg,ap", "-k", "3", "--by", "model",
             "--format", fmt, "--precision", "3",
         )  # fmt: skip
         assert code == 0
         _, rows = parse(out, fmt)
-        assert [r["ndcg@3"] for r in rows] == [round(v, 3) for v in want["ndcg@3"]]
+        for row, wanted in zip(rows, want.iter_rows(named=True), strict=True):
+            for name in ("ndcg@3", "ap@3"):
+                # 3 significant digits: within half a unit of the 3rd digit.
+                assert math.isclose(row[name], wanted[name], rel_tol=5e-3)
+                assert _significant_digits(str(row[name])) <= 3
+
+
+# Values and their text written out by hand: 6 significant digits by default, scientific
+# notation below 1e-4 and from 1e6 (from 10**N with --precision N) up, whole floats as x.0.
+VALUES = [1.2345678e-70, 0.5002958951164717, 123456789.0, 2.0, None, -0.000123456789, 0.1]
+SHOWN_6 = ["1.23457e-70", "0.500296", "1.23457e+08", "2.0", "null", "-0.000123457", "0.1"]
+SHOWN_2 = ["1.2e-70", "0.5", "1.2e+08", "2.0", "null", "-0.00012", "0.1"]
+
+
+def test_render_table_by_hand() -> None:
+    frame = pl.DataFrame({"model": list("abcdefg"), "n": range(7), "p": VALUES})
+    assert render(frame, "table") == "\n".join(
+        [
+            "┌───────┬───┬──────────────┐",
+            "│ model ┆ n ┆            p │",
+            "╞═══════╪═══╪══════════════╡",
+            "│ a     ┆ 0 ┆  1.23457e-70 │",
+            "│ b     ┆ 1 ┆     0.500296 │",
+            "│ c     ┆ 2 ┆  1.23457e+08 │",
+            "│ d     ┆ 3 ┆          2.0 │",
+            "│ e     ┆ 4 ┆         null │",
+            "│ f     ┆ 5 ┆ -0.000123457 │",
+            "│ g     ┆ 6 ┆          0.1 │",
+            "└───────┴───┴──────────────┘",
+        ]
+    )
+    table = render(frame, "table", precision=2)
+    cells = [line.split("┆")[2].strip(" │") for line in table.splitlines() if "┆" in line]
+    assert cells == ["p", *SHOWN_2]
+
+
+@pytest.mark.parametrize(("precision", "shown"), [(None, SHOWN_6), (2, SHOWN_2)])
+def test_render_markdown_by_hand(precision: int | None, shown: list[str]) -> None:
+    frame = pl.DataFrame({"p": VALUES})
+    lines = render(frame, "markdown", precision).splitlines()
+    assert lines[:2] == ["| p |", "| ---: |"]
+    assert lines[2:] == [f"| {'' if text == 'null' else text} |" for text in shown]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_csv_and_json_are_exact(fmt: str) -> None:
+    frame = pl.DataFrame({"p": VALUES})
+    text = render(frame, fmt, precision=2)
+    assert "1.2345678e-70" in text
+    assert "0.5002958951164717" in text
+    _, rows = parse(text, fmt)
+    assert [r["p"] for r in rows] == VALUES
 
 
 @pytest.mark.parametrize(
@@ -319,24 +429,37 @@ def _with(*extra: str) -> ArgsOf:
     return lambda f: ["evaluate", f["recs.parquet"], f["truth.csv"], "--by", "model", *extra]
 
 
+def _on(recs: str, truth: str | None, *extra: str) -> ArgsOf:
+    return lambda f: ["evaluate", f[recs], *([f[truth]] if truth else []), *extra]
+
+
+def _compare(*extra: str) -> ArgsOf:
+    return lambda f: ["compare", f["per_user.parquet"], *extra]
+
+
+def _help(command: str = "evaluate") -> str:
+    return f" (see 'frame-metrics {command} --help')"
+
+
+_OUTPUTS = ".csv, .json, .md, .markdown or .txt"
+_RECS_COLUMNS = "'model', 'user', 'segment', 'item', 'rank', 'score'"
+
+#: Bad command lines: the exit status and the one stderr line after "frame-metrics: error: ",
+#: "..." standing for any text (a temporary path).
 ERRORS: list[tuple[str, ArgsOf, int, str]] = [
+    # files
     (
         "missing file",
-        lambda f: [
-            "evaluate",
-            f["recs.parquet"].with_name("nope.parquet"),
-            f["truth.csv"],
-            "-k",
-            "3",
-        ],
+        lambda f: ["evaluate", f["recs.parquet"].with_name("nope.parquet"), f["truth.csv"]],
         2,
-        "RECS: expected a file, got '",
+        "RECS: expected a file, got '...nope.parquet' (no such file)",
     ),
     (
         "unsupported extension",
         lambda f: ["evaluate", f["recs.parquet"], f["truth.csv"].with_suffix(".json"), "-k", "3"],
         2,
-        "TRUTH: expected a .parquet, .pq, .csv or .tsv file",
+        "TRUTH: expected a .parquet, .pq, .csv or .tsv file or a directory of parquet files, "
+        "got '...truth.json' (.json files are not supported)",
     ),
     (
         "missing extra file",
@@ -345,34 +468,243 @@ ERRORS: list[tuple[str, ArgsOf, int, str]] = [
         "--train: expected a file, got 'train.csv' (no such file)",
     ),
     (
-        "unknown column",
-        _with("-k", "3", "--user-col", "usr"),
-        2,
-        "recs: expected column 'usr' (did you mean 'user'?), not found",
+        "empty file",
+        _on("empty.csv", "truth.csv", "-k", "3"),
+        1,
+        "RECS: cannot read '...empty.csv': ...",
     ),
-    ("unknown by column", _with("-k", "3", "--by", "modle"), 2, "(did you mean 'model'?)"),
-    ("bad k", _with("-k", "0"), 2, "-k: expected an int >= 1 or a list of them, got 0"),
-    ("k not a number", _with("-k", "ten"), 2, "-k: expected an int >= 1"),
-    ("no k", _with("-m", "ndcg"), 2, "-k: expected an int >= 1"),
-    ("unknown metric", _with("-m", "ndgc", "-k", "3"), 2, "got 'ndgc' (did you mean 'ndcg'?)"),
-    ("bad threshold", _with("-k", "3", "--threshold", "0"), 2, "--threshold: expected a finite"),
-    ("bad head share", _with("-m", "aplt@3", "--head-share", "1.5"), 2, "--head-share: expected"),
-    ("extra input needed", _with("-m", "novelty@3"), 2, "novelty: expected --train FILE"),
-    ("corpus per user", _with("-m", "coverage@3", "--per-user"), 2, "leave out --per-user"),
-    ("bad precision", _with("-k", "3", "--precision", "-1"), 2, "--precision: expected"),
+    (
+        "not parquet",
+        _on("broken.parquet", "truth.csv", "-k", "3"),
+        1,
+        "RECS: cannot read '...broken.parquet': ...",
+    ),
+    # -o
     (
         "output directory missing",
         _with("-k", "3", "-o", "no/such/dir/out.csv"),
         2,
-        "-o: expected a file in an existing directory",
+        "-o: expected a file in an existing directory, got 'no/such/dir/out.csv'",
     ),
     (
-        "duplicate ranks (data)",
-        lambda f: ["evaluate", f["recs.parquet"], f["truth.csv"], "-k", "3"],
-        1,
-        "recs: expected one row per rank within a user",
+        "output xlsx",
+        lambda f: [*_with("-k", "3")(f), "-o", f["recs.csv"].with_name("out.xlsx")],
+        2,
+        f"-o: expected a {_OUTPUTS} file, got '...out.xlsx' (.xlsx files are not supported)",
     ),
+    (
+        "output parquet",
+        _with("-k", "3", "-o", "out.parquet"),
+        2,
+        f"-o: expected a {_OUTPUTS} file, got 'out.parquet' (.parquet files are not supported)",
+    ),
+    (
+        "output without extension",
+        _with("-k", "3", "-o", "out", "--format", "csv"),
+        2,
+        f"-o: expected a {_OUTPUTS} file, got 'out'",
+    ),
+    # option values
+    ("bad k", _with("-k", "0"), 2, "-k: expected an int ... or a list of them, got 0"),
+    (
+        "k not a number",
+        _with("-k", "ten"),
+        2,
+        "-k: expected an int >= 1 or a comma-separated list of them, got 'ten'",
+    ),
+    (
+        "unknown metric",
+        _with("-m", "ndgc", "-k", "3"),
+        2,
+        "-m: expected a known metric name, got 'ndgc' (did you mean 'ndcg'?); known metrics: ...",
+    ),
+    (
+        "bad threshold",
+        _with("-k", "3", "--threshold", "0"),
+        2,
+        "--threshold: expected a finite number > 0 or None, got 0.0",
+    ),
+    (
+        "threshold not a number",
+        _with("-k", "3", "--threshold", "abc"),
+        2,
+        "--threshold: expected a number, got 'abc'" + _help(),
+    ),
+    (
+        "bad head share",
+        _with("-m", "aplt@3", "--head-share", "1.5"),
+        2,
+        "--head-share: expected a number in (0, 1), got 1.5",
+    ),
+    (
+        "head share not a number",
+        _with("-m", "aplt@3", "--head-share", "half"),
+        2,
+        "--head-share: expected a number, got 'half'" + _help(),
+    ),
+    (
+        "bad precision",
+        _with("-k", "3", "--precision", "-1"),
+        2,
+        "--precision: expected an int from 1 to 17 (significant digits), got '-1'" + _help(),
+    ),
+    (
+        "precision 0",
+        _with("-k", "3", "--precision", "0"),
+        2,
+        "--precision: expected an int from 1 to 17 (significant digits), got '0'" + _help(),
+    ),
+    (
+        "precision not a number",
+        _with("-k", "3", "--precision", "abc"),
+        2,
+        "--precision: expected an int from 1 to 17 (significant digits), got 'abc'" + _help(),
+    ),
+    (
+        "blank column names",
+        _with("-k", "3", "--user-col", " ,"),
+        2,
+        "--user-col: expected a name or comma-separated names, got ' ,'" + _help(),
+    ),
+    (
+        "unknown choice",
+        _with("-k", "3", "--gain", "log"),
+        2,
+        "--gain: invalid choice: 'log' (choose from 'linear', 'exponential', 'binary')" + _help(),
+    ),
+    (
+        "rank and score",
+        _with("-k", "3", "--rank-col", "pos", "--score-col", "score"),
+        2,
+        "--score-col: not allowed with argument --rank-col" + _help(),
+    ),
+    (
+        "unknown option",
+        _with("-k", "3", "--frobnicate"),
+        2,
+        "unrecognized arguments: --frobnicate (see 'frame-metrics --help')",
+    ),
+    ("no RECS", lambda f: ["evaluate"], 2, "the following arguments are required: RECS" + _help()),
+    (
+        "unknown command",
+        lambda f: ["frobnicate"],
+        2,
+        "COMMAND: invalid choice: 'frobnicate' (choose from 'evaluate', 'compare', 'demo') "
+        "(see 'frame-metrics --help')",
+    ),
+    # columns and options the metrics judge
+    (
+        "unknown column",
+        _with("-k", "3", "--user-col", "usr"),
+        2,
+        "recs: expected column 'usr' (did you mean 'user'?), not found; available columns: "
+        f"{_RECS_COLUMNS} (set with --user-col)",
+    ),
+    (
+        "unknown by column",
+        _with("-k", "3", "--by", "modle"),
+        2,
+        "recs: expected column 'modle' (did you mean 'model'?), not found; available columns: "
+        f"{_RECS_COLUMNS} (set with --by)",
+    ),
+    ("extra input needed", _with("-m", "novelty@3"), 2, "novelty: expected --train FILE ..."),
+    (
+        "corpus per user",
+        _with("-m", "coverage@3", "--per-user"),
+        2,
+        "--per-user: ...: corpus metrics have ...; leave out --per-user",
+    ),
+    # values the metrics cannot use
+    (
+        "duplicate ranks",
+        _on("recs.parquet", "truth.csv", "-k", "3"),
+        1,
+        "recs: expected one row per rank within a user...",
+    ),
+    (
+        "text ranks",
+        _on("text_rank.csv", "truth.csv", "-k", "3"),
+        1,
+        "recs: expected column 'rank' to hold integer values, found dtype String",
+    ),
+    (
+        "infinite relevance",
+        _on("recs.csv", "truth_inf.csv", "-k", "3", "--by", "model"),
+        1,
+        "truth: expected finite numbers in column 'relevance', found 1 NaN or infinite "
+        "value(s), e.g. user=1, item='a', relevance=inf",
+    ),
+    (
+        "infinite relevance in a long table",
+        _on("long_inf.csv", None, "-k", "3"),
+        1,
+        "long table: expected finite numbers in column 'relevance', ...",
+    ),
+    (
+        "infinite prediction",
+        _on("recs_inf.csv", "truth.csv", "-m", "rmse"),
+        1,
+        "recs: expected finite numbers in column 'prediction', found 1 NaN or infinite "
+        "value(s), e.g. user=1, item='c', prediction=-inf",
+    ),
+    # ids read as text in one file and as numbers in another
+    (
+        "text ids against digit ids (CSV)",
+        _on("recs_ids.csv", "truth_ids.csv", "-k", "2"),
+        1,
+        "RECS and TRUTH: expected column 'item' to hold ids of one kind, found String in RECS "
+        "and Int64 in TRUTH; to read the ids of every file as text, pass --ids-as-text",
+    ),
+    (
+        "text ids against digit ids (parquet)",
+        _on("recs_ids.csv", "truth_ids.parquet", "-k", "2"),
+        1,
+        "RECS and TRUTH: expected column 'item' to hold ids of one kind, found String in RECS "
+        "and Int64 in TRUTH; to read the ids of every file as text, pass --ids-as-text",
+    ),
+    (
+        "text ids after 10,000 digit ids",
+        _on("recs_ids.csv", "truth_late_text.csv", "-k", "2"),
+        1,
+        "...could not parse `x` as dtype `i64` at column 'item' (column number 2); to read "
+        "the ids of every file as text, pass --ids-as-text",
+    ),
+    (
+        "float ids as text",
+        _on("recs_ids.csv", "truth_float_ids.parquet", "-k", "2", "--ids-as-text"),
+        1,
+        "TRUTH: expected column 'item' to hold integer or text ids to read as text "
+        "(--ids-as-text), found dtype Float64",
+    ),
+    # compare
+    (
+        "unknown baseline model",
+        _compare("--baseline-model", "z"),
+        2,
+        "--baseline-model: expected one of the models 'a', 'b', got 'z'",
+    ),
+    ("bad level", _compare("--level", "95"), 2, "--level: expected a number in (0, 1), got 95.0"),
+    (
+        "level not a number",
+        _compare("--level", "abc"),
+        2,
+        "--level: expected a number, got 'abc'" + _help("compare"),
+    ),
+    ("bad resamples", _compare("--resamples", "0"), 2, "--resamples: expected an int >= 1, got 0"),
+    (
+        "resamples not a number",
+        _compare("--resamples", "1e4"),
+        2,
+        "--resamples: expected an int, got '1e4'" + _help("compare"),
+    ),
+    ("negative seed", _compare("--seed", "-1"), 2, "--seed: expected an int >= 0, got -1"),
 ]
+
+
+def _matches(line: str, pattern: str) -> bool:
+    """The whole line is the pattern, each "..." in it standing for any text."""
+    regex = ".*".join(re.escape(part) for part in pattern.split("..."))
+    return re.fullmatch(regex, line) is not None
 
 
 @pytest.mark.parametrize(
@@ -381,66 +713,19 @@ ERRORS: list[tuple[str, ArgsOf, int, str]] = [
 def test_errors_are_one_line(
     capsys: pytest.CaptureFixture[str],
     files: dict[str, Path],
+    tmp_path: Path,
     case: str,
     args_of: ArgsOf,
     status: int,
     message: str,
 ) -> None:
+    before = sorted(tmp_path.iterdir())
     code, out, err = run(capsys, *args_of(files))
-    assert code == status, err
-    assert out == ""
-    assert "Traceback" not in err
+    assert (code, out) == (status, ""), err
     lines = err.splitlines()
     assert len(lines) == 1, err
-    assert lines[0].startswith("frame-metrics: error: ")
-    assert message in lines[0]
-
-
-@pytest.mark.parametrize(
-    ("name", "content", "message"),
-    [
-        ("empty.csv", b"", "RECS: cannot read '"),
-        ("broken.parquet", b"not a parquet file", "RECS: cannot read '"),
-        (
-            "text_rank.csv",
-            b"user,item,rank\n1,a,1\n1,b,x\n",
-            "expected column 'rank' to hold integer",
-        ),
-    ],
-)
-def test_unreadable_inputs_are_data_errors(
-    capsys: pytest.CaptureFixture[str],
-    files: dict[str, Path],
-    tmp_path: Path,
-    name: str,
-    content: bytes,
-    message: str,
-) -> None:
-    bad = tmp_path / name
-    bad.write_bytes(content)
-    code, out, err = run(capsys, "evaluate", bad, files["truth.csv"], "-k", "3")
-    assert (code, out) == (1, "")
-    assert err.startswith("frame-metrics: error: "), err
-    assert err.count("\n") == 1, err
-    assert message in err
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["evaluate", "r.parquet", "-k", "3", "--gain", "log"],
-        ["evaluate", "r.parquet", "--rank-col", "rank", "--score-col", "score"],
-        ["evaluate"],
-        ["frobnicate"],
-    ],
-)
-def test_argparse_usage_errors(capsys: pytest.CaptureFixture[str], args: list[str]) -> None:
-    code, out, err = run(capsys, *args)
-    assert code == 2
-    assert out == ""
-    assert "Traceback" not in err
-    assert err.splitlines()[-1].startswith("frame-metrics")
-    assert ": error: " in err.splitlines()[-1]
+    assert _matches(lines[0], "frame-metrics: error: " + message), lines[0]
+    assert sorted(tmp_path.iterdir()) == before  # no output file, not even a partial one
 
 
 class _ClosedPipe(io.StringIO):
@@ -459,6 +744,159 @@ def test_closed_stdout_is_not_an_error(
     args = ["evaluate", files["recs.parquet"], files["truth.csv"], "-k", "3", "--by", "model"]
     assert main([str(a) for a in [*args, "--format", fmt]]) == 0
     assert stderr.getvalue() == ""
+
+
+# -- odd inputs that must give the right result ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "columns"),
+    [
+        ([], ["n_users", "ndcg@3", "recall@3"]),
+        (["--by", "model"], ["model", "n_users", "ndcg@3", "recall@3"]),
+        (["--per-user"], ["user", "ndcg@3", "recall@3"]),
+        (["--per-user", "--by", "model"], ["model", "user", "ndcg@3", "recall@3"]),
+    ],
+)
+@pytest.mark.parametrize("fmt", ["csv", "table"])
+def test_header_only_csv_gives_the_empty_result(
+    capsys: pytest.CaptureFixture[str],
+    files: dict[str, Path],
+    options: list[str],
+    columns: list[str],
+    fmt: str,
+) -> None:
+    """Files with a header and no rows: no users, so no rows; the columns as always."""
+    recs, truth = files["header_recs.csv"], files["header_truth.csv"]
+    args: list[str | Path] = ["evaluate", recs, truth, "-m", "ndcg,recall", "-k", "3", *options]
+    code, out, err = run(capsys, *args, "--format", fmt)
+    assert (code, err) == (0, "")
+    assert parse(out, fmt) == (columns, [])
+
+
+def test_header_only_recs_against_truth(
+    capsys: pytest.CaptureFixture[str], files: dict[str, Path]
+) -> None:
+    """No recommendations at all: each of the 5 users with a relevant item scores 0."""
+    code, out, err = run(
+        capsys, "evaluate", files["header_recs.csv"], files["truth.csv"], "-m", "ndcg,recall",
+        "-k", "3", "--format", "json",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    assert json.loads(out) == [{"n_users": 5, "ndcg@3": 0.0, "recall@3": 0.0}]
+
+
+@pytest.mark.parametrize(
+    ("truth", "want"),
+    [
+        # user 1: 10, x of 10, 20, 30 -> 1 hit in 2 of 3; user 2: 7, y of '007' -> none
+        # ('007' is text as written, not 7).
+        ("truth_ids.csv", {"precision@2": 1 / 4, "recall@2": 1 / 6, "hit_rate@2": 1 / 2}),
+        # The parquet file's ints as text: user 2's 7 is '7', a hit: 1 of 1.
+        ("truth_ids.parquet", {"precision@2": 1 / 2, "recall@2": 2 / 3, "hit_rate@2": 1.0}),
+        # user 1: 10 of the items 0 .. 9999; user 2: 7, y of x.
+        (
+            "truth_late_text.csv",
+            {"precision@2": 1 / 4, "recall@2": 1 / 20_000, "hit_rate@2": 1 / 2},
+        ),
+    ],
+)
+def test_ids_as_text(
+    capsys: pytest.CaptureFixture[str], files: dict[str, Path], truth: str, want: dict[str, float]
+) -> None:
+    """Item ids all digits in one file but not in the other match as text."""
+    code, out, err = run(
+        capsys, "evaluate", files["recs_ids.csv"], files[truth], "-m", "precision,recall,hit_rate",
+        "-k", "2", "--ids-as-text", "--format", "json",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    assert json.loads(out) == [{"n_users": 2, **{k: pytest.approx(v) for k, v in want.items()}}]
+
+
+def test_compare_table_is_readable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every number has at most 6 significant digits, tiny ones (p-values) as 1.2e-70."""
+    from frame_metrics.datasets import synthetic
+
+    recs, truth = synthetic(n_users=200)
+    recs.write_parquet(tmp_path / "recs.parquet")
+    truth.write_parquet(tmp_path / "truth.parquet")
+    args: list[str | Path] = ["compare", tmp_path / "recs.parquet", tmp_path / "truth.parquet"]
+    args += ["-m", "ndcg", "-k", "5,10", "--resamples", "200"]
+    code, exact, _ = run(capsys, *args, "--format", "csv")
+    assert code == 0
+    code, table, err = run(capsys, *args)
+    assert (code, err) == (0, "")
+    columns, want = parse(exact, "csv")
+    cells = table_cells(table)
+    assert cells[0] == columns
+    tiny = 0
+    for row, wanted in zip(cells[1:], want, strict=True):
+        for cell, value in zip(row, wanted.values(), strict=True):
+            if not isinstance(value, float):
+                continue
+            assert _significant_digits(cell) <= 6, cell
+            assert math.isclose(float(cell), value, rel_tol=SHOWN)
+            if 0 < abs(value) < 1e-4:
+                tiny += 1
+                assert re.fullmatch(r"-?\d(\.\d+)?e-\d+", cell), cell
+    assert tiny > 0  # the models differ: p-values far below 1e-4
+
+
+_NO_EXTRAS = """
+import sys
+for name in ("numpy", "pandas", "pyarrow", "matplotlib"):
+    sys.modules[name] = None  # as after `pip install .`: importing them fails
+from frame_metrics.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_without_optional_dependencies(files: dict[str, Path]) -> None:
+    """evaluate needs polars alone; compare says which extra installs numpy."""
+    recs, truth = files["recs.parquet"], files["truth.csv"]
+    args = ["-m", "ndcg,recall,coverage", "-k", "3", "--by", "model", "--format", "json"]
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_EXTRAS, "evaluate", str(recs), str(truth), *args],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, "")
+    want = expected(
+        recs, truth, metrics=["ndcg", "recall", "coverage"], k=3, by="model", aggregate=True
+    )
+    assert_same(done.stdout, "json", want)
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_EXTRAS, "compare", str(files["per_user.parquet"])],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "frame-metrics: error: compare needs numpy, which is not installed: "
+        "pip install 'frame_metrics[stats]'\n"
+    )
+
+
+@pytest.mark.parametrize("module", sorted(_EXTRA_OF_MODULE))
+def test_missing_module_names_its_extra(module: str) -> None:
+    """The extra named for a module is the one pyproject.toml lists it in."""
+    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    extra = re.search(rf'^(\w+) = \[[^\n]*"{module}[>=<~"]', pyproject, re.MULTILINE)
+    assert extra is not None, module
+    missing = ModuleNotFoundError(f"No module named '{module}'", name=f"{module}.sub")
+    assert _missing_dependency(missing, "compare") == (
+        f"compare needs {module}, which is not installed: pip install 'frame_metrics[{extra[1]}]'"
+    )
+
+
+def test_compare_without_numpy_in_process(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, files: dict[str, Path]
+) -> None:
+    monkeypatch.setitem(sys.modules, "numpy", None)
+    code, out, err = run(capsys, "compare", files["recs.parquet"], files["truth.csv"], "-k", "3")
+    assert (code, out) == (2, "")
+    assert err == (
+        "frame-metrics: error: compare needs numpy, which is not installed: "
+        "pip install 'frame_metrics[stats]'\n"
+    )
 
 
 # -- the process, demo, version, help -----------------------------------------------------------
@@ -509,7 +947,7 @@ def test_help_lists_every_option(capsys: pytest.CaptureFixture[str]) -> None:
         "--score-col", "--relevance-col", "--prediction-col", "--threshold", "--gain",
         "--ap-denominator", "--empty", "--on-duplicate", "--train", "--catalog",
         "--item-features", "--features-col", "--baseline", "--unexpected", "--head-share",
-        "--format", "--output",
+        "--format", "--output", "--precision", "--ids-as-text",
     ):  # fmt: skip
         assert option in out
     code, out, _ = run(capsys, "--help")
@@ -554,7 +992,7 @@ def test_compare_gives_the_api_numbers(tmp_path: Path, capsys: pytest.CaptureFix
         pl.scan_csv(tmp_path / "truth.csv"),
         metrics=["ndcg", "recall"],
         k=[5, 10],
-        baseline="popularity",
+        baseline_model="popularity",
         n_resamples=300,
         seed=4,
     ).collect()
@@ -582,20 +1020,3 @@ def test_compare_gives_the_api_numbers(tmp_path: Path, capsys: pytest.CaptureFix
     )
     assert code == 0
     assert pl.read_csv(out2, schema=want.schema).rows() == want.rows()
-
-
-def test_compare_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    frame = pl.DataFrame({"model": ["a", "b"], "user": [1, 1], "ndcg@10": [0.1, 0.2]})
-    frame.write_parquet(tmp_path / "pu.parquet")
-    for args, message in (
-        (
-            ["--baseline-model", "z"],
-            "--baseline-model: expected one of the models 'a', 'b', got 'z'",
-        ),
-        (["--level", "95"], "--level: expected a number in (0, 1), got 95.0"),
-        (["--resamples", "0"], "--resamples: expected an int >= 1, got 0"),
-    ):
-        code = main(["compare", str(tmp_path / "pu.parquet"), *args])
-        err = capsys.readouterr().err
-        assert code == 2
-        assert err == f"frame-metrics: error: {message}\n"

@@ -98,7 +98,7 @@ CASES: list[Case] = [
         lambda t: t.with_columns(relevance=pl.Series([1.0, float("nan")])),
         {},
         InvalidValueError,
-        "truth: expected numbers in column 'relevance', found 1 NaN value(s), e.g. user=2, item=12, relevance=nan",
+        "truth: expected finite numbers in column 'relevance', found 1 NaN or infinite value(s), e.g. user=2, item=12, relevance=nan",
     ),
     (
         "string-relevance",
@@ -164,7 +164,7 @@ CASES: list[Case] = [
         lambda t: t.with_columns(pl.col("item").cast(pl.String)),
         {},
         InvalidValueError,
-        "recs and truth: expected column 'item' to have the same kind of dtype in both frames, found Int64 in recs and String in truth",
+        "recs and truth: expected key column 'item' to have dtypes whose values can be matched exactly, found Int64 in recs and String in truth",
     ),
     (
         "k-zero",
@@ -172,7 +172,7 @@ CASES: list[Case] = [
         same,
         {"k": 0},
         InvalidOptionError,
-        "k: expected an int >= 1 or a list of them, got 0",
+        "k: expected an int in [1, 1048576] or a list of them, got 0",
     ),
     (
         "k-float",
@@ -180,7 +180,7 @@ CASES: list[Case] = [
         same,
         {"k": 2.5},
         InvalidOptionError,
-        "k: expected an int >= 1 or a list of them, got 2.5",
+        "k: expected an int in [1, 1048576] or a list of them, got 2.5",
     ),
     (
         "k-bool-in-list",
@@ -188,15 +188,23 @@ CASES: list[Case] = [
         same,
         {"k": [5, True]},
         InvalidOptionError,
-        "k: expected an int >= 1 or a list of them, got True",
+        "k: expected an int in [1, 1048576] or a list of them, got True",
     ),
     (
-        "k-missing",
+        "k-beyond-any-list",
         same,
         same,
-        {"metrics": ["ndcg"], "k": None},
+        {"k": 2**64},
         InvalidOptionError,
-        "k: expected an int >= 1 or a list of them, got None",
+        "k: expected an int in [1, 1048576] or a list of them, got 18446744073709551616",
+    ),
+    (
+        "k-beyond-max-in-list",
+        same,
+        same,
+        {"k": [5, 2**20 + 1]},
+        InvalidOptionError,
+        "k: expected an int in [1, 1048576] or a list of them, got 1048577",
     ),
     (
         "unknown-metric",
@@ -265,6 +273,110 @@ CASES: list[Case] = [
         InvalidOptionError,
         "user: expected a column name or a list of column names, got 3",
     ),
+    (
+        "one-column-two-roles",
+        same,
+        same,
+        {"user": "rank"},
+        InvalidOptionError,
+        "user and rank: expected different columns of recs, got 'rank' for both",
+    ),
+    (
+        "reserved-column-name",
+        lambda r: r.rename({"item": "_fm_rel"}),
+        lambda t: t.rename({"item": "_fm_rel"}),
+        {"item": "_fm_rel"},
+        InvalidOptionError,
+        "item: expected a column name that does not start with '_fm_' (frame_metrics' own columns), got '_fm_rel'",
+    ),
+    (
+        "user-named-like-an-output",
+        lambda r: r.rename({"user": "ndcg@2"}),
+        lambda t: t.rename({"user": "ndcg@2"}),
+        {"user": "ndcg@2", "metrics": "ndcg"},
+        InvalidOptionError,
+        "user: expected a column name other than the output column 'ndcg@2' (a metric), got 'ndcg@2'; rename the column",
+    ),
+    (
+        "by-named-n-users-with-aggregate",
+        lambda r: r.with_columns(n_users=pl.lit("a")),
+        same,
+        {"by": "n_users", "aggregate": True},
+        InvalidOptionError,
+        "by: expected a column name other than the output column 'n_users' (the number of users averaged), got 'n_users'; rename the column",
+    ),
+    (
+        "stacked-models-without-by",
+        lambda r: pl.concat([r.with_columns(model=pl.lit("a")), r.with_columns(model=pl.lit("b"))]),
+        same,
+        {},
+        DuplicateRowsError,
+        "recs: expected one row per rank within a user, found 6 rows that repeat one, e.g. user=1, item=10, rank=1; the rows differ in column(s) 'model': if they hold several models or segments, pass by='model'",
+    ),
+    (
+        "inf-relevance",
+        same,
+        lambda t: t.with_columns(relevance=pl.Series([1.0, float("inf")])),
+        {},
+        InvalidValueError,
+        "truth: expected finite numbers in column 'relevance', found 1 NaN or infinite value(s), e.g. user=2, item=12, relevance=inf",
+    ),
+    (
+        "exponential-gain-overflows",
+        same,
+        lambda t: t.with_columns(relevance=pl.Series([1.0, 2000.0])),
+        {"gain": "exponential", "metrics": "ndcg"},
+        InvalidValueError,
+        "truth: expected values of magnitude at most 1000 in column 'relevance' (with gain='exponential', DCG sums 2^rel - 1 and must stay finite), found 1 larger, e.g. user=2, item=12, relevance=2000.0",
+    ),
+    (
+        "linear-gain-sum-overflows",
+        same,
+        lambda t: t.with_columns(relevance=pl.Series([1.5e308, 1.5e308])),
+        {"metrics": "ndcg"},
+        InvalidValueError,
+        "truth: expected values of magnitude at most 2^1000 (~1.07e301) in column 'relevance' (with gain='linear', DCG sums these gains and must stay finite), found 2 larger, e.g. user=1, item=11, relevance=1.5e+308",
+    ),
+    (
+        "rank-inf",
+        lambda r: r.with_columns(rank=pl.Series([1.0, float("inf"), 1.0])),
+        same,
+        {},
+        InvalidValueError,
+        "recs: expected integer ranks in column 'rank', found 1 non-integer value(s), e.g. user=1, item=11, rank=inf",
+    ),
+    (
+        "rank-minus-inf",
+        lambda r: r.with_columns(rank=pl.Series([1.0, float("-inf"), 1.0])),
+        same,
+        {},
+        InvalidValueError,
+        "recs: expected ranks >= 1 in column 'rank' (1 = top), found 1 rank(s) below 1, e.g. user=1, item=11, rank=-inf",
+    ),
+    (
+        "rank-minus-1e19",
+        lambda r: r.with_columns(rank=pl.Series([1.0, -1e19, 1.0])),
+        same,
+        {},
+        InvalidValueError,
+        "recs: expected ranks >= 1 in column 'rank' (1 = top), found 1 rank(s) below 1, e.g. user=1, item=11, rank=-1e+19",
+    ),
+    (
+        "float-user-id-not-whole",
+        same,
+        lambda t: t.with_columns(user=pl.Series([1.0, 2.5])),
+        {},
+        InvalidValueError,
+        "truth: expected whole-number ids in float key column 'user' (matched as Int64 ids against the other frames), found 1 other value(s), e.g. user=2.5",
+    ),
+    (
+        "string-against-integer-ids",
+        lambda r: r.with_columns(pl.col("user").cast(pl.String)),
+        same,
+        {},
+        InvalidValueError,
+        "recs and truth: expected key column 'user' to have dtypes whose values can be matched exactly, found String in recs and Int64 in truth",
+    ),
 ]
 
 
@@ -282,7 +394,7 @@ def test_bad_input_message(
 ) -> None:
     recs, truth = constructor(change_recs(RECS)), constructor(change_truth(TRUTH))
     kwargs = {"k": 2, **kwargs}
-    if _is_pandas_numpy(recs) and "NaN" in message:
+    if _is_pandas_numpy(recs) and message.endswith("relevance=nan"):
         # numpy-backed pandas has no missing value but NaN: it arrives as a null.
         message = "truth: expected no nulls in relevance column 'relevance', found 1 null row(s), e.g. user=2, item=12, relevance=None"
     with pytest.raises(error, match=f"^{re.escape(message)}$"):
@@ -370,3 +482,33 @@ def test_bad_long_table(
 def test_score_on_long_table_is_refused() -> None:
     with pytest.raises(InvalidOptionError, match=r"^score: expected None for a long table"):
         fm.evaluate(LONG, k=2, score="rank")
+
+
+@pytest.mark.parametrize(
+    ("frame", "message"),
+    [
+        pytest.param(
+            {"user": [1, 2], "item": ["a", 3], "rank": [1, 1]},
+            "recs: expected column 'item' to hold values of one kind, found dtype object holding "
+            "int, str values",
+            id="mixed-object-column",
+        ),
+        pytest.param(
+            None,
+            "recs: expected distinct column names, found 'user' more than once",
+            id="repeated-column-name",
+        ),
+    ],
+)
+def test_pandas_columns_polars_cannot_read(
+    frame: dict[str, list[Any]] | None, message: str
+) -> None:
+    import pandas as pd
+
+    recs = (
+        pd.DataFrame(frame)
+        if frame is not None
+        else pd.DataFrame([[1, 10, 1]], columns=["user", "user", "rank"])
+    )
+    with pytest.raises(InvalidValueError, match=f"^{re.escape(message)}"):
+        fm.evaluate(recs, TRUTH.to_pandas(), k=2)

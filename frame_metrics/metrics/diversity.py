@@ -141,7 +141,10 @@ def vector_sums(
     many as the largest sum (at most max k) leaves. Returns the expressions and the bits.
     """
     scale_bits = 62 - math.ceil(math.log2(max(cutoffs) + 1))
-    units = [(vectors.arr.get(j) * 2.0**scale_bits).round().cast(pl.Int64) for j in range(width)]
+    units = [
+        (vectors.arr.get(j) * 2.0**scale_bits).round().cast(pl.Int64, strict=False)
+        for j in range(width)
+    ]
     out: list[pl.Expr] = []
     for k in sorted(set(cutoffs)):
         within = rank <= k

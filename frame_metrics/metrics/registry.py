@@ -16,7 +16,7 @@ import polars as pl
 
 from frame_metrics.errors import InvalidOptionError
 from frame_metrics.metrics.context import RankingContext, RankingPieces
-from frame_metrics.options import MetricOptions, validate_k
+from frame_metrics.options import DEFAULT_K, MetricOptions, validate_k
 
 __all__ = [
     "ALIASES",
@@ -166,6 +166,29 @@ def resolve(name: str) -> Metric:
     )
 
 
+def split_names(raw: object) -> list[object]:
+    """A comma-separated string of metric names as its names; anything else as it is.
+
+    Commas inside parentheses, as in ``"ap(ap_denominator=relevant)@10"``, stay.
+
+    Examples
+    --------
+    >>> split_names("ndcg, recall@5")
+    ['ndcg', 'recall@5']
+    """
+    if not isinstance(raw, str):
+        return [raw]
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(raw):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(raw[start:i])
+            start = i + 1
+    parts.append(raw[start:])
+    names: list[object] = [p.strip() for p in parts]
+    return [n for n in names if n] if len(names) > 1 else names
+
+
 def resolve_requests(
     metrics: str | Iterable[str] | None,
     k: int | Iterable[int] | None,
@@ -188,7 +211,9 @@ def resolve_requests(
     ...
     frame_metrics.errors.InvalidOptionError: metrics: expected 'rmse' without a cutoff (it has none), got 'rmse@5'
     """
-    names = [metrics] if isinstance(metrics, str) else list(default if metrics is None else metrics)
+    given = [metrics] if isinstance(metrics, str) else list(default if metrics is None else metrics)
+    # "ndcg,recall" is two names, as on the command line.
+    names = [part for raw in given for part in split_names(raw)]
     if not names:
         raise InvalidOptionError("metrics: expected at least one metric name, got an empty list")
     ks = validate_k(k, required=False) or None
@@ -214,7 +239,7 @@ def resolve_requests(
             own = validate_k(cut_k)
         else:
             if ks is None:
-                ks = validate_k(None)  # raises: a plain name needs a cutoff
+                ks = (DEFAULT_K,)  # spec section 8; the column name says @10
             own = ks
         for kk in own:
             if (metric, kk) not in out:

@@ -132,7 +132,7 @@ class UserStats:
         # A float column with values in [0, bound): summed in fixed point, as integers
         # (exact in any order, with no sort), to within k * 2^-scale of the exact sum.
         scale = 2.0 ** (62 - math.ceil(math.log2(bound)) - math.ceil(math.log2(k + 1)))
-        units = (pl.col(column) * scale).round().cast(pl.Int64)
+        units = (pl.col(column) * scale).round().cast(pl.Int64, strict=False)
         total = self._agg(
             "listed", f"_fm_sum_{column}@{k}", pl.when(within).then(units).otherwise(0).sum()
         )
