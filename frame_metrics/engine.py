@@ -271,9 +271,8 @@ class Request:
             needs_relevance="truth" in self.needs and self.max_k > 0,
         )
 
-    def extra(self, name: str, against: pl.Schema, names: Sequence[str]) -> ExtraFrame:
+    def extra(self, name: str, names: Sequence[str]) -> ExtraFrame:
         """An extra input, checked to have its join columns (typed like recs' already)."""
-        del against  # the key dtypes were unified when the request was made
         extra = self.extras[name]
         require_columns(extra, [*extra.by, *names])
         return extra
@@ -349,14 +348,14 @@ class Plan:
 
     # -- per-user parts --------------------------------------------------------------------
 
-    def _train(self, schema: pl.Schema) -> ExtraFrame:
-        """``train=`` with its join columns aligned to ``schema``; its key checks, once.
+    def _train(self) -> ExtraFrame:
+        """``train=``, checked to have its join columns; its key checks, once.
 
         Popularity (on the listed rows) and history (on the hit rows) both read it.
         """
         if self._train_frame is None:
             c = self.request.columns
-            train = self.request.extra("train", schema, [*c.user, c.item])
+            train = self.request.extra("train", [*c.user, c.item])
             keys = [*train.by, *c.user, c.item]
             self.checks.append(CheckedFrame("train", train.frame, null_checks(keys, "key"), keys))
             self._train_frame = train
@@ -368,7 +367,7 @@ class Plan:
         top = prepared.top
         if "popularity" not in r.needs:
             return top
-        train = self._train(top.collect_schema())
+        train = self._train()
         if r.validate:
             self.checks.append(_nonempty_train_check(train.frame, top))
         items, n_users = item_popularity(train, c, r.options)
@@ -392,13 +391,12 @@ class Plan:
     def _hit_columns(self, prepared: Prepared) -> list[tuple[pl.LazyFrame, list[str]]]:
         """Frames joined onto the hit rows: the baseline's ranks, the train history."""
         r, c = self.request, self.request.columns
-        schema = prepared.top.collect_schema()
         out: list[tuple[pl.LazyFrame, list[str]]] = []
         if "history" in r.needs:
-            train = self._train(schema)
+            train = self._train()
             out.append((history_pairs(train, c), [*train.by, *c.user, c.item]))
         if "baseline" in r.needs:
-            baseline = r.extra("baseline", schema, [*c.user, c.item])
+            baseline = r.extra("baseline", [*c.user, c.item])
             top, checks = prepare_baseline(
                 baseline.frame, list(baseline.by), c, r.max_k, validate=r.validate
             )
@@ -437,7 +435,7 @@ class Plan:
         r, c = self.request, self.request.columns
         keys = c.keys
         top = prepared.top
-        extra = r.extra("item_features", top.collect_schema(), [c.item])
+        extra = r.extra("item_features", [c.item])
         table, similarity, checks = feature_table(extra, c, r.options)
         self.first_checks += checks
         on = [*extra.by, c.item]
@@ -564,7 +562,7 @@ class Plan:
         top = self.prepared.top
         schema = top.collect_schema()
         if "catalog" in r.extras:
-            catalog = r.extra("catalog", schema, [c.item])
+            catalog = r.extra("catalog", [c.item])
             self.checks.append(
                 CheckedFrame(
                     "catalog",
@@ -751,7 +749,7 @@ def diagnose(request: Request) -> Diagnostics:
     unseen = None
     if "popularity" in request.needs:
         c = request.columns
-        train = request.extra("train", prepared.top.collect_schema(), [*c.user, c.item])
+        train = request.extra("train", [*c.user, c.item])
         on = [*train.by, c.item]
         unseen_q = (
             prepared.top.select(on)
