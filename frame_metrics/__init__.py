@@ -30,6 +30,7 @@ from frame_metrics.errors import (
     InvalidOptionError,
     InvalidValueError,
     MissingColumnsError,
+    MissingDependencyError,
     UndefinedMetricWarning,
 )
 from frame_metrics.metrics import REGISTRY
@@ -50,6 +51,7 @@ __all__ = [
     "InvalidOptionError",
     "InvalidValueError",
     "MissingColumnsError",
+    "MissingDependencyError",
     "UndefinedMetricWarning",
     "__version__",
     "compare",

@@ -57,13 +57,17 @@ def evaluate(
     Parameters
     ----------
     recs
-        Recommendations (polars DataFrame or LazyFrame, or pandas DataFrame): one row per
-        (user, item) shown, with a ``rank`` (1 = top) or a ``score`` (higher = better).
+        Recommendations: a polars DataFrame or LazyFrame, a pandas DataFrame, a pyarrow
+        Table or any other Arrow stream (an object with ``__arrow_c_stream__``, such as a
+        ``RecordBatchReader``, read once), or a DuckDB relation (``duckdb.sql(...)``). One
+        row per (user, item) shown, with a ``rank`` (1 = top) or a ``score`` (higher =
+        better).
         Without ``truth``, a long table that also carries ``relevance``, where a null rank
         marks a relevant item that was not recommended.
     truth
         One row per (user, item) the user is known to like, with a numeric ``relevance``
-        >= 0. Any supported frame kind. Truth without the ``by`` columns applies to every
+        >= 0. Any supported frame kind (as for ``recs``; the kinds may differ: the result
+        takes the kind of ``recs``). Truth without the ``by`` columns applies to every
         ``by`` group (e.g. the same test set for every model).
     metrics
         Names (``"ndcg"``, ``"map"`` as an alias of ``"ap"``) or names with a cutoff
@@ -130,9 +134,11 @@ def evaluate(
 
     Returns
     -------
-    A frame of the kind of ``recs`` (a LazyFrame stays lazy) with the ``by`` and user
-    columns and one ``"<metric>@<k>"`` column per metric and cutoff, sorted by key; with
-    ``aggregate=True``, the ``by`` columns, ``n_users`` and the means.
+    A frame of the kind of ``recs`` (a LazyFrame stays lazy; Arrow input gives a
+    ``pyarrow.Table``; a DuckDB relation gives a relation on DuckDB's default connection)
+    with the ``by`` and user columns and one ``"<metric>@<k>"`` column per metric and
+    cutoff, sorted by key; with ``aggregate=True``, the ``by`` columns, ``n_users`` and
+    the means.
 
     Raises
     ------
@@ -184,6 +190,27 @@ def evaluate(
 
     (coverage: items a and b of the 8 seen in recs (a-e), truth (h, i, j too) and train.)
     """
+    distributed = _distributed(recs)
+    if distributed is not None:
+        return cast(
+            "FrameT",
+            distributed(
+                recs,
+                truth,
+                aggregate=aggregate,
+                validate=validate,
+                catalog=catalog,
+                train=train,
+                item_features=item_features,
+                baseline=baseline,
+                **{
+                    name: value
+                    for name, value in locals().items()
+                    if name in _OPTION_DEFAULTS
+                    and name not in ("catalog", "train", "item_features", "baseline", "validate")
+                },
+            ),
+        )
     request = engine.Request(
         recs,
         truth,
@@ -214,6 +241,14 @@ def evaluate(
     return cast("FrameT", engine.evaluate(request, aggregate=aggregate))
 
 
+def _distributed(recs: object) -> Any:
+    """The distributed adapter's evaluate for a Spark or Dask frame, else None."""
+    from frame_metrics.distributed import adapter_for
+
+    adapter = adapter_for(recs)
+    return None if adapter is None else adapter.evaluate
+
+
 def diagnose(recs: object, truth: object | None = None, **kwargs: Any) -> Diagnostics:
     """Explain an evaluation: who was left out, scored zero, deduplicated or tied.
 
@@ -239,6 +274,11 @@ def diagnose(recs: object, truth: object | None = None, **kwargs: Any) -> Diagno
             f"diagnose: expected keyword arguments among {', '.join(sorted(_OPTION_DEFAULTS))}, "
             f"got {', '.join(unknown)}"
         )
+    from frame_metrics.distributed import adapter_for
+
+    adapter = adapter_for(recs)
+    if adapter is not None:
+        return cast("Diagnostics", adapter.diagnose(recs, truth, **kwargs))
     return engine.diagnose(engine.Request(recs, truth, **{**_OPTION_DEFAULTS, **kwargs}))
 
 

@@ -482,6 +482,40 @@ def compare(
     level, n_resamples, seed = options["level"], options["n_resamples"], options["seed"]
     segments_by, users = _key_roles(model, by, user)
     _check_serendipity_baseline(evaluate_kwargs)
+    from frame_metrics.distributed import adapter_for
+
+    adapter = adapter_for(frame)
+    if adapter is not None:
+        # Spark or Dask: per-user values computed there, compared here (they are one
+        # row per user and model, and the bootstrap reads them all).
+        evaluated = truth is not None or bool(evaluate_kwargs)
+        if evaluated:
+            from frame_metrics.api import evaluate
+
+            frame = evaluate(
+                frame,
+                truth,
+                metrics=metrics,
+                k=k,
+                by=[model, *segments_by],
+                user=user,
+                **evaluate_kwargs,
+            )
+        local = compare(
+            adapter.to_polars(frame),
+            metrics=None if evaluated else metrics,
+            k=None if evaluated else k,
+            model=model,
+            by=by,
+            user=user,
+            baseline_model=baseline_model,
+            level=level,
+            n_resamples=n_resamples,
+            seed=seed,
+            correction=correction,
+            progress=progress,
+        )
+        return cast("FrameT", adapter.like(frame, local))
     source = to_lazy(frame, "frame")
     if truth is not None or evaluate_kwargs:
         from frame_metrics.api import evaluate

@@ -31,6 +31,7 @@ from frame_metrics.extras import (
     require_columns,
 )
 from frame_metrics.frames import Source, to_lazy
+from frame_metrics.global_tables import GlobalTables
 from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.context import (
     IN_TAIL,
@@ -82,7 +83,7 @@ from frame_metrics.validation import Check, CheckedFrame, null_checks, run_check
 if TYPE_CHECKING:
     from polars._typing import EngineType
 
-__all__ = ["DEFAULT_ENGINE", "Plan", "Request", "diagnose", "evaluate"]
+__all__ = ["DEFAULT_ENGINE", "Plan", "Request", "diagnose", "evaluate", "unseen_items"]
 
 #: The polars engine of the final collect; ``bench/ranking.py`` measures both.
 DEFAULT_ENGINE: EngineType = "streaming"
@@ -119,6 +120,7 @@ class Request:
         item_features: object | None,
         baseline: object | None,
         validate: bool,
+        global_tables: GlobalTables | None = None,
     ) -> None:
         # Options and names first: a typo costs no pass over the data.
         self.options = MetricOptions(
@@ -173,6 +175,8 @@ class Request:
             name: ExtraFrame.of(name, source, self.columns) for name, source in extras.items()
         }
         self.validate = validate
+        #: Tables over every user, when this request is one partition of a larger run.
+        self.global_tables = global_tables
         if not validate:
             self.float_keys = []
 
@@ -269,6 +273,7 @@ class Request:
             validate=self.validate,
             tie_cutoffs=tie_cutoffs,
             needs_relevance="truth" in self.needs and self.max_k > 0,
+            groups=None if self.global_tables is None else self.global_tables.groups,
         )
 
     def extra(self, name: str, names: Sequence[str]) -> ExtraFrame:
@@ -368,9 +373,16 @@ class Plan:
         if "popularity" not in r.needs:
             return top
         train = self._train()
-        if r.validate:
-            self.checks.append(_nonempty_train_check(train.frame, top))
-        items, n_users = item_popularity(train, c, r.options)
+        shared = r.global_tables
+        if shared is not None and shared.popularity is not None:
+            # One partition of a larger run: popularity is over every partition's train
+            # (whose emptiness the adapter checked).
+            assert shared.n_train_users is not None
+            items, n_users = shared.popularity.lazy(), shared.n_train_users.lazy()
+        else:
+            if r.validate:
+                self.checks.append(_nonempty_train_check(train.frame, top))
+            items, n_users = item_popularity(train, c, r.options)
         top = top.join(items, on=[*train.by, c.item], how="left")
         top = (
             top.join(n_users, on=list(train.by), how="left")
@@ -530,8 +542,12 @@ class Plan:
 
     # -- aggregates ---------------------------------------------------------------------
 
-    def corpus(self) -> pl.LazyFrame | None:
-        """Corpus metrics per ``by`` group, from the exposure of each item."""
+    def exposures(self) -> pl.LazyFrame | None:
+        """Per (``by``, item): exposures within each corpus k; per ``by``: users within k.
+
+        Both are sums over users, so the frames of disjoint user sets add up (a
+        distributed run sums its partitions' frames, then calls :meth:`corpus_from`).
+        """
         r, c = self.request, self.request.columns
         requests = r.of_family("corpus")
         if not requests or self.prepared is None:
@@ -539,14 +555,22 @@ class Plan:
         by, top = list(c.by), self.prepared.top
         ks = sorted({k for _, k in requests})
         exposure = top.group_by([*by, c.item]).agg(
-            (pl.col(RANK) <= k).sum().alias(exposure_column(k)) for k in ks
+            (pl.col(RANK) <= k).sum().cast(pl.Int64).alias(exposure_column(k)) for k in ks
         )
         user = pl.col(c.user[0]) if len(c.user) == 1 else pl.struct(list(c.user))
-        users_aggs = [user.filter(pl.col(RANK) <= k).n_unique().alias(users_column(k)) for k in ks]
+        users_aggs = [
+            user.filter(pl.col(RANK) <= k).n_unique().cast(pl.Int64).alias(users_column(k))
+            for k in ks
+        ]
         users = top.group_by(by).agg(users_aggs) if by else top.select(users_aggs)
-        exposure = (
-            exposure.join(users, on=by, how="left") if by else exposure.join(users, how="cross")
-        )
+        return exposure.join(users, on=by, how="left") if by else exposure.join(users, how="cross")
+
+    def corpus_from(self, exposure: pl.LazyFrame) -> pl.LazyFrame:
+        """Corpus metrics per ``by`` group from :meth:`exposures`' frame."""
+        r, c = self.request, self.request.columns
+        requests = r.of_family("corpus")
+        by = list(c.by)
+        ks = sorted({k for _, k in requests})
         if "catalog_size" in r.needs:
             exposure = self._with_catalog_size(exposure)
         ctx = CorpusContext()
@@ -555,6 +579,11 @@ class Plan:
             *(m.value(ctx, k) for m, k in requests),
         ]
         return exposure.group_by(by).agg(aggs) if by else exposure.select(aggs)
+
+    def corpus(self) -> pl.LazyFrame | None:
+        """Corpus metrics per ``by`` group, from the exposure of each item."""
+        exposure = self.exposures()
+        return None if exposure is None else self.corpus_from(exposure)
 
     def _with_catalog_size(self, exposure: pl.LazyFrame) -> pl.LazyFrame:
         r, c = self.request, self.request.columns
@@ -748,16 +777,7 @@ def diagnose(request: Request) -> Diagnostics:
         ties = {k: int(results[2][f"tie@{k}"][0]) for k in ties_wanted}
     unseen = None
     if "popularity" in request.needs:
-        c = request.columns
-        train = request.extra("train", [*c.user, c.item])
-        on = [*train.by, c.item]
-        unseen_q = (
-            prepared.top.select(on)
-            .unique()
-            .join(train.frame.select(on).unique(), on=on, how="anti")
-            .select(pl.len())
-        )
-        unseen = int(unseen_q.collect().item())
+        unseen = int(unseen_items(request, prepared).select(pl.len()).collect().item())
     return Diagnostics(
         n_users=int(n_users),
         users_without_relevant=int(totals["users_without_relevant"]),
@@ -768,3 +788,17 @@ def diagnose(request: Request) -> Diagnostics:
         items_not_in_train=unseen,
         **one_sided,
     )
+
+
+def unseen_items(request: Request, prepared: Prepared) -> pl.LazyFrame:
+    """The distinct recommended (``by`` train carries, item) rows no train user had."""
+    c = request.columns
+    train = request.extra("train", [*c.user, c.item])
+    on = [*train.by, c.item]
+    shared = request.global_tables
+    known = (
+        train.frame.select(on)
+        if shared is None or shared.popularity is None
+        else shared.popularity.lazy().select(on)  # every partition's train items
+    )
+    return prepared.top.select(on).unique().join(known.unique(), on=on, how="anti")

@@ -16,6 +16,7 @@ __all__ = [
     "InvalidOptionError",
     "InvalidValueError",
     "MissingColumnsError",
+    "MissingDependencyError",
     "UndefinedMetricWarning",
 ]
 
@@ -61,6 +62,27 @@ class InvalidValueError(FrameMetricsError):
 
 class InvalidOptionError(FrameMetricsError):
     """A keyword argument has a value outside the accepted ones."""
+
+
+class MissingDependencyError(FrameMetricsError, ImportError):
+    """An optional library the input's kind needs is not installed (``pip install`` names it).
+
+    Also an :class:`ImportError`, whose ``name`` is the missing module.
+
+    Examples
+    --------
+    >>> raise MissingDependencyError("pyarrow", "a pyarrow Table result", "arrow")
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.MissingDependencyError: expected pyarrow to be installed for a pyarrow Table result, not found: pip install pyarrow (or pip install 'frame_metrics[arrow]')
+    """
+
+    def __init__(self, module: str, purpose: str, extra: str) -> None:
+        super().__init__(
+            f"expected {module} to be installed for {purpose}, not found: pip install {module} "
+            f"(or pip install 'frame_metrics[{extra}]')"
+        )
+        self.name = module
 
 
 class UndefinedMetricWarning(UserWarning):

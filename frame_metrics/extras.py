@@ -45,7 +45,9 @@ __all__ = [
     "history_pairs",
     "item_popularity",
     "missing_from",
+    "popularity_levels",
     "require_columns",
+    "train_counts",
 ]
 
 #: Every extra input, as the error for a metric that needs one that was not given says it.
@@ -99,11 +101,22 @@ def item_popularity(
     popular than it hold less than that share. Every other item is in the long tail.
     """
     by = list(train.by)
-    item = columns.item
+    per_item, n_users = train_counts(train.frame, by, columns)
+    return popularity_levels(per_item, by, columns.item, options.head_share), n_users
+
+
+def train_counts(
+    train: pl.LazyFrame, by: Sequence[str], columns: Columns
+) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """Per (``by``, item): distinct train users (``POPULARITY``); per ``by``: ``N_TRAIN_USERS``.
+
+    Both are sums over users, so per-partition counts of disjoint user sets add up.
+    """
+    by, item = list(by), columns.item
     # Each user's distinct items, then a count per item: counting distinct users per item
     # directly hashes within groups of thousands of users and is 1.7x slower at 20M rows
     # (a user's few items stay in cache). The per-user frame also counts the users.
-    per_user = train.frame.group_by([*by, *columns.user]).agg(pl.col(item).unique())
+    per_user = train.group_by([*by, *columns.user]).agg(pl.col(item).unique())
     per_item = (
         per_user.select(*by, item)
         .explode(item)
@@ -112,6 +125,14 @@ def item_popularity(
     )
     n_users_expr = pl.len().cast(pl.Int64).alias(N_TRAIN_USERS)
     n_users = per_user.group_by(by).agg(n_users_expr) if by else per_user.select(n_users_expr)
+    return per_item, n_users
+
+
+def popularity_levels(
+    per_item: pl.LazyFrame, by: Sequence[str], item: str, head_share: float
+) -> pl.LazyFrame:
+    """Per (``by``, item): ``POPULARITY`` and the long-tail flag ``IN_TAIL``."""
+    by = list(by)
     # Popularity levels, most popular first, and the pairs held by strictly more popular
     # items (integer sums: exact).
     level_pairs = pl.col(POPULARITY) * pl.col("_fm_items")
@@ -128,10 +149,10 @@ def item_popularity(
     levels = levels.select(
         *by,
         POPULARITY,
-        (more_popular >= options.head_share * all_pairs).alias(IN_TAIL),
+        (more_popular >= head_share * all_pairs).alias(IN_TAIL),
     )
     items = per_item.join(levels, on=[*by, POPULARITY], how="left")
-    return items.select(*by, columns.item, POPULARITY, IN_TAIL), n_users
+    return items.select(*by, item, POPULARITY, IN_TAIL)
 
 
 def history_pairs(train: ExtraFrame, columns: Columns) -> pl.LazyFrame:

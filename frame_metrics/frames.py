@@ -1,22 +1,51 @@
 """The edge: recognise the caller's frame kind, convert to a LazyFrame and back.
 
-Libraries the caller never imported are never imported here: pandas is looked up in
-``sys.modules``, so a polars-only user pays nothing for pandas support.
+Libraries the caller never imported are never imported here: pandas and DuckDB are looked
+up in ``sys.modules``, so a polars-only user pays nothing for their support, and pyarrow
+is imported only to give a result back as Arrow.
+
+Kinds and what comes back:
+
+- polars DataFrame -> DataFrame; LazyFrame -> LazyFrame;
+- pandas DataFrame -> pandas DataFrame (pyarrow dtypes if the input had any);
+- pyarrow Table, or any object with ``__arrow_c_stream__`` (a RecordBatchReader, a
+  nanoarrow stream, ...) -> ``pyarrow.Table``; a stream is read once, here;
+- DuckDB relation -> a relation on DuckDB's default connection (``duckdb.from_arrow``):
+  DuckDB does not tell which connection a relation belongs to, so to join the result
+  with tables of another connection ``con``, bring it there with
+  ``con.from_arrow(result.arrow())``.
+
+Examples
+--------
+>>> import pyarrow as pa
+>>> import frame_metrics as fm
+>>> recs = pa.table({"user": [1, 1], "item": ["a", "b"], "rank": [1, 2]})
+>>> truth = pa.table({"user": [1], "item": ["b"], "relevance": [1]})
+>>> fm.evaluate(recs, truth, metrics="recall", k=[1, 2]).to_pylist()
+[{'user': 1, 'recall@1': 0.0, 'recall@2': 1.0}]
+>>> import duckdb
+>>> result = fm.evaluate(duckdb.sql("select * from recs"), truth, metrics="mrr", k=2)
+>>> type(result).__name__, result.fetchall()
+('DuckDBPyRelation', [(1, 0.5)])
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import polars as pl
 
-from frame_metrics.errors import InvalidOptionError, InvalidValueError
+from frame_metrics.errors import InvalidOptionError, InvalidValueError, MissingDependencyError
 
 __all__ = ["FrameKind", "Source", "kind_of", "to_lazy"]
 
-FrameKind = Literal["polars", "polars-lazy", "pandas"]
+FrameKind = Literal["polars", "polars-lazy", "pandas", "arrow", "duckdb"]
+
+#: What each kind that goes through Arrow is given back as, for messages.
+_ARROW_RESULTS = {"arrow": "a pyarrow Table result", "duckdb": "a DuckDB relation result"}
 
 
 @dataclass(frozen=True)
@@ -28,20 +57,48 @@ class Source:
     arrow_backed: bool = False
 
     def give_back(self, result: pl.DataFrame | pl.LazyFrame) -> Any:
-        """Return ``result`` in the kind of frame the caller passed in."""
+        """Return ``result`` in the kind of frame the caller passed in.
+
+        A pyarrow Table for Arrow input; for a DuckDB relation, a relation on DuckDB's
+        default connection, reading a pyarrow Table. Both need pyarrow, imported only here.
+        """
         if self.kind == "polars-lazy":
             return result.lazy()
         frame = result if isinstance(result, pl.DataFrame) else result.collect()
         if self.kind == "polars":
             return frame
-        return _without_int128(frame).to_pandas(use_pyarrow_extension_array=self.arrow_backed)
+        if self.kind == "pandas":
+            return _without_int128(frame, "pandas").to_pandas(
+                use_pyarrow_extension_array=self.arrow_backed
+            )
+        try:
+            importlib.import_module("pyarrow")
+        except ImportError:
+            raise MissingDependencyError("pyarrow", _ARROW_RESULTS[self.kind], self.kind) from None
+        table = _without_int128(frame, "Arrow").to_arrow()
+        if self.kind == "arrow":
+            return table
+        # The caller passed a relation, so duckdb is imported; the table is held by the
+        # relation, which can be read any number of times.
+        return sys.modules["duckdb"].from_arrow(table)
 
 
-def _without_int128(frame: pl.DataFrame) -> pl.DataFrame:
-    """Int128 keys (Int64 ids met UInt64 ids) in a dtype pandas has: Int64 or UInt64.
+def _without_int128(frame: pl.DataFrame, consumer: str) -> pl.DataFrame:
+    """Int128 keys (Int64 ids met UInt64 ids) in a dtype ``consumer`` has: Int64 or UInt64.
 
-    Arrow has no 128-bit integers. The values came from Int64 and UInt64 columns, so
-    one of the two holds them all unless both negative and beyond-Int64 ids were given.
+    Arrow (so pandas, pyarrow and DuckDB by way of Arrow) has no 128-bit integers. The
+    values came from Int64 and UInt64 columns, so one of the two holds them all unless
+    both negative and beyond-Int64 ids were given.
+
+    Examples
+    --------
+    >>> ids = pl.DataFrame({"user": pl.Series([-1, 2], dtype=pl.Int128)})
+    >>> _without_int128(ids, "Arrow").schema
+    Schema([('user', Int64)])
+    >>> _without_int128(ids.with_columns(pl.col("user") * 2**62), "Arrow")
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidValueError: expected ids that Arrow can hold in column 'user' (Int64 or UInt64), found ids from -4611686018427387904 to 9223372036854775808; pass polars frames to keep them
     """
     for name, dtype in frame.schema.items():
         if not isinstance(dtype, pl.Int128):
@@ -52,7 +109,7 @@ def _without_int128(frame: pl.DataFrame) -> pl.DataFrame:
         target = pl.Int64 if fits_signed else pl.UInt64
         if not fits_signed and lo < 0:
             raise InvalidValueError(
-                f"expected ids that pandas can hold in column {name!r} (Int64 or UInt64), found "
+                f"expected ids that {consumer} can hold in column {name!r} (Int64 or UInt64), found "
                 f"ids from {lo} to {hi}; pass polars frames to keep them"
             )
         frame = frame.with_columns(column.cast(target))
@@ -68,11 +125,24 @@ def kind_of(frame: object) -> FrameKind:
     'polars'
     >>> kind_of(pl.LazyFrame({"a": [1]}))
     'polars-lazy'
+    >>> import pyarrow as pa
+    >>> table = pa.table({"a": [1]})
+    >>> kind_of(table), kind_of(pa.RecordBatchReader.from_batches(table.schema, []))
+    ('arrow', 'arrow')
     >>> kind_of([1, 2])
     Traceback (most recent call last):
     ...
-    frame_metrics.errors.InvalidOptionError: expected a polars DataFrame, polars LazyFrame or pandas DataFrame, got list
+    frame_metrics.errors.InvalidOptionError: expected a polars DataFrame, polars LazyFrame, pandas DataFrame, pyarrow Table (or other object with __arrow_c_stream__) or DuckDB relation, got list
+
+    A Series is a column, not a frame, though it is an Arrow stream too:
+
+    >>> kind_of(pl.Series("a", [1]))
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: expected a polars DataFrame, polars LazyFrame, pandas DataFrame, pyarrow Table (or other object with __arrow_c_stream__) or DuckDB relation, got Series
     """
+    # polars and pandas frames (and DuckDB relations) are Arrow streams as well: the
+    # specific kinds are recognised first, so they come back as they came.
     if isinstance(frame, pl.DataFrame):
         return "polars"
     if isinstance(frame, pl.LazyFrame):
@@ -80,8 +150,16 @@ def kind_of(frame: object) -> FrameKind:
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(frame, pd.DataFrame):
         return "pandas"
+    duckdb = sys.modules.get("duckdb")
+    relation = getattr(duckdb, "DuckDBPyRelation", None)
+    if relation is not None and isinstance(frame, relation):
+        return "duckdb"
+    is_series = isinstance(frame, pl.Series) or (pd is not None and isinstance(frame, pd.Series))
+    if hasattr(type(frame), "__arrow_c_stream__") and not is_series:
+        return "arrow"
     raise InvalidOptionError(
-        "expected a polars DataFrame, polars LazyFrame or pandas DataFrame, "
+        "expected a polars DataFrame, polars LazyFrame, pandas DataFrame, pyarrow Table "
+        "(or other object with __arrow_c_stream__) or DuckDB relation, "
         f"got {type(frame).__name__}"
     )
 
@@ -109,7 +187,24 @@ def _unreadable(pandas_frame: Any, name: str, exc: Exception) -> str:
 
 
 def to_lazy(frame: object, name: str) -> Source:
-    """Convert a supported frame to a :class:`Source` holding a ``LazyFrame``."""
+    """Convert a supported frame to a :class:`Source` holding a ``LazyFrame``.
+
+    Arrow input is read here, once (a stream such as a RecordBatchReader can be read only
+    once); a DuckDB relation runs its query here, once.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> table = pa.table({"user": [1, 2], "item": ["a", "b"]})
+    >>> reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+    >>> source = to_lazy(reader, "recs")
+    >>> source.kind, source.lazy.collect().rows()
+    ('arrow', [(1, 'a'), (2, 'b')])
+    >>> to_lazy(pa.chunked_array([[1, 2]]), "recs")
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidValueError: recs: expected an Arrow stream of table rows (columns in a struct), got an error from polars: ...
+    """
     kind = kind_of(frame)
     if kind == "polars":
         assert isinstance(frame, pl.DataFrame)
@@ -117,6 +212,21 @@ def to_lazy(frame: object, name: str) -> Source:
     if kind == "polars-lazy":
         assert isinstance(frame, pl.LazyFrame)
         return Source(frame, kind)
+    if kind == "arrow":
+        stream: Any = frame  # any object with __arrow_c_stream__
+        try:
+            converted = pl.DataFrame(stream)
+        except Exception as exc:  # a stream of something other than table rows
+            raise InvalidValueError(
+                f"{name}: expected an Arrow stream of table rows (columns in a struct), got "
+                f"an error from polars: {exc}"
+            ) from exc
+        return Source(converted.lazy(), kind)
+    if kind == "duckdb":
+        relation: Any = frame  # duckdb is not imported here, so not typed either
+        result = relation.pl()
+        assert isinstance(result, pl.DataFrame)
+        return Source(result.lazy(), kind)
     # Named index levels (``df.set_index("user")``, a groupby result) are columns to a
     # caller; an unnamed RangeIndex is not, and polars leaves it out.
     pandas_frame: Any = frame  # pandas is not imported here, so not typed either

@@ -93,17 +93,45 @@ def _register_pandas(pandas: ModuleType) -> None:
         pandas.api.extensions.register_dataframe_accessor(NAMESPACE)(RecMetricsNamespace)
 
 
-class _PandasImportHook(importlib.abc.MetaPathFinder):
-    """Registers the pandas accessor right after pandas is imported, if it ever is.
+def _register_dask(dask_dataframe: ModuleType) -> None:
+    frame = dask_dataframe.DataFrame
+    if NAMESPACE not in getattr(frame, "_accessors", set()):
+        from dask.dataframe.extensions import register_dataframe_accessor
 
-    Importing pandas only to register an accessor would cost polars-only users a
-    fraction of a second at every start; this hook costs nothing until pandas loads.
+        register_dataframe_accessor(NAMESPACE)(RecMetricsNamespace)  # type: ignore[no-untyped-call]
+
+
+def _register_spark(dataframe_module: ModuleType) -> None:
+    # Spark has no accessor API: a property on the class (classic or Connect).
+    frame = dataframe_module.DataFrame
+    if NAMESPACE not in vars(frame):
+        setattr(frame, NAMESPACE, property(RecMetricsNamespace))
+
+
+#: Modules whose frames get the namespace, and how, as soon as they are imported.
+_REGISTER: dict[str, Callable[[ModuleType], None]] = {
+    "pandas": _register_pandas,
+    "dask.dataframe": _register_dask,
+    "pyspark.sql.dataframe": _register_spark,
+    "pyspark.sql.connect.dataframe": _register_spark,
+}
+
+
+class _ImportHook(importlib.abc.MetaPathFinder):
+    """Registers an accessor right after its library is imported, if it ever is.
+
+    Importing pandas (or dask, or pyspark) only to register an accessor would cost a
+    polars-only user a fraction of a second at every start; this hook costs nothing
+    until the library loads.
     """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
     def find_spec(
         self, fullname: str, path: Any, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != "pandas":
+        if fullname != self.name:
             return None
         sys.meta_path.remove(self)
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
@@ -111,21 +139,26 @@ class _PandasImportHook(importlib.abc.MetaPathFinder):
             return spec
         loader = spec.loader
         original_exec = loader.exec_module
+        register = _REGISTER[fullname]
 
         def exec_module(module: ModuleType) -> None:
             original_exec(module)
-            _register_pandas(module)
+            register(module)
 
         loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
 
 
 def register_all() -> None:
-    """Register the namespace on polars now and on pandas now or when it is imported."""
+    """Register the namespace on polars now, and on other libraries' frames.
+
+    pandas, dask and Spark frames get it now, or as soon as their library is imported.
+    """
     for register in (pl.api.register_dataframe_namespace, pl.api.register_lazyframe_namespace):
         register(NAMESPACE)(RecMetricsNamespace)
-    pandas = sys.modules.get("pandas")
-    if pandas is not None and hasattr(pandas, "DataFrame"):
-        _register_pandas(pandas)
-    elif not any(isinstance(f, _PandasImportHook) for f in sys.meta_path):
-        sys.meta_path.insert(0, _PandasImportHook())
+    for name, register_frames in _REGISTER.items():
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "DataFrame"):
+            register_frames(module)
+        elif not any(isinstance(f, _ImportHook) and f.name == name for f in sys.meta_path):
+            sys.meta_path.insert(0, _ImportHook(name))

@@ -175,19 +175,28 @@ def prepare(
     validate: bool = True,
     tie_cutoffs: tuple[int, ...] = (),
     needs_relevance: bool = True,
+    groups: pl.DataFrame | None = None,
 ) -> Prepared:
     """Build the long table from recommendations and truth, or from a long table alone.
 
     Without truth, a long table needs a relevance column only when a requested metric
     reads relevance (``needs_relevance``); recommendations alone (for novelty, coverage
-    and the like) then have relevance 0 everywhere.
+    and the like) then have relevance 0 everywhere. ``groups``: the distinct values of
+    the ``by`` columns truth lacks, when known beforehand (one partition of a larger run).
     """
     if truth is None:
         return _prepare_long(
             recs, columns, options, max_k, validate=validate, needs_relevance=needs_relevance
         )
     return _prepare_pair(
-        recs, truth, columns, options, max_k, validate=validate, tie_cutoffs=tie_cutoffs
+        recs,
+        truth,
+        columns,
+        options,
+        max_k,
+        validate=validate,
+        tie_cutoffs=tie_cutoffs,
+        known_groups=groups,
     )
 
 
@@ -200,6 +209,7 @@ def _prepare_pair(
     *,
     validate: bool,
     tie_cutoffs: tuple[int, ...],
+    known_groups: pl.DataFrame | None,
 ) -> Prepared:
     c = columns
     order_col = c.score if c.score is not None else c.rank
@@ -296,7 +306,7 @@ def _prepare_pair(
     if missing_by:
         # Truth without the by columns applies to every group (e.g. every model): each
         # group is judged on all truth users, recommended to or not.
-        groups = recs.select(missing_by).unique()
+        groups = recs.select(missing_by).unique() if known_groups is None else known_groups.lazy()
         truth_keyed = truth_rows.join(groups, how="cross")
     all_keys = pl.concat(
         [recs.select(keys), truth_keyed.select(keys)], how="vertical_relaxed"

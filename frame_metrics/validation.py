@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 __all__ = [
     "Check",
     "CheckedFrame",
+    "Failure",
     "duplicate_check",
+    "find_failures",
     "finite_check",
     "magnitude_check",
     "nan_check",
@@ -234,6 +236,24 @@ def _describe(row: dict[str, object]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in row.items()) or "(no columns)"
 
 
+@dataclass(frozen=True)
+class Failure:
+    """A failed check: which one (its position in the batch), how many rows, an example."""
+
+    index: int
+    error: type[FrameMetricsError]
+    label: str
+    message: str  # formatted with n= and example=
+    n: int
+    example: str
+    more: str = ""
+
+    def exception(self) -> FrameMetricsError:
+        """The error to raise, its message naming the count and the example row."""
+        text = self.message.format(n=self.n, example=self.example)
+        return self.error(f"{self.label}: {text}{self.more}")
+
+
 def run_checks(
     frames: Sequence[CheckedFrame],
     *,
@@ -245,6 +265,24 @@ def run_checks(
     ``with_queries`` are collected in the same batch, so a result and the checks of its
     inputs share one pass over the data (polars shares common subplans in
     ``collect_all``); their frames are returned only when every check passed.
+    """
+    failures, results = find_failures(frames, with_queries=with_queries, engine=engine)
+    if failures:
+        raise failures[0].exception()
+    return results
+
+
+def find_failures(
+    frames: Sequence[CheckedFrame],
+    *,
+    with_queries: Sequence[pl.LazyFrame] = (),
+    engine: EngineType = "auto",
+    first_only: bool = True,
+) -> tuple[list[Failure], list[pl.DataFrame]]:
+    """The failed checks in batch order (only the first unless ``first_only=False``).
+
+    A distributed run finds every failure of each partition, then sums the counts of
+    the same check over partitions (:class:`Failure` ``index``).
     """
     checked = [cf for cf in frames if cf.checks]
     # One query per frame for its expression counts, one per frame-level count.
@@ -263,8 +301,11 @@ def run_checks(
                 where[i] = (len(queries) - 1, 0)
         slots.append([where[i] for i in range(len(firsts))])
     results = pl.collect_all([*queries, *with_queries], engine=engine)
+    failures: list[Failure] = []
+    index = -1
     for cf, frame_slots in zip(checked, slots, strict=True):
         for check, (q, col) in zip(cf.checks, frame_slots, strict=True):
+            index += 1
             n = results[q].row(0)[col] if results[q].height else 0
             for finer in [*check.screens[1:], check.count] if check.screens else []:
                 if not n:
@@ -274,5 +315,9 @@ def run_checks(
                 example = cf.frame.filter(check.offending).select(cf.show).head(1).collect()
                 shown = _describe(example.row(0, named=True)) if example.height else "(none)"
                 more = check.explain() if check.explain is not None else ""
-                raise check.error(f"{cf.label}: " + check.message.format(n=n, example=shown) + more)
-    return results[len(queries) :]
+                failures.append(
+                    Failure(index, check.error, cf.label, check.message, int(n), shown, more)
+                )
+                if first_only:
+                    return failures, []
+    return failures, results[len(queries) :]

@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import duckdb
 import pandas as pd
 import polars as pl
+import pyarrow as pa
 import pytest
+
+from frame_metrics.namespace import RecMetricsNamespace
 
 Constructor = Callable[[pl.DataFrame], Any]
 
@@ -20,11 +24,22 @@ def _pandas_pyarrow(df: pl.DataFrame) -> pd.DataFrame:
     return df.to_pandas(use_pyarrow_extension_array=True)
 
 
+def _pyarrow(df: pl.DataFrame) -> pa.Table:
+    return df.to_arrow()
+
+
+def _duckdb(df: pl.DataFrame) -> duckdb.DuckDBPyRelation:
+    # A relation on the default connection, reading an Arrow table, as the edge gives back.
+    return duckdb.from_arrow(df.to_arrow())
+
+
 CONSTRUCTORS: dict[str, Constructor] = {
     "polars": lambda df: df,
     "polars-lazy": lambda df: df.lazy(),
     "pandas-numpy": _pandas_numpy,
     "pandas-pyarrow": _pandas_pyarrow,
+    "pyarrow": _pyarrow,
+    "duckdb": _duckdb,
 }
 
 
@@ -40,10 +55,31 @@ def to_polars(result: Any) -> pl.DataFrame:
         return result.collect()  # as a caller would
     if isinstance(result, pl.DataFrame):
         return result
+    if isinstance(result, pa.Table):
+        out = pl.from_arrow(result)
+        assert isinstance(out, pl.DataFrame)
+        return out
+    if isinstance(result, duckdb.DuckDBPyRelation):
+        out = result.pl()
+        assert isinstance(out, pl.DataFrame)
+        return out
     assert isinstance(result, pd.DataFrame)
     out = pl.from_pandas(result)
     assert isinstance(out, pl.DataFrame)
     return out
+
+
+def recmetrics(frame: Any) -> Any:
+    """``frame.recmetrics``, the namespace on the kinds it is registered on.
+
+    polars and pandas frames carry it; pyarrow Tables (no accessor API) and DuckDB
+    relations (an attribute there names a column) do not, and their callers use the
+    functions. The namespace is a forwarder to those functions, so on such a frame the
+    tests build it by hand: the same methods, on the same frame, with no skip.
+    """
+    if hasattr(type(frame), "recmetrics"):
+        return frame.recmetrics
+    return RecMetricsNamespace(frame)
 
 
 def assert_kind(result: Any, constructor: Constructor) -> None:

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 import frame_metrics as fm
-from tests.conftest import Constructor, assert_kind, to_polars
+from tests.conftest import Constructor, assert_kind, recmetrics, to_polars
 
 L2 = math.log2
 
@@ -50,7 +50,7 @@ def test_per_user_columns_order_and_kind(constructor: Constructor) -> None:
 
 
 def test_aggregate_by_model(constructor: Constructor) -> None:
-    out = constructor(RECS).recmetrics.evaluate(
+    out = recmetrics(constructor(RECS)).evaluate(
         constructor(TRUTH), metrics=["ndcg", "hit_rate"], k=3, by="model", aggregate=True
     )
     assert_kind(out, constructor)
@@ -146,34 +146,35 @@ def test_long_table_input(constructor: Constructor) -> None:
             "relevance": [0, 2, 1, 0],
         }
     )
-    got = to_polars(constructor(long).recmetrics.evaluate(metrics=["recall", "ap"], k=2))
+    got = to_polars(recmetrics(constructor(long)).evaluate(metrics=["recall", "ap"], k=2))
     assert got.rows() == [(1, 1 / 2, (1 / 2) / 2)]
-    assert_kind(constructor(long).recmetrics.recall(k=2), constructor)
+    assert_kind(recmetrics(constructor(long)).recall(k=2), constructor)
 
 
 def test_long_table_relevant_item_far_below_cutoff(constructor: Constructor) -> None:
     long = pl.DataFrame(
         {"user": [1, 1, 1], "item": [1, 2, 3], "rank": [1, 100, 2], "relevance": [1, 1, 0]}
     )
-    got = to_polars(constructor(long).recmetrics.evaluate(metrics=["ap", "ndcg", "mrr"], k=10))
+    got = to_polars(recmetrics(constructor(long)).evaluate(metrics=["ap", "ndcg", "mrr"], k=10))
     # relevant: items 1 (rank 1) and 2 (rank 100, beyond k): AP = (1/1) / min(2, 10).
     assert got.row(0) == pytest.approx((1, 1 / 2, 1 / (1 + 1 / L2(3)), 1.0), rel=1e-15)
 
 
 def test_shortcuts_and_aliases(constructor: Constructor) -> None:
     recs, truth = constructor(RECS.filter(pl.col("model") == "a")), constructor(TRUTH)
-    full = to_polars(recs.recmetrics.evaluate(truth, metrics=["ap"], k=3))
+    namespace = recmetrics(recs)
+    full = to_polars(namespace.evaluate(truth, metrics=["ap"], k=3))
     for method in ("ap", "map"):
-        assert to_polars(getattr(recs.recmetrics, method)(truth, k=3)).equals(full)
-    mean = to_polars(recs.recmetrics.ap(truth, k=3, aggregate=True))
+        assert to_polars(getattr(namespace, method)(truth, k=3)).equals(full)
+    mean = to_polars(namespace.ap(truth, k=3, aggregate=True))
     assert mean["ap@3"].item() == pytest.approx(full["ap@3"].mean())
-    assert "ndcg" in dir(recs.recmetrics)
+    assert "ndcg" in dir(namespace)
     with pytest.raises(AttributeError, match="no attribute 'ndgc'"):
-        _ = recs.recmetrics.ndgc
+        _ = namespace.ndgc
 
 
 def test_diagnostics_counts(constructor: Constructor) -> None:
-    d = constructor(RECS).recmetrics.diagnostics(constructor(TRUTH), k=3, by="model")
+    d = recmetrics(constructor(RECS)).diagnostics(constructor(TRUTH), k=3, by="model")
     assert isinstance(d, fm.Diagnostics)
     # per model: users 1, 2, 4 have relevant items; 2 and 4 (a) / 2 and 4 (b) got nothing
     # relevant recommended, and 4 (both) and 2 (b) got no recommendation at all.

@@ -36,7 +36,7 @@ from frame_metrics.stats import (
     student_t_sf,
     wilcoxon_signed_rank,
 )
-from tests.conftest import Constructor, assert_kind, to_polars
+from tests.conftest import Constructor, assert_kind, recmetrics, to_polars
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
@@ -230,7 +230,7 @@ def test_every_kind_gives_the_same_numbers(constructor: Constructor) -> None:
     got = fm.compare(constructor(frame), baseline_model="b", n_resamples=200, seed=1)
     assert_kind(got, constructor)
     assert to_polars(got).rows() == want.rows()
-    via_namespace = constructor(frame).recmetrics.compare(
+    via_namespace = recmetrics(constructor(frame)).compare(
         baseline_model="b", n_resamples=200, seed=1
     )
     assert to_polars(via_namespace).rows() == want.rows()
@@ -757,6 +757,6 @@ def test_bad_input_with_recommendations(
     """The same checks, and messages, from recommendations and truth, and via the namespace."""
     recs, truth = synthetic(n_users=20)
     with pytest.raises(InvalidOptionError, match=f"^{re.escape(message)}$"):
-        constructor(recs).recmetrics.compare(constructor(truth), k=5, n_resamples=10, **kwargs)
+        recmetrics(constructor(recs)).compare(constructor(truth), k=5, n_resamples=10, **kwargs)
     with pytest.raises(InvalidOptionError, match=f"^{re.escape(message)}$"):
         fm.compare(constructor(recs), constructor(truth), k=5, n_resamples=10, **kwargs)

@@ -427,7 +427,8 @@ def test_validate_false_skips_value_checks() -> None:
 def test_unsupported_frame_type() -> None:
     with pytest.raises(
         InvalidOptionError,
-        match=r"^expected a polars DataFrame, polars LazyFrame or pandas DataFrame, got dict$",
+        match=r"^expected a polars DataFrame, polars LazyFrame, pandas DataFrame, pyarrow Table "
+        r"\(or other object with __arrow_c_stream__\) or DuckDB relation, got dict$",
     ):
         fm.evaluate({"user": [1]}, TRUTH, k=2)
 

@@ -22,6 +22,7 @@ import polars as pl
 import pytest
 
 import frame_metrics as fm
+from tests.conftest import recmetrics, to_polars
 
 Constructor = Callable[[pl.DataFrame], Any]
 
@@ -82,16 +83,6 @@ def _truth(split: tuple[pl.DataFrame, pl.DataFrame]) -> pl.DataFrame:
     return test.select("userId", "movieId", "rating")
 
 
-def _as_polars(out: Any) -> pl.DataFrame:
-    if isinstance(out, pl.LazyFrame):
-        return out.collect()
-    if isinstance(out, pl.DataFrame):
-        return out
-    converted = pl.from_pandas(out)
-    assert isinstance(converted, pl.DataFrame)
-    return converted
-
-
 def _assert_close(got: float, expected: float, label: str) -> None:
     assert got == pytest.approx(expected, rel=RTOL, abs=0.0), (
         f"{label}: expected {expected!r}, got {got!r}"
@@ -113,7 +104,7 @@ def test_precision_recall_at_10(
     recs = recs.drop("steam") if ordering == "rank" else recs.drop("rank")
     options: dict[str, Any] = {"score": "steam"} if ordering == "score" else {}
     recs_in = constructor(recs)
-    out = recs_in.recmetrics.evaluate(
+    out = recmetrics(recs_in).evaluate(
         constructor(_truth(split)),
         metrics=["precision", "recall"],
         k=10,
@@ -125,7 +116,7 @@ def test_precision_recall_at_10(
         **options,
     )
     assert type(out) is type(recs_in)
-    result = _as_polars(out)
+    result = to_polars(out)
     assert result["n_users"].item() == N_USERS
     _assert_close(result["precision@10"].item(), PUBLISHED_PRECISION_10, "precision@10")
     _assert_close(result["recall@10"].item(), PUBLISHED_RECALL_10, "recall@10")
@@ -147,7 +138,7 @@ def test_tutorial_map_is_mean_precision_1_to_10(
         threshold=4.0,
     )
     assert type(out) is type(recs_in)
-    per_user = _as_polars(out).sort("userId")
+    per_user = to_polars(out).sort("userId")
     assert per_user.height == N_USERS
     columns = [f"precision@{k}" for k in ks]
     # As the tutorial sums: per user the mean over i, then numpy.mean over users by userId.
@@ -158,7 +149,7 @@ def test_tutorial_map_is_mean_precision_1_to_10(
         "mean of precision@1..10 (per user first)",
     )
     # The same through aggregate=True: the mean over k of the mean over users.
-    means = _as_polars(
+    means = to_polars(
         fm.evaluate(
             recs_in,
             constructor(_truth(split)),

@@ -33,6 +33,7 @@ import polars as pl
 import pytest
 
 import frame_metrics as fm
+from tests.conftest import to_polars
 
 Constructor = Callable[[pl.DataFrame], Any]
 UserValues = dict[int, float]
@@ -46,7 +47,8 @@ PATHS = ("rank", "score")
 
 
 # The `constructor` fixture (tests/conftest.py) runs every check on polars eager, polars
-# lazy, pandas with numpy dtypes and pandas with pyarrow dtypes.
+# lazy, pandas with numpy dtypes, pandas with pyarrow dtypes, pyarrow Tables and DuckDB
+# relations.
 
 
 # --- data --------------------------------------------------------------------------------
@@ -188,17 +190,8 @@ def run_fm(constructor: Constructor, data: Data, path: str, **options: Any) -> p
 
 
 def as_polars(out: Any, *, like: Any) -> pl.DataFrame:
-    if isinstance(like, pl.LazyFrame):
-        assert isinstance(out, pl.LazyFrame), type(out)
-        return out.collect()
-    if isinstance(like, pl.DataFrame):
-        assert isinstance(out, pl.DataFrame), type(out)
-        return out
-    pd = pytest.importorskip("pandas")
-    assert isinstance(out, pd.DataFrame), type(out)
-    converted = pl.from_pandas(out)
-    assert isinstance(converted, pl.DataFrame)
-    return converted
+    assert type(out) is type(like), type(out)  # given back in the kind of recs
+    return to_polars(out)
 
 
 def per_user(result: pl.DataFrame, column: str) -> UserValues:

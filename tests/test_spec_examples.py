@@ -9,7 +9,7 @@ import pytest
 
 import frame_metrics as fm
 from frame_metrics.options import Gain
-from tests.conftest import Constructor, assert_kind, to_polars
+from tests.conftest import Constructor, assert_kind, recmetrics, to_polars
 
 L2 = math.log2
 
@@ -37,7 +37,7 @@ def test_example_1_precision_recall(constructor: Constructor) -> None:
 def test_example_2_dcg_ndcg_linear(constructor: Constructor) -> None:
     recs = constructor(recs_of({1: list("abc")}))
     truth = constructor(truth_of({1: {"a": 3, "b": 2, "c": 1, "d": 3, "e": 0, "f": 0}}))
-    row = to_polars(recs.recmetrics.evaluate(truth, metrics=["dcg", "ndcg"], k=3)).row(
+    row = to_polars(recmetrics(recs).evaluate(truth, metrics=["dcg", "ndcg"], k=3)).row(
         0, named=True
     )
     dcg = 3 / L2(2) + 2 / L2(3) + 1 / L2(4)

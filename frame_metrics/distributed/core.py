@@ -1,0 +1,482 @@
+"""The polars side of a distributed run, shared by the Spark and Dask adapters.
+
+A distributed run is the single-machine engine run once per bucket of user keys:
+
+1. every frame keyed by user (recommendations, truth, train, a baseline) gets a bucket
+   column, a hash of its user key in the key dtype all frames share (:func:`with_bucket`),
+   and the adapter co-partitions them by it;
+2. item tables (catalog, item features) go whole to every partition;
+3. tables over every user (train popularity, the ``by`` groups truth applies to, the
+   catalog) are computed first and handed to each partition (:class:`GlobalTables`);
+4. each partition runs the engine on its users (:func:`partition_result`): per-user
+   rows, or, for ``aggregate=True``, sums that add up over partitions (per-user metric
+   sums and counts, rating error sums, item exposures), in one long frame;
+5. the adapter sums those per (group, item, name) and :func:`finish` turns the sums into
+   the same means and corpus metrics as :meth:`~frame_metrics.engine.Plan.aggregate`.
+
+Checks run the same way (:func:`partition_checks`): each partition counts its failures,
+the adapter sums the counts of each check, and :func:`raise_first` raises the error the
+single-machine engine would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from frame_metrics import errors
+from frame_metrics.api import _OPTION_DEFAULTS
+from frame_metrics.diagnostics import Diagnostics
+from frame_metrics.dtypes import unify_keys
+from frame_metrics.engine import Plan, Request, diagnose, unseen_items
+from frame_metrics.extras import N_TRAIN_USERS, popularity_levels, train_counts
+from frame_metrics.global_tables import GlobalTables
+from frame_metrics.metrics.corpus import exposure_column, users_column
+from frame_metrics.metrics.rating import ABS_ERRORS, N_PAIRS, SQUARED_ERRORS, RatingContext
+from frame_metrics.validation import Failure, find_failures
+
+__all__ = [
+    "BUCKET",
+    "USER_FRAMES",
+    "Job",
+    "finish",
+    "merge_diagnostics",
+    "partition_checks",
+    "partition_diagnostics",
+    "partition_result",
+    "raise_first",
+    "with_bucket",
+]
+
+#: The bucket of a row's user key; frames are co-partitioned by it.
+BUCKET = "_fm_bucket"
+#: Frames split by user key (the rest are item tables, sent whole to every partition).
+USER_FRAMES = ("recs", "truth", "train", "baseline")
+
+# The long frame of sums: (by..., item, NAME, VALUE); item is null but for exposures.
+NAME = "_fm_name"
+VALUE = "_fm_value"
+_N_USERS = "n_users"
+_SUM = "sum:"
+_COUNT = "count:"
+_EXPOSURE = "exposure:"
+_USERS = "users:"
+_RATING_SUMS = (SQUARED_ERRORS, ABS_ERRORS, N_PAIRS)
+#: Frames and flags a Job passes itself; the rest of evaluate's keywords are options.
+_NOT_OPTIONS = {"catalog", "train", "item_features", "baseline", "validate"}
+_DEFAULTS = {k: v for k, v in _OPTION_DEFAULTS.items() if k not in _NOT_OPTIONS}
+_FAILURE_SCHEMA = {
+    "index": pl.Int64,
+    "error": pl.String,
+    "label": pl.String,
+    "message": pl.String,
+    "n": pl.Int64,
+    "example": pl.String,
+    "more": pl.String,
+}
+
+
+@dataclass(frozen=True)
+class Job:
+    """One distributed call: evaluate's options, the item tables and the global tables.
+
+    ``options`` are :func:`frame_metrics.evaluate`'s keyword arguments other than the
+    frames, ``aggregate`` and ``validate``; ``schemas`` the polars schema of each
+    partitioned frame (so that empty partitions are typed); ``broadcast`` the item
+    tables as polars frames.
+    """
+
+    options: Mapping[str, Any]
+    aggregate: bool
+    schemas: Mapping[str, pl.Schema]
+    broadcast: Mapping[str, pl.DataFrame] = field(default_factory=dict)
+    shared: GlobalTables = field(default_factory=GlobalTables)
+
+    def request(
+        self, frames: Mapping[str, pl.DataFrame], *, validate: bool, final: bool = False
+    ) -> Request:
+        """The engine's request for one partition's frames (``final``: for :func:`finish`).
+
+        The final request reads the catalog's size: the given catalog, else the items
+        seen in every partition.
+        """
+        catalog = self.broadcast.get("catalog")
+        if final and catalog is None:
+            catalog = self.shared.seen_items
+        typed = {
+            name: frame.select(pl.col(n).cast(d) for n, d in self.schemas[name].items())
+            for name, frame in frames.items()
+        }
+        return Request(
+            typed["recs"],
+            typed.get("truth"),
+            **{**_DEFAULTS, **self.options},
+            train=typed.get("train"),
+            baseline=typed.get("baseline"),
+            catalog=catalog,
+            item_features=self.broadcast.get("item_features"),
+            validate=validate,
+            global_tables=self.shared,
+        )
+
+    def empty(self) -> dict[str, pl.DataFrame]:
+        """Empty, typed partition frames (to learn output schemas)."""
+        return {name: pl.DataFrame(schema=schema) for name, schema in self.schemas.items()}
+
+    @property
+    def by(self) -> list[str]:
+        """The ``by`` columns."""
+        by = self.options.get("by")
+        return [] if by is None else [by] if isinstance(by, str) else list(by)
+
+    @property
+    def user(self) -> list[str]:
+        """The user key columns."""
+        user = self.options.get("user", "user")
+        return [user] if isinstance(user, str) else list(user)
+
+
+def key_dtypes(schemas: Mapping[str, pl.Schema], keys: list[str]) -> dict[str, pl.Schema]:
+    """Each frame's schema with its key columns in the dtype every frame will share."""
+    frames = {name: pl.LazyFrame(schema=schema) for name, schema in schemas.items()}
+    typed, _ = unify_keys(frames, keys)
+    return {name: frame.collect_schema() for name, frame in typed.items()}
+
+
+def with_bucket(frame: pl.DataFrame, user: list[str], schema: pl.Schema, n: int) -> pl.DataFrame:
+    """``frame`` with its key columns in ``schema``'s dtypes and a ``BUCKET`` of ``n``.
+
+    The hash is of the unified dtypes, so the same user lands in the same bucket in
+    every frame, whichever dtype each frame held its ids in.
+    """
+    cast = frame.with_columns(
+        pl.col(c).cast(schema[c], strict=False) for c in frame.columns if c in schema
+    )
+    key = pl.col(user[0]) if len(user) == 1 else pl.struct(user)
+    return cast.with_columns((key.hash(seed=0) % n).cast(pl.Int64).alias(BUCKET))
+
+
+def partition_checks(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.DataFrame:
+    """Every failed check of one partition, one row each (see :func:`raise_first`)."""
+    request = job.request(frames, validate=True)
+    plan = Plan(request)
+    per_user = plan.per_user()  # building the query registers every check
+    if job.aggregate:
+        plan.aggregate(per_user)
+    failures, _ = find_failures([*plan.first_checks, *plan.checks], first_only=False)
+    return pl.DataFrame(
+        [(f.index, f.error.__name__, f.label, f.message, f.n, f.example, f.more) for f in failures],
+        schema=_FAILURE_SCHEMA,
+        orient="row",
+    )
+
+
+def raise_first(failures: pl.DataFrame) -> None:
+    """Raise the first failed check over all partitions, its count summed over them.
+
+    ``failures`` holds every partition's rows of :func:`partition_checks`, in partition
+    order (the example shown is the first partition's).
+    """
+    if failures.height == 0:
+        return
+    index = failures["index"].min()
+    rows = failures.filter(pl.col("index") == index)
+    first = rows.row(0, named=True)
+    error = getattr(errors, first["error"])
+    raise Failure(
+        int(first["index"]),
+        error,
+        first["label"],
+        first["message"],
+        int(rows["n"].sum()),
+        first["example"],
+        first["more"],
+    ).exception()
+
+
+def partition_result(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.DataFrame:
+    """One partition's per-user rows, or (``aggregate=True``) its long frame of sums."""
+    request = job.request(frames, validate=False)
+    plan = Plan(request)
+    per_user = plan.per_user()
+    keys = request.columns.keys
+    if not job.aggregate:
+        return per_user.select(*keys, *request.metric_columns).collect()
+    return _sums(plan, per_user).collect()
+
+
+def _sums(plan: Plan, per_user: pl.LazyFrame) -> pl.LazyFrame:
+    """Sums over the partition's users that add up over partitions, as a long frame."""
+    r = plan.request
+    by, item = list(r.columns.by), r.columns.item
+    item_dtype = plan.prepared.top.collect_schema()[item] if plan.prepared else pl.Int64()
+    parts: list[pl.LazyFrame] = []
+    if r.per_user_columns:
+        aggs = [pl.len().cast(pl.Float64).alias(_N_USERS)]
+        for col in r.per_user_columns:
+            if col in r.metric_columns and _is_rating(r, col):
+                continue
+            aggs.append(pl.col(col).fill_null(0.0).sum().alias(_SUM + col))
+            aggs.append(pl.col(col).count().cast(pl.Float64).alias(_COUNT + col))
+        if plan.ratings is not None:
+            aggs += [pl.col(c).fill_null(0).sum().cast(pl.Float64).alias(c) for c in _RATING_SUMS]
+        sums = per_user.group_by(by).agg(aggs) if by else per_user.select(aggs)
+        parts.append(_long(sums, by, item, item_dtype, with_item=False))
+    exposure = plan.exposures()
+    if exposure is not None:
+        ks = sorted({k for m, k in r.requests if m.family == "corpus"})
+        exp_cols = {exposure_column(k): _EXPOSURE + str(k) for k in ks}
+        user_cols = {users_column(k): _USERS + str(k) for k in ks}
+        items = exposure.select(
+            *by, item, *(pl.col(c).cast(pl.Float64).alias(a) for c, a in exp_cols.items())
+        )
+        parts.append(_long(items, by, item, item_dtype, with_item=True))
+        users = exposure.select(
+            *by, *(pl.col(c).cast(pl.Float64).alias(a) for c, a in user_cols.items())
+        ).unique()
+        parts.append(_long(users, by, item, item_dtype, with_item=False))
+    return pl.concat(parts)
+
+
+def _is_rating(r: Request, col: str) -> bool:
+    return any(m.family == "rating" and m.column(k) == col for m, k in r.requests)
+
+
+def _long(
+    frame: pl.LazyFrame, by: list[str], item: str, item_dtype: pl.DataType, *, with_item: bool
+) -> pl.LazyFrame:
+    index = [*by, item] if with_item else by
+    if not with_item:
+        frame = frame.with_columns(pl.lit(None, item_dtype).alias(item))
+    long = frame.unpivot(index=[*by, item], variable_name=NAME, value_name=VALUE)
+    del index
+    return long.select(*by, item, NAME, pl.col(VALUE).cast(pl.Float64))
+
+
+def sums_schema(job: Job) -> pl.Schema:
+    """The schema of :func:`partition_result`'s frame for this job."""
+    return partition_result(job.empty(), job).schema
+
+
+def finish(sums: pl.DataFrame, job: Job) -> pl.DataFrame:
+    """The aggregate from every partition's sums, added up per (group, item, name).
+
+    Means are each metric's sum over its count of users; rating errors pooled over
+    pairs; corpus metrics from the summed item exposures, as the engine computes them.
+    """
+    request = job.request(job.empty(), validate=False, final=True)
+    plan = Plan(request)
+    by, item = list(request.columns.by), request.columns.item
+    totals = sums.group_by([*by, item, NAME], maintain_order=True).agg(pl.col(VALUE).sum())
+    group_rows = totals.filter(pl.col(item).is_null() & ~pl.col(NAME).str.starts_with(_USERS))
+    corpus = None
+    if any(m.family == "corpus" for m, _ in request.requests):
+        corpus = _corpus(plan, totals, by, item)
+    if request.per_user_columns:
+        wide = _wide(group_rows, by, _sum_names(request))
+        pooled = RatingContext(pooled=True)
+        aggs: list[pl.Expr] = [pl.col(_N_USERS).sum().cast(pl.Int64).alias("n_users")]
+        if plan.ratings is not None:
+            aggs.append(pl.col(N_PAIRS).sum().cast(pl.Int64).alias(N_PAIRS))
+        for m, k in request.requests:
+            col = m.column(k)
+            if m.family == "rating":
+                aggs.append(m.value(pooled, k).alias(col))
+            elif m.population != "corpus":
+                n = pl.col(_COUNT + col).sum()
+                aggs.append(pl.when(n > 0).then(pl.col(_SUM + col).sum() / n).alias(col))
+        out = wide.group_by(by).agg(aggs) if by else wide.select(aggs)
+        out = out.filter(pl.col("n_users") > 0)
+        if corpus is not None:
+            out = out.join(corpus, on=by, how="left") if by else out.join(corpus, how="cross")
+    else:
+        assert corpus is not None
+        out = corpus.rename({"_fm_corpus_users": "n_users"}).filter(pl.col("n_users") > 0)
+    lead = ["n_users", *([N_PAIRS] if plan.ratings is not None else [])]
+    out = out.select(*by, *lead, *request.metric_columns)
+    return out.sort(by) if by else out
+
+
+def _sum_names(r: Request) -> list[str]:
+    """The names of the per-group sums :func:`_sums` writes."""
+    names = [_N_USERS]
+    for col in r.per_user_columns:
+        if not _is_rating(r, col):
+            names += [_SUM + col, _COUNT + col]
+    if "rating" in r.families():
+        names += list(_RATING_SUMS)
+    return names
+
+
+def _wide(rows: pl.DataFrame, index: list[str], names: list[str]) -> pl.DataFrame:
+    """Long (index..., NAME, VALUE) rows as one row per index value, a column per name."""
+    rows = rows.select(*index, NAME, VALUE)
+    wide = rows.with_columns(pl.lit(0).alias("_fm_one")).pivot(
+        on=NAME, index=[*index, "_fm_one"], values=VALUE
+    )
+    missing = [n for n in names if n not in wide.columns]
+    return wide.with_columns(pl.lit(None, pl.Float64).alias(n) for n in missing).select(
+        *index, *names
+    )
+
+
+def _corpus(plan: Plan, totals: pl.DataFrame, by: list[str], item: str) -> pl.DataFrame:
+    """Corpus metrics per group from the summed exposures and users within each k."""
+    r = plan.request
+    ks = sorted({k for m, k in r.requests if m.family == "corpus"})
+    renames = {_EXPOSURE + str(k): exposure_column(k) for k in ks}
+    renames |= {_USERS + str(k): users_column(k) for k in ks}
+    exposures = _wide(
+        totals.filter(pl.col(NAME).str.starts_with(_EXPOSURE)),
+        [*by, item],
+        [_EXPOSURE + str(k) for k in ks],
+    )
+    users = _wide(
+        totals.filter(pl.col(NAME).str.starts_with(_USERS)), by, [_USERS + str(k) for k in ks]
+    )
+    exposures = exposures.rename(renames, strict=False).with_columns(
+        pl.col(exposure_column(k)).fill_null(0).cast(pl.Int64) for k in ks
+    )
+    users = users.rename(renames, strict=False).with_columns(
+        pl.col(users_column(k)).fill_null(0).cast(pl.Int64) for k in ks
+    )
+    joined = exposures.join(users, on=by, how="left") if by else exposures.join(users, how="cross")
+    return plan.corpus_from(joined.lazy()).collect()
+
+
+def global_tables(
+    job: Job,
+    collect_sums: Callable[[Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame]], pl.DataFrame],
+    distinct_groups: Callable[[list[str]], pl.DataFrame],
+    *,
+    has_recs: Callable[[], bool],
+    validate: bool,
+) -> GlobalTables:
+    """The tables over every user a partition reads (eager: small results only).
+
+    ``collect_sums(fn)`` runs ``fn`` on every partition and returns the frames
+    concatenated; ``distinct_groups(cols)`` the distinct values of recs' columns.
+    """
+    request = job.request(job.empty(), validate=False)
+    c = request.columns
+    popularity = n_train = groups = None
+    if "popularity" in request.needs:
+        train_schema = job.schemas["train"]
+        train_by = [b for b in c.by if b in train_schema]
+
+        def counts(frames: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+            train = frames["train"].lazy()
+            per_item, n_users = train_counts(train, train_by, c)
+            per_item = per_item.select(
+                *train_by, c.item, pl.col("_fm_popularity").cast(pl.Float64).alias(VALUE)
+            )
+            users = n_users.select(
+                *train_by,
+                pl.lit(None, train_schema[c.item]).alias(c.item),
+                pl.col(N_TRAIN_USERS).cast(pl.Float64).alias(VALUE),
+            )
+            return pl.concat([per_item, users]).collect()
+
+        summed = collect_sums(counts)
+        totals = summed.group_by([*train_by, c.item]).agg(pl.col(VALUE).sum())
+        per_item = totals.filter(pl.col(c.item).is_not_null()).select(
+            *train_by, c.item, pl.col(VALUE).cast(pl.Int64).alias("_fm_popularity")
+        )
+        n_train = totals.filter(pl.col(c.item).is_null()).select(
+            *train_by, pl.col(VALUE).cast(pl.Int64).alias(N_TRAIN_USERS)
+        )
+        no_train = n_train.height == 0 or n_train[N_TRAIN_USERS].sum() == 0
+        if validate and no_train and has_recs():
+            raise errors.InvalidValueError(
+                "train: expected at least one row in train (novelty, arp and aplt read item "
+                "popularity from it), found an empty frame"
+            )
+        head_share = request.options.head_share
+        popularity = popularity_levels(per_item.lazy(), train_by, c.item, head_share).collect()
+    truth_schema = job.schemas.get("truth")
+    missing = [b for b in c.by if truth_schema is not None and b not in truth_schema]
+    if missing:
+        groups = distinct_groups(missing)
+    seen = None
+    if "catalog_size" in request.needs and "catalog" not in job.broadcast:
+
+        def items(frames: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+            dtype = job.schemas["recs"][c.item]
+            # As the engine's default catalog: the items of recs (every rank), truth, train.
+            seen = [f for name, f in frames.items() if name in ("recs", "truth", "train")]
+            return pl.concat(
+                f.select(pl.col(c.item).cast(dtype, strict=False)) for f in seen
+            ).unique()
+
+        seen = collect_sums(items).unique().drop_nulls()
+    return GlobalTables(popularity, n_train, groups, seen)
+
+
+_PART = "_fm_part"
+_TOTALS = (
+    "n_users",
+    "users_without_relevant",
+    "users_without_recommendations",
+    "pairs_without_rating",
+    "pairs_without_prediction",
+)
+
+
+def partition_diagnostics(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.DataFrame:
+    """One partition's diagnostics as rows that add up (totals, per group, unseen items)."""
+    request = job.request(frames, validate=False)
+    found = diagnose(request)
+    totals: dict[str, Any] = {name: getattr(found, name) for name in _TOTALS}
+    totals |= {f"dup:{f}": n for f, n in found.duplicates_resolved.items()}
+    totals |= {f"tie@{k}": n for k, n in found.ties_at_cutoff.items()}
+    parts = [pl.DataFrame([totals]).with_columns(pl.lit("totals").alias(_PART))]
+    if found.per_group.width:
+        parts.append(found.per_group.with_columns(pl.lit("group").alias(_PART)))
+    if "popularity" in request.needs:
+        prepared = request.prepared()
+        unseen = unseen_items(request, prepared).collect()
+        parts.append(unseen.with_columns(pl.lit("unseen").alias(_PART)))
+    return pl.concat(parts, how="diagonal_relaxed")
+
+
+def merge_diagnostics(rows: pl.DataFrame, job: Job) -> Diagnostics:
+    """Every partition's :func:`partition_diagnostics` rows as one :class:`Diagnostics`."""
+    request = job.request(job.empty(), validate=False)
+    by, item = list(request.columns.by), request.columns.item
+    totals = rows.filter(pl.col(_PART) == "totals")
+    names = [c for c in totals.columns if c in _TOTALS or c.startswith(("dup:", "tie@"))]
+    total = {c: int(totals[c].fill_null(0).sum()) for c in names}
+    group_rows = rows.filter(pl.col(_PART) == "group")
+    order = ("users_with_relevant", "users_without_relevant", "users_without_recommendations")
+    counts = [c for c in order if c in group_rows.columns]
+    per_group = pl.DataFrame()
+    if counts:
+        summed = group_rows.select(*by, *counts)
+        per_group = (
+            summed.group_by(by).agg(pl.col(counts).sum()).sort(by)
+            if by
+            else summed.select(pl.col(counts).sum())
+        ).with_columns(pl.col(counts).cast(pl.Int64))
+    unseen = None
+    if "popularity" in request.needs:
+        train_by = [b for b in by if b in job.schemas.get("train", {})]
+        seen = rows.filter(pl.col(_PART) == "unseen").select(*train_by, item).unique()
+        unseen = seen.height
+    return Diagnostics(
+        n_users=total.get("n_users", 0),
+        users_without_relevant=total.get("users_without_relevant", 0),
+        users_without_recommendations=total.get("users_without_recommendations", 0),
+        duplicates_resolved={
+            c.removeprefix("dup:"): n for c, n in total.items() if c.startswith("dup:")
+        },
+        ties_at_cutoff={
+            int(c.removeprefix("tie@")): n for c, n in total.items() if c.startswith("tie@")
+        },
+        per_group=per_group,
+        items_not_in_train=unseen,
+        pairs_without_rating=total.get("pairs_without_rating", 0),
+        pairs_without_prediction=total.get("pairs_without_prediction", 0),
+    )

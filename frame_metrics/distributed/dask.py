@@ -1,0 +1,184 @@
+"""Dask DataFrames: shuffle by a bucket of the user key, the polars engine per partition.
+
+Every frame keyed by user gets the same bucket column and is shuffled into as many
+partitions as the recommendations have, so partition i of each holds the same users;
+``map_partitions`` runs the engine on each (see :mod:`frame_metrics.distributed.core`).
+The result is a lazy dask DataFrame; the input checks and the few tables over every
+user (train popularity, ``by`` groups, the seen items) are computed when it is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import dask.dataframe
+import pandas as pd
+import polars as pl
+
+from frame_metrics.diagnostics import Diagnostics
+from frame_metrics.distributed import core
+from frame_metrics.frames import kind_of, to_lazy
+
+__all__ = ["diagnose", "evaluate", "is_dask", "like", "to_polars"]
+
+# dask is untyped: its frames are Any here.
+dd: Any = dask.dataframe
+
+
+def is_dask(frame: object) -> bool:
+    """Whether ``frame`` is a dask DataFrame (without importing dask)."""
+    import sys
+
+    module = sys.modules.get("dask.dataframe")
+    return module is not None and isinstance(frame, module.DataFrame)
+
+
+def _to_polars(frame: pd.DataFrame, name: str) -> pl.DataFrame:
+    return to_lazy(frame, name).lazy.collect()
+
+
+def _to_pandas(frame: pl.DataFrame) -> pd.DataFrame:
+    return frame.to_pandas()
+
+
+def _as_dask(frame: object, name: str) -> Any:
+    if is_dask(frame):
+        return frame
+    kind_of(frame)  # a clear error for an unsupported kind
+    return dd.from_pandas(_to_pandas(to_lazy(frame, name).lazy.collect()), npartitions=1)
+
+
+def _local(frame: object, name: str) -> pl.DataFrame:
+    if is_dask(frame):
+        return _to_polars(frame.compute(), name)  # type: ignore[attr-defined]
+    return to_lazy(frame, name).lazy.collect()
+
+
+class _Run:
+    """One call's frames, shuffled by user bucket, and its job."""
+
+    def __init__(
+        self,
+        recs: Any,
+        truth: Any,
+        *,
+        aggregate: bool,
+        validate: bool,
+        catalog: object | None,
+        train: object | None,
+        item_features: object | None,
+        baseline: object | None,
+        options: dict[str, Any],
+    ) -> None:
+        given = {"recs": recs, "truth": truth, "train": train, "baseline": baseline}
+        self.frames = {name: _as_dask(f, name) for name, f in given.items() if f is not None}
+        broadcast = {
+            name: _local(f, name)
+            for name, f in {"catalog": catalog, "item_features": item_features}.items()
+            if f is not None
+        }
+        schemas = {name: _to_polars(f._meta, name).schema for name, f in self.frames.items()}
+        probe = core.Job(options, aggregate, schemas)
+        keys = [*probe.by, *probe.user, str(options.get("item", "item"))]
+        self.schemas = core.key_dtypes(schemas, keys)
+        job = core.Job(options, aggregate, self.schemas, broadcast)
+        self.n = max(1, self.frames["recs"].npartitions)
+        self.job = job
+        self.shuffled = [self._bucketed(name, f) for name, f in self.frames.items()]
+        shared = core.global_tables(
+            job, self.collect, self.distinct, has_recs=self.has_recs, validate=validate
+        )
+        self.job = core.Job(options, aggregate, self.schemas, broadcast, shared)
+        if validate:
+            job = self.job
+            core.raise_first(self.collect(lambda frames: core.partition_checks(frames, job)))
+
+    def _bucketed(self, name: str, frame: Any) -> Any:
+        schema, user, n = self.schemas[name], self.job.user, self.n
+
+        def add(part: pd.DataFrame) -> pd.DataFrame:
+            polars_part = _to_polars(part, name)
+            return _to_pandas(core.with_bucket(polars_part, user, schema, n))
+
+        meta = add(frame._meta)
+        return frame.map_partitions(add, meta=meta).shuffle(on=core.BUCKET, npartitions=n)
+
+    def per_partition(
+        self, fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame], meta: pl.DataFrame
+    ) -> Any:
+        """``fn`` on each partition's frames, lazily: a dask DataFrame."""
+        names = list(self.frames)
+
+        def run(*parts: pd.DataFrame) -> pd.DataFrame:
+            frames = {
+                name: _to_polars(part.drop(columns=core.BUCKET), name)
+                for name, part in zip(names, parts, strict=True)
+            }
+            return _to_pandas(fn(frames))
+
+        return dd.map_partitions(
+            run,
+            *self.shuffled,
+            meta=_to_pandas(meta),
+            align_dataframes=False,
+            enforce_metadata=False,
+        )
+
+    def collect(self, fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame]) -> pl.DataFrame:
+        """``fn`` on each partition's frames, computed now and concatenated."""
+        meta = fn(self.job.empty())
+        out = _to_polars(self.per_partition(fn, meta).compute(), "partition")
+        return out.cast(meta.schema) if out.height else meta
+
+    def distinct(self, cols: list[str]) -> pl.DataFrame:
+        """The distinct values of recs' ``cols``."""
+        out = _to_polars(self.frames["recs"][cols].drop_duplicates().compute(), "recs")
+        return out.cast({c: self.schemas["recs"][c] for c in cols})
+
+    def has_recs(self) -> bool:
+        """Whether recs has a row."""
+        return bool(len(self.frames["recs"].head(1, npartitions=-1)))
+
+
+def evaluate(recs: Any, truth: Any, *, aggregate: bool, **kwargs: Any) -> Any:
+    """:func:`frame_metrics.evaluate` on dask DataFrames; gives a dask DataFrame."""
+    run = _Run(recs, truth, aggregate=aggregate, **_split(kwargs))
+    job = run.job
+    meta = core.partition_result(job.empty(), job)
+    result = run.per_partition(lambda frames: core.partition_result(frames, job), meta)
+    if not aggregate:
+        return result
+
+    def finish(part: pd.DataFrame) -> pd.DataFrame:
+        return _to_pandas(core.finish(_to_polars(part, "sums").cast(meta.schema), job))
+
+    final_meta = _to_pandas(core.finish(meta, job))
+    return result.repartition(npartitions=1).map_partitions(finish, meta=final_meta)
+
+
+def diagnose(recs: Any, truth: Any, **kwargs: Any) -> Diagnostics:
+    """:func:`frame_metrics.diagnose` on dask DataFrames."""
+    run = _Run(recs, truth, aggregate=False, **_split(kwargs))
+    job = run.job
+    return core.merge_diagnostics(
+        run.collect(lambda frames: core.partition_diagnostics(frames, job)), job
+    )
+
+
+def _split(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Evaluate's keywords as :class:`_Run`'s: frames and flags apart from options."""
+    named = ("validate", "catalog", "train", "item_features", "baseline")
+    out = {name: kwargs.pop(name, None) for name in named}
+    out["validate"] = True if out["validate"] is None else out["validate"]
+    return {**out, "options": kwargs}
+
+
+def to_polars(frame: Any) -> pl.DataFrame:
+    """Compute a dask DataFrame into a polars DataFrame (on the driver)."""
+    return _to_polars(frame.compute(), "frame")
+
+
+def like(frame: Any, result: pl.DataFrame) -> Any:
+    """``result`` as a one-partition dask DataFrame (``frame`` is the caller's input)."""
+    return dd.from_pandas(_to_pandas(result), npartitions=1)

@@ -1,0 +1,244 @@
+"""Spark DataFrames: group by a bucket of the user key, the polars engine per bucket.
+
+Every frame keyed by user gets the same bucket column; the frames are stacked into one
+(each column prefixed by its frame's name, so no two frames' columns clash) and grouped
+by bucket, and ``applyInArrow`` hands each bucket's rows of every frame to the engine
+(:mod:`frame_metrics.distributed.core`). The result is a lazy Spark DataFrame; the input
+checks and the few tables over every user (train popularity, ``by`` groups, the seen
+items) are computed when it is built.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from frame_metrics.diagnostics import Diagnostics
+from frame_metrics.distributed import core
+from frame_metrics.frames import kind_of, to_lazy
+
+__all__ = ["diagnose", "evaluate", "is_spark", "like", "to_polars"]
+
+_TAG = "_fm_frame"
+_ONE = "_fm_one"
+
+
+def is_spark(frame: object) -> bool:
+    """Whether ``frame`` is a Spark DataFrame, classic or Connect (without importing it)."""
+    for name in ("pyspark.sql.dataframe", "pyspark.sql.connect.dataframe"):
+        module = sys.modules.get(name)
+        if module is not None and isinstance(frame, module.DataFrame):
+            return True
+    return False
+
+
+def _small_types(table: pa.Table) -> pa.Table:
+    """Arrow types Spark reads: plain strings and lists, not their large or view forms."""
+
+    def small(t: pa.DataType) -> pa.DataType:
+        if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            return pa.string()
+        if pa.types.is_large_list(t) or pa.types.is_list(t):
+            return pa.list_(small(t.value_type))
+        if pa.types.is_fixed_size_list(t):
+            return pa.list_(small(t.value_type))
+        return t
+
+    return table.cast(pa.schema([f.with_type(small(f.type)) for f in table.schema]))
+
+
+def _arrow(frame: pl.DataFrame) -> pa.Table:
+    return _small_types(frame.to_arrow())
+
+
+def _spark_schema(frame: pl.DataFrame) -> Any:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(_arrow(frame.clear()).schema)
+
+
+def _polars_schema(frame: Any) -> pl.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    out = pl.from_arrow(to_arrow_schema(frame.schema).empty_table())
+    assert isinstance(out, pl.DataFrame)
+    return out.schema
+
+
+def _local(frame: object, name: str) -> pl.DataFrame:
+    if is_spark(frame):
+        out = pl.from_arrow(frame.toArrow())  # type: ignore[attr-defined]
+        assert isinstance(out, pl.DataFrame)
+        return out
+    return to_lazy(frame, name).lazy.collect()
+
+
+class _Run:
+    """One call's frames, stacked with a bucket of the user key, and its job."""
+
+    def __init__(
+        self,
+        recs: Any,
+        truth: Any,
+        *,
+        aggregate: bool,
+        validate: bool,
+        catalog: object | None,
+        train: object | None,
+        item_features: object | None,
+        baseline: object | None,
+        options: dict[str, Any],
+    ) -> None:
+        session = recs.sparkSession
+        given = {"recs": recs, "truth": truth, "train": train, "baseline": baseline}
+        self.frames: dict[str, Any] = {}
+        for name, given_frame in given.items():
+            if given_frame is None:
+                continue
+            frame = given_frame
+            if not is_spark(frame):
+                kind_of(frame)  # a clear error for an unsupported kind
+                frame = session.createDataFrame(_arrow(to_lazy(frame, name).lazy.collect()))
+            self.frames[name] = frame
+        broadcast = {
+            name: _local(f, name)
+            for name, f in {"catalog": catalog, "item_features": item_features}.items()
+            if f is not None
+        }
+        schemas = {name: _polars_schema(f) for name, f in self.frames.items()}
+        probe = core.Job(options, aggregate, schemas)
+        keys = [*probe.by, *probe.user, str(options.get("item", "item"))]
+        self.schemas = core.key_dtypes(schemas, keys)
+        self.job = core.Job(options, aggregate, self.schemas, broadcast)
+        self.n = max(1, int(session.conf.get("spark.sql.shuffle.partitions") or 200))
+        self.stacked = self._stacked()
+        shared = core.global_tables(
+            self.job, self.collect, self.distinct, has_recs=self.has_recs, validate=validate
+        )
+        self.job = core.Job(options, aggregate, self.schemas, broadcast, shared)
+        if validate:
+            job = self.job
+            core.raise_first(self.collect(lambda frames: core.partition_checks(frames, job)))
+
+    def _stacked(self) -> Any:
+        """Every user frame with its bucket, columns prefixed by frame, stacked."""
+        from pyspark.sql import functions as F
+
+        stacked = None
+        user, n = self.job.user, self.n
+        for index, (name, frame) in enumerate(self.frames.items()):
+            schema = self.schemas[name]
+
+            def add(
+                batches: Iterator[pa.RecordBatch], schema: pl.Schema = schema
+            ) -> Iterator[pa.RecordBatch]:
+                for batch in batches:
+                    part = pl.from_arrow(batch)
+                    assert isinstance(part, pl.DataFrame)
+                    yield from _arrow(core.with_bucket(part, user, schema, n)).to_batches()
+
+            empty = core.with_bucket(pl.DataFrame(schema=schema), user, schema, n)
+            out = frame.mapInArrow(add, _spark_schema(empty))
+            renamed = [F.col(c).alias(f"{index}|{c}") for c in schema]
+            part = out.select(F.col(core.BUCKET), F.lit(index).alias(_TAG), *renamed)
+            stacked = (
+                part if stacked is None else stacked.unionByName(part, allowMissingColumns=True)
+            )
+        return stacked
+
+    def per_partition(
+        self, fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame], meta: pl.DataFrame
+    ) -> Any:
+        """``fn`` on each bucket's frames, lazily: a Spark DataFrame."""
+        # Only plain values in the closure: Spark pickles it for the workers.
+        names, schemas = list(self.frames), self.schemas
+
+        def run(table: pa.Table) -> pa.Table:
+            return _arrow(fn(_unstack(table, names, schemas)).cast(meta.schema))
+
+        return self.stacked.groupBy(core.BUCKET).applyInArrow(run, _spark_schema(meta))
+
+    def collect(self, fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame]) -> pl.DataFrame:
+        """``fn`` on each bucket's frames, computed now and concatenated."""
+        meta = fn(self.job.empty())
+        out = pl.from_arrow(self.per_partition(fn, meta).toArrow())
+        assert isinstance(out, pl.DataFrame)
+        return out.cast(meta.schema) if out.height else meta
+
+    def distinct(self, cols: list[str]) -> pl.DataFrame:
+        """The distinct values of recs' ``cols``."""
+        out = pl.from_arrow(self.frames["recs"].select(*cols).distinct().toArrow())
+        assert isinstance(out, pl.DataFrame)
+        return out.cast({c: self.schemas["recs"][c] for c in cols})
+
+    def has_recs(self) -> bool:
+        """Whether recs has a row."""
+        return bool(self.frames["recs"].limit(1).count())
+
+
+def _unstack(
+    table: pa.Table, names: list[str], schemas: Mapping[str, pl.Schema]
+) -> dict[str, pl.DataFrame]:
+    """One bucket's stacked rows as each frame's own rows and columns."""
+    rows = pl.from_arrow(table)
+    assert isinstance(rows, pl.DataFrame)
+    frames = {}
+    for i, name in enumerate(names):
+        mine = rows.filter(pl.col(_TAG) == i)
+        frames[name] = mine.select(
+            pl.col(f"{i}|{c}").cast(d).alias(c) for c, d in schemas[name].items()
+        )
+    return frames
+
+
+def evaluate(recs: Any, truth: Any, *, aggregate: bool, **kwargs: Any) -> Any:
+    """:func:`frame_metrics.evaluate` on Spark DataFrames; gives a Spark DataFrame."""
+    from pyspark.sql import functions as F
+
+    run = _Run(recs, truth, aggregate=aggregate, **_split(kwargs))
+    job = run.job
+    meta = core.partition_result(job.empty(), job)
+    result = run.per_partition(lambda frames: core.partition_result(frames, job), meta)
+    if not aggregate:
+        return result
+    final_meta = core.finish(meta, job)
+
+    def finish(table: pa.Table) -> pa.Table:
+        sums = pl.from_arrow(table)
+        assert isinstance(sums, pl.DataFrame)
+        out = core.finish(sums.drop(_ONE).cast(meta.schema), job)
+        return _arrow(out.cast(final_meta.schema))
+
+    one = result.withColumn(_ONE, F.lit(1))
+    return one.groupBy(_ONE).applyInArrow(finish, _spark_schema(final_meta))
+
+
+def diagnose(recs: Any, truth: Any, **kwargs: Any) -> Diagnostics:
+    """:func:`frame_metrics.diagnose` on Spark DataFrames."""
+    run = _Run(recs, truth, aggregate=False, **_split(kwargs))
+    job = run.job
+    return core.merge_diagnostics(
+        run.collect(lambda frames: core.partition_diagnostics(frames, job)), job
+    )
+
+
+def _split(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Evaluate's keywords as :class:`_Run`'s: frames and flags apart from options."""
+    named = ("validate", "catalog", "train", "item_features", "baseline")
+    out = {name: kwargs.pop(name, None) for name in named}
+    out["validate"] = True if out["validate"] is None else out["validate"]
+    return {**out, "options": kwargs}
+
+
+def to_polars(frame: Any) -> pl.DataFrame:
+    """Collect a Spark DataFrame into a polars DataFrame (on the driver), through Arrow."""
+    return _local(frame, "frame")
+
+
+def like(frame: Any, result: pl.DataFrame) -> Any:
+    """``result`` as a Spark DataFrame of ``frame``'s session."""
+    return frame.sparkSession.createDataFrame(_arrow(result))

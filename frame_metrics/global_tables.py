@@ -1,0 +1,36 @@
+"""Tables over every user that one partition's evaluation reads (Spark, Dask).
+
+A distributed run evaluates each bucket of user keys on its own, with the polars
+engine. Most metrics read only the user's own rows; these read the whole input, so the
+distributed adapter computes them once and hands them to every partition:
+
+- item popularity and the long-tail flag, and the number of train users (novelty, arp,
+  aplt read them);
+- the distinct values of the ``by`` columns truth lacks (truth applies to each group,
+  so a partition must know every group, not only those its recommendations name);
+- the items seen in the inputs, the default catalog of coverage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+__all__ = ["GlobalTables"]
+
+
+@dataclass(frozen=True)
+class GlobalTables:
+    """What a partition's evaluation reads instead of computing it from its own rows.
+
+    ``popularity``: (train ``by`` columns, item, ``POPULARITY``, ``IN_TAIL``);
+    ``n_train_users``: (train ``by`` columns, ``N_TRAIN_USERS``); ``groups``: the
+    distinct values of the ``by`` columns truth lacks; ``seen_items``: the distinct items
+    of recommendations, truth and train (the catalog when none is given).
+    """
+
+    popularity: pl.DataFrame | None = None
+    n_train_users: pl.DataFrame | None = None
+    groups: pl.DataFrame | None = None
+    seen_items: pl.DataFrame | None = None
