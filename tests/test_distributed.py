@@ -339,3 +339,49 @@ def test_score_ties_and_key_dtypes(backend: Any) -> None:
     result = fm.evaluate(to_backend(scored, 2), to_backend(truth, 3), **kwargs)
     got = to_polars(result).sort("user")
     assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
+
+
+_CONNECT_SCRIPT = """
+import polars as pl
+from polars.testing import assert_frame_equal
+from pyspark.sql import SparkSession
+
+import frame_metrics as fm
+from frame_metrics.distributed.spark import _arrow
+
+spark = (
+    SparkSession.builder.remote("local[2]")
+    .config("spark.sql.shuffle.partitions", "3")
+    .getOrCreate()
+)
+recs = pl.read_ipc(RECS_PATH)
+truth = pl.read_ipc(TRUTH_PATH)
+sdf = spark.createDataFrame(_arrow(recs))
+assert type(sdf).__module__ == "pyspark.sql.connect.dataframe"
+truth_sdf = spark.createDataFrame(_arrow(truth))
+for aggregate in (False, True):
+    expected = fm.evaluate(recs, truth, k=[1, 2], by="model", aggregate=aggregate)
+    result = sdf.recmetrics.evaluate(truth_sdf, k=[1, 2], by="model", aggregate=aggregate)
+    got = pl.from_arrow(result.toArrow())
+    got = got if aggregate else got.sort("model", "user")
+    assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
+spark.stop()
+print("connect ok")
+"""
+
+
+def test_spark_connect(tmp_path: Any) -> None:
+    """A Spark Connect session (its own process: one JVM per kind of session)."""
+    pytest.importorskip("pyspark.sql.connect.session", reason="the spark extra has connect")
+    import subprocess
+    import sys
+
+    RECS.write_ipc(tmp_path / "recs.arrow")
+    TRUTH.write_ipc(tmp_path / "truth.arrow")
+    script = _CONNECT_SCRIPT.replace("RECS_PATH", repr(str(tmp_path / "recs.arrow")))
+    script = script.replace("TRUTH_PATH", repr(str(tmp_path / "truth.arrow")))
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "connect ok" in done.stdout

@@ -40,10 +40,13 @@ from frame_metrics.validation import Failure, find_failures
 
 __all__ = [
     "BUCKET",
+    "TAG",
     "USER_FRAMES",
     "Job",
+    "failure_columns",
     "finish",
     "merge_diagnostics",
+    "partition_checked_result",
     "partition_checks",
     "partition_diagnostics",
     "partition_result",
@@ -167,11 +170,14 @@ def partition_checks(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.DataFra
     if job.aggregate:
         plan.aggregate(per_user)
     failures, _ = find_failures([*plan.first_checks, *plan.checks], first_only=False)
-    return pl.DataFrame(
-        [(f.index, f.error.__name__, f.label, f.message, f.n, f.example, f.more) for f in failures],
-        schema=_FAILURE_SCHEMA,
-        orient="row",
-    )
+    return _failure_frame(failures)
+
+
+def _failure_frame(failures: list[Failure]) -> pl.DataFrame:
+    rows = [
+        (f.index, f.error.__name__, f.label, f.message, f.n, f.example, f.more) for f in failures
+    ]
+    return pl.DataFrame(rows, schema=_FAILURE_SCHEMA, orient="row")
 
 
 def raise_first(failures: pl.DataFrame) -> None:
@@ -195,6 +201,47 @@ def raise_first(failures: pl.DataFrame) -> None:
         first["example"],
         first["more"],
     ).exception()
+
+
+#: Which rows of :func:`partition_checked_result`'s frame hold what.
+TAG = "_fm_rows"
+
+
+def partition_checked_result(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.DataFrame:
+    """One partition's failed checks and its result, in one pass, tagged by ``TAG``.
+
+    The adapters keep this frame (persisted), raise the first failure over every
+    partition, and give back the result rows: one pass over the data, as the
+    single-machine engine collects checks and result together.
+    """
+    request = job.request(frames, validate=True)
+    plan = Plan(request)
+    per_user = plan.per_user()
+    keys = request.columns.keys
+    if plan.first_checks:
+        # Bad values that would make the query itself fail (a ragged vector): alone.
+        found, _ = find_failures(plan.first_checks, first_only=False)
+        if found:
+            return _failure_frame(found).with_columns(pl.lit("failure").alias(TAG))
+    if job.aggregate:
+        plan.aggregate(per_user)  # registers the aggregate's checks (corpus inputs)
+        result = _sums(plan, per_user)
+    else:
+        result = per_user.select(*keys, *request.metric_columns)
+    found, (frame,) = find_failures(plan.checks, with_queries=[result], first_only=False)
+    failures = _failure_frame(found)
+    return pl.concat(
+        [
+            failures.with_columns(pl.lit("failure").alias(TAG)),
+            frame.with_columns(pl.lit("result").alias(TAG)),
+        ],
+        how="diagonal_relaxed",
+    )
+
+
+def failure_columns() -> list[str]:
+    """The columns of the failure rows."""
+    return list(_FAILURE_SCHEMA)
 
 
 def partition_result(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.DataFrame:
@@ -349,7 +396,9 @@ def _corpus(plan: Plan, totals: pl.DataFrame, by: list[str], item: str) -> pl.Da
 
 def global_tables(
     job: Job,
-    collect_sums: Callable[[Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame]], pl.DataFrame],
+    collect_sums: Callable[
+        [Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame], tuple[str, ...]], pl.DataFrame
+    ],
     distinct_groups: Callable[[list[str]], pl.DataFrame],
     *,
     has_recs: Callable[[], bool],
@@ -357,8 +406,8 @@ def global_tables(
 ) -> GlobalTables:
     """The tables over every user a partition reads (eager: small results only).
 
-    ``collect_sums(fn)`` runs ``fn`` on every partition and returns the frames
-    concatenated; ``distinct_groups(cols)`` the distinct values of recs' columns.
+    ``collect_sums(fn, names)`` runs ``fn`` on every partition of the frames ``names``
+    and returns the results concatenated; ``distinct_groups(cols)`` the distinct values of recs' columns.
     """
     request = job.request(job.empty(), validate=False)
     c = request.columns
@@ -380,7 +429,7 @@ def global_tables(
             )
             return pl.concat([per_item, users]).collect()
 
-        summed = collect_sums(counts)
+        summed = collect_sums(counts, ("train",))
         totals = summed.group_by([*train_by, c.item]).agg(pl.col(VALUE).sum())
         per_item = totals.filter(pl.col(c.item).is_not_null()).select(
             *train_by, c.item, pl.col(VALUE).cast(pl.Int64).alias("_fm_popularity")
@@ -406,12 +455,13 @@ def global_tables(
         def items(frames: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
             dtype = job.schemas["recs"][c.item]
             # As the engine's default catalog: the items of recs (every rank), truth, train.
-            seen = [f for name, f in frames.items() if name in ("recs", "truth", "train")]
+            seen = list(frames.values())
             return pl.concat(
                 f.select(pl.col(c.item).cast(dtype, strict=False)) for f in seen
             ).unique()
 
-        seen = collect_sums(items).unique().drop_nulls()
+        names = tuple(n for n in ("recs", "truth", "train") if n in job.schemas)
+        seen = collect_sums(items, names).unique().drop_nulls()
     return GlobalTables(popularity, n_train, groups, seen)
 
 

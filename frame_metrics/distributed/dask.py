@@ -85,14 +85,11 @@ class _Run:
         job = core.Job(options, aggregate, self.schemas, broadcast)
         self.n = max(1, self.frames["recs"].npartitions)
         self.job = job
-        self.shuffled = [self._bucketed(name, f) for name, f in self.frames.items()]
+        self.shuffled = {name: self._bucketed(name, f) for name, f in self.frames.items()}
         shared = core.global_tables(
             job, self.collect, self.distinct, has_recs=self.has_recs, validate=validate
         )
         self.job = core.Job(options, aggregate, self.schemas, broadcast, shared)
-        if validate:
-            job = self.job
-            core.raise_first(self.collect(lambda frames: core.partition_checks(frames, job)))
 
     def _bucketed(self, name: str, frame: Any) -> Any:
         schema, user, n = self.schemas[name], self.job.user, self.n
@@ -105,10 +102,13 @@ class _Run:
         return frame.map_partitions(add, meta=meta).shuffle(on=core.BUCKET, npartitions=n)
 
     def per_partition(
-        self, fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame], meta: pl.DataFrame
+        self,
+        fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame],
+        meta: pl.DataFrame,
+        names: tuple[str, ...] | None = None,
     ) -> Any:
-        """``fn`` on each partition's frames, lazily: a dask DataFrame."""
-        names = list(self.frames)
+        """``fn`` on each partition's frames (all, or ``names``), lazily: a dask DataFrame."""
+        names = tuple(self.frames) if names is None else names
 
         def run(*parts: pd.DataFrame) -> pd.DataFrame:
             frames = {
@@ -119,16 +119,21 @@ class _Run:
 
         return dd.map_partitions(
             run,
-            *self.shuffled,
+            *(self.shuffled[name] for name in names),
             meta=_to_pandas(meta),
             align_dataframes=False,
             enforce_metadata=False,
         )
 
-    def collect(self, fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame]) -> pl.DataFrame:
+    def collect(
+        self,
+        fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame],
+        names: tuple[str, ...] | None = None,
+    ) -> pl.DataFrame:
         """``fn`` on each partition's frames, computed now and concatenated."""
-        meta = fn(self.job.empty())
-        out = _to_polars(self.per_partition(fn, meta).compute(), "partition")
+        empty = self.job.empty()
+        meta = fn(empty if names is None else {n: empty[n] for n in names})
+        out = _to_polars(self.per_partition(fn, meta, names).compute(), "partition")
         return out.cast(meta.schema) if out.height else meta
 
     def distinct(self, cols: list[str]) -> pl.DataFrame:
@@ -143,10 +148,14 @@ class _Run:
 
 def evaluate(recs: Any, truth: Any, *, aggregate: bool, **kwargs: Any) -> Any:
     """:func:`frame_metrics.evaluate` on dask DataFrames; gives a dask DataFrame."""
-    run = _Run(recs, truth, aggregate=aggregate, **_split(kwargs))
+    args = _split(kwargs)
+    run = _Run(recs, truth, aggregate=aggregate, **args)
     job = run.job
     meta = core.partition_result(job.empty(), job)
-    result = run.per_partition(lambda frames: core.partition_result(frames, job), meta)
+    if args["validate"]:
+        result = _checked(run, meta)
+    else:
+        result = run.per_partition(lambda frames: core.partition_result(frames, job), meta)
     if not aggregate:
         return result
 
@@ -157,10 +166,31 @@ def evaluate(recs: Any, truth: Any, *, aggregate: bool, **kwargs: Any) -> Any:
     return result.repartition(npartitions=1).map_partitions(finish, meta=final_meta)
 
 
+def _checked(run: _Run, meta: pl.DataFrame) -> Any:
+    """The result after the checks, from one pass over the data.
+
+    Every partition's failures and result are computed together and kept (persisted);
+    the failures raise, the result stays.
+    """
+    job = run.job
+    combined_meta = core.partition_checked_result(job.empty(), job)
+    combined = run.per_partition(
+        lambda frames: core.partition_checked_result(frames, job), combined_meta
+    ).persist()
+    is_failure = combined[core.TAG] == "failure"
+    failures = _to_polars(combined[is_failure][core.failure_columns()].compute(), "checks")
+    core.raise_first(failures)
+    columns = list(meta.columns)
+    return combined[~is_failure][columns]
+
+
 def diagnose(recs: Any, truth: Any, **kwargs: Any) -> Diagnostics:
     """:func:`frame_metrics.diagnose` on dask DataFrames."""
-    run = _Run(recs, truth, aggregate=False, **_split(kwargs))
+    args = _split(kwargs)
+    run = _Run(recs, truth, aggregate=False, **args)
     job = run.job
+    if args["validate"]:
+        core.raise_first(run.collect(lambda frames: core.partition_checks(frames, job)))
     return core.merge_diagnostics(
         run.collect(lambda frames: core.partition_diagnostics(frames, job)), job
     )

@@ -115,57 +115,65 @@ class _Run:
         self.schemas = core.key_dtypes(schemas, keys)
         self.job = core.Job(options, aggregate, self.schemas, broadcast)
         self.n = max(1, int(session.conf.get("spark.sql.shuffle.partitions") or 200))
-        self.stacked = self._stacked()
+        self.bucketed = {name: self._bucketed(name) for name in self.frames}
         shared = core.global_tables(
             self.job, self.collect, self.distinct, has_recs=self.has_recs, validate=validate
         )
         self.job = core.Job(options, aggregate, self.schemas, broadcast, shared)
-        if validate:
-            job = self.job
-            core.raise_first(self.collect(lambda frames: core.partition_checks(frames, job)))
 
-    def _stacked(self) -> Any:
-        """Every user frame with its bucket, columns prefixed by frame, stacked."""
+    def _bucketed(self, name: str) -> Any:
+        """One user frame with its bucket and its columns prefixed by its position."""
         from pyspark.sql import functions as F
 
-        stacked = None
-        user, n = self.job.user, self.n
-        for index, (name, frame) in enumerate(self.frames.items()):
-            schema = self.schemas[name]
+        user, n, schema = self.job.user, self.n, self.schemas[name]
+        index = list(self.frames).index(name)
 
-            def add(
-                batches: Iterator[pa.RecordBatch], schema: pl.Schema = schema
-            ) -> Iterator[pa.RecordBatch]:
-                for batch in batches:
-                    part = pl.from_arrow(batch)
-                    assert isinstance(part, pl.DataFrame)
-                    yield from _arrow(core.with_bucket(part, user, schema, n)).to_batches()
+        def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                part = pl.from_arrow(batch)
+                assert isinstance(part, pl.DataFrame)
+                yield from _arrow(core.with_bucket(part, user, schema, n)).to_batches()
 
-            empty = core.with_bucket(pl.DataFrame(schema=schema), user, schema, n)
-            out = frame.mapInArrow(add, _spark_schema(empty))
-            renamed = [F.col(c).alias(f"{index}|{c}") for c in schema]
-            part = out.select(F.col(core.BUCKET), F.lit(index).alias(_TAG), *renamed)
-            stacked = (
-                part if stacked is None else stacked.unionByName(part, allowMissingColumns=True)
-            )
-        return stacked
+        empty = core.with_bucket(pl.DataFrame(schema=schema), user, schema, n)
+        out = self.frames[name].mapInArrow(add, _spark_schema(empty))
+        renamed = [F.col(c).alias(f"{index}|{c}") for c in schema]
+        return out.select(F.col(core.BUCKET), F.lit(index).alias(_TAG), *renamed)
+
+    def stacked(self, names: tuple[str, ...]) -> Any:
+        """The named frames' bucketed rows, stacked (missing columns null)."""
+        out = None
+        for name in names:
+            part = self.bucketed[name]
+            out = part if out is None else out.unionByName(part, allowMissingColumns=True)
+        return out
 
     def per_partition(
-        self, fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame], meta: pl.DataFrame
+        self,
+        fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame],
+        meta: pl.DataFrame,
+        names: tuple[str, ...] | None = None,
     ) -> Any:
-        """``fn`` on each bucket's frames, lazily: a Spark DataFrame."""
+        """``fn`` on each bucket's frames (all, or ``names``), lazily: a Spark DataFrame."""
+        names = tuple(self.frames) if names is None else names
         # Only plain values in the closure: Spark pickles it for the workers.
-        names, schemas = list(self.frames), self.schemas
+        positions = {name: list(self.frames).index(name) for name in names}
+        schemas = self.schemas
 
         def run(table: pa.Table) -> pa.Table:
-            return _arrow(fn(_unstack(table, names, schemas)).cast(meta.schema))
+            return _arrow(fn(_unstack(table, positions, schemas)).cast(meta.schema))
 
-        return self.stacked.groupBy(core.BUCKET).applyInArrow(run, _spark_schema(meta))
+        grouped = self.stacked(names).groupBy(core.BUCKET)
+        return grouped.applyInArrow(run, _spark_schema(meta))
 
-    def collect(self, fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame]) -> pl.DataFrame:
+    def collect(
+        self,
+        fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame],
+        names: tuple[str, ...] | None = None,
+    ) -> pl.DataFrame:
         """``fn`` on each bucket's frames, computed now and concatenated."""
-        meta = fn(self.job.empty())
-        out = pl.from_arrow(self.per_partition(fn, meta).toArrow())
+        empty = self.job.empty()
+        meta = fn(empty if names is None else {n: empty[n] for n in names})
+        out = pl.from_arrow(self.per_partition(fn, meta, names).toArrow())
         assert isinstance(out, pl.DataFrame)
         return out.cast(meta.schema) if out.height else meta
 
@@ -181,13 +189,13 @@ class _Run:
 
 
 def _unstack(
-    table: pa.Table, names: list[str], schemas: Mapping[str, pl.Schema]
+    table: pa.Table, positions: Mapping[str, int], schemas: Mapping[str, pl.Schema]
 ) -> dict[str, pl.DataFrame]:
     """One bucket's stacked rows as each frame's own rows and columns."""
     rows = pl.from_arrow(table)
     assert isinstance(rows, pl.DataFrame)
     frames = {}
-    for i, name in enumerate(names):
+    for name, i in positions.items():
         mine = rows.filter(pl.col(_TAG) == i)
         frames[name] = mine.select(
             pl.col(f"{i}|{c}").cast(d).alias(c) for c, d in schemas[name].items()
@@ -199,10 +207,14 @@ def evaluate(recs: Any, truth: Any, *, aggregate: bool, **kwargs: Any) -> Any:
     """:func:`frame_metrics.evaluate` on Spark DataFrames; gives a Spark DataFrame."""
     from pyspark.sql import functions as F
 
-    run = _Run(recs, truth, aggregate=aggregate, **_split(kwargs))
+    args = _split(kwargs)
+    run = _Run(recs, truth, aggregate=aggregate, **args)
     job = run.job
     meta = core.partition_result(job.empty(), job)
-    result = run.per_partition(lambda frames: core.partition_result(frames, job), meta)
+    if args["validate"]:
+        result = _checked(run, meta)
+    else:
+        result = run.per_partition(lambda frames: core.partition_result(frames, job), meta)
     if not aggregate:
         return result
     final_meta = core.finish(meta, job)
@@ -217,10 +229,37 @@ def evaluate(recs: Any, truth: Any, *, aggregate: bool, **kwargs: Any) -> Any:
     return one.groupBy(_ONE).applyInArrow(finish, _spark_schema(final_meta))
 
 
+def _checked(run: _Run, meta: pl.DataFrame) -> Any:
+    """The result after the checks, from one pass over the data.
+
+    Every bucket's failures and result are computed together and kept (persisted);
+    the failures raise, the result stays.
+    """
+    from pyspark.sql import functions as F
+
+    job = run.job
+    combined_meta = core.partition_checked_result(job.empty(), job)
+    combined = run.per_partition(
+        lambda frames: core.partition_checked_result(frames, job), combined_meta
+    ).persist()
+    is_failure = F.col(core.TAG) == "failure"
+    failures = pl.from_arrow(combined.filter(is_failure).select(*core.failure_columns()).toArrow())
+    assert isinstance(failures, pl.DataFrame)
+    try:
+        core.raise_first(failures)
+    except Exception:
+        combined.unpersist()
+        raise
+    return combined.filter(~is_failure).select(*meta.columns)
+
+
 def diagnose(recs: Any, truth: Any, **kwargs: Any) -> Diagnostics:
     """:func:`frame_metrics.diagnose` on Spark DataFrames."""
-    run = _Run(recs, truth, aggregate=False, **_split(kwargs))
+    args = _split(kwargs)
+    run = _Run(recs, truth, aggregate=False, **args)
     job = run.job
+    if args["validate"]:
+        core.raise_first(run.collect(lambda frames: core.partition_checks(frames, job)))
     return core.merge_diagnostics(
         run.collect(lambda frames: core.partition_diagnostics(frames, job)), job
     )
