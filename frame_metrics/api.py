@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 from frame_metrics import engine
 from frame_metrics.diagnostics import Diagnostics
@@ -51,6 +51,8 @@ def evaluate(
     unexpected: Unexpected = "baseline",
     head_share: float = 0.2,
     validate: bool = True,
+    buckets: int | Literal["auto"] | None = "auto",
+    progress: bool = False,
 ) -> FrameT:
     """Evaluate recommendations against truth, per user or as means, at one or many k.
 
@@ -131,6 +133,18 @@ def evaluate(
     validate
         Check values (nulls, negative relevance, bad or repeated ranks, duplicates)
         before computing; for a LazyFrame this is one aggregate pass over the inputs.
+    buckets
+        Evaluate the users in this many buckets, one after another, so that peak memory
+        falls with the number of buckets (inputs larger than memory: ``pl.scan_parquet``
+        of a billion rows). ``"auto"`` (the default): one bucket per 250M rows of a
+        LazyFrame ``recs`` (counted from parquet metadata), else one. With more than one
+        bucket the work is done when ``evaluate`` is called, even for a LazyFrame; a
+        single integer user column is split into id ranges (files written in user order
+        are read once in all), other keys by a hash (each bucket reads every row).
+        Per-user values are the same; means agree with one pass to 1e-12 relative.
+    progress
+        Show a progress bar over the buckets (on stderr, or tqdm's when installed) once
+        the work has taken a few seconds.
 
     Returns
     -------
@@ -190,6 +204,26 @@ def evaluate(
 
     (coverage: items a and b of the 8 seen in recs (a-e), truth (h, i, j too) and train.)
     """
+    n_buckets = _buckets(recs, buckets)
+    if n_buckets > 1:
+        from frame_metrics.distributed import buckets as local
+        from frame_metrics.frames import to_lazy
+
+        source = to_lazy(recs, "recs" if truth is not None else "long table")
+        out = local.evaluate(
+            source.lazy,
+            truth,
+            aggregate=aggregate,
+            buckets=n_buckets,
+            progress=progress,
+            validate=validate,
+            catalog=catalog,
+            train=train,
+            item_features=item_features,
+            baseline=baseline,
+            **_options(locals()),
+        )
+        return cast("FrameT", source.give_back(out))
     distributed = _distributed(recs)
     if distributed is not None:
         return cast(
@@ -203,12 +237,7 @@ def evaluate(
                 train=train,
                 item_features=item_features,
                 baseline=baseline,
-                **{
-                    name: value
-                    for name, value in locals().items()
-                    if name in _OPTION_DEFAULTS
-                    and name not in ("catalog", "train", "item_features", "baseline", "validate")
-                },
+                **_options(locals()),
             ),
         )
     request = engine.Request(
@@ -239,6 +268,36 @@ def evaluate(
         validate=validate,
     )
     return cast("FrameT", engine.evaluate(request, aggregate=aggregate))
+
+
+#: evaluate's keywords that are frames or control how it runs, not metric options.
+_NOT_OPTIONS = ("catalog", "train", "item_features", "baseline", "validate", "buckets", "progress")
+
+
+def _options(names: dict[str, Any]) -> dict[str, Any]:
+    """The metric and column options among evaluate's local variables."""
+    return {n: v for n, v in names.items() if n in _OPTION_DEFAULTS and n not in _NOT_OPTIONS}
+
+
+def _buckets(recs: object, buckets: int | Literal["auto"] | None) -> int:
+    """How many buckets of users to evaluate one after another (1: one pass)."""
+    from frame_metrics.options import is_int
+
+    if buckets is None:
+        return 1
+    if buckets == "auto":
+        import polars as pl
+
+        if not isinstance(recs, pl.LazyFrame):
+            return 1
+        from frame_metrics.distributed.buckets import auto_buckets
+
+        return auto_buckets(recs)
+    if not is_int(buckets) or int(buckets) < 1:
+        raise InvalidOptionError(
+            f"buckets: expected a positive integer, 'auto' or None, got {buckets!r}"
+        )
+    return int(buckets)
 
 
 def _distributed(recs: object) -> Any:
@@ -286,5 +345,5 @@ def diagnose(recs: object, truth: object | None = None, **kwargs: Any) -> Diagno
 _OPTION_DEFAULTS: dict[str, Any] = {
     name: p.default
     for name, p in inspect.signature(evaluate).parameters.items()
-    if p.kind is inspect.Parameter.KEYWORD_ONLY and name != "aggregate"
+    if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in ("aggregate", "buckets", "progress")
 }

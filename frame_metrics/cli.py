@@ -232,7 +232,30 @@ def _add_evaluate(commands: argparse._SubParsersAction[_Parser]) -> None:
     )
     _add_input_options(p)
     _add_output_options(p)
+    scale = p.add_argument_group("inputs larger than memory")
+    scale.add_argument(
+        "--buckets",
+        type=_buckets_option,
+        default="auto",
+        metavar="N",
+        help="evaluate the users in N buckets one after another, so that peak memory falls "
+        "with N (default: auto, one bucket per 250M recommendation rows)",
+    )
+    scale.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a progress bar on stderr over the buckets, shown once a run takes a few "
+        "seconds (default: when stderr is a terminal)",
+    )
     p.set_defaults(run=_run_evaluate)
+
+
+def _buckets_option(text: str) -> int | str:
+    """``--buckets``: ``auto`` or a positive integer."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    return _integer(text)
 
 
 def _add_input_options(p: argparse.ArgumentParser) -> None:
@@ -786,6 +809,8 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         k=k[0] if k is not None and len(k) == 1 else k,
         aggregate=not args.per_user,
         by=args.by,
+        buckets=args.buckets,
+        progress=sys.stderr.isatty() if args.progress is None else args.progress,
         **_evaluate_options(args, frames),
     )
     write_result(result, fmt, args.output, args.precision)

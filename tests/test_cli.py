@@ -1020,3 +1020,18 @@ def test_compare_gives_the_api_numbers(tmp_path: Path, capsys: pytest.CaptureFix
     )
     assert code == 0
     assert pl.read_csv(out2, schema=want.schema).rows() == want.rows()
+
+
+def test_buckets_and_progress(capsys: pytest.CaptureFixture[str], files: dict[str, Path]) -> None:
+    recs, truth = files["recs.parquet"], files["truth.csv"]
+    code, out, err = run(
+        capsys, "evaluate", recs, truth, "-m", "ndcg,mrr", "-k", "3", "--by", "model",
+        "--per-user", "--format", "csv", "--buckets", "3", "--progress",
+    )  # fmt: skip
+    assert code == 0
+    # Per-user values are the one-pass values, exactly.
+    assert_same(out, "csv", expected(recs, truth, metrics=["ndcg", "mrr"], k=3, by="model"))
+    assert "frame_metrics: buckets" not in err  # shown only once a run takes 2 s
+    code, out, err = run(capsys, "evaluate", recs, truth, "--buckets", "0")
+    assert code == 2
+    assert "buckets: expected a positive integer, 'auto' or None, got 0" in err

@@ -28,10 +28,10 @@ from typing import Any
 import polars as pl
 
 from frame_metrics import errors
-from frame_metrics.api import _OPTION_DEFAULTS
+from frame_metrics.api import _NOT_OPTIONS, _OPTION_DEFAULTS
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.dtypes import unify_keys
-from frame_metrics.engine import Plan, Request, diagnose, unseen_items
+from frame_metrics.engine import DEFAULT_ENGINE, Plan, Request, diagnose, unseen_items
 from frame_metrics.extras import N_TRAIN_USERS, popularity_levels, train_counts
 from frame_metrics.global_tables import GlobalTables
 from frame_metrics.metrics.corpus import exposure_column, users_column
@@ -68,8 +68,7 @@ _COUNT = "count:"
 _EXPOSURE = "exposure:"
 _USERS = "users:"
 _RATING_SUMS = (SQUARED_ERRORS, ABS_ERRORS, N_PAIRS)
-#: Frames and flags a Job passes itself; the rest of evaluate's keywords are options.
-_NOT_OPTIONS = {"catalog", "train", "item_features", "baseline", "validate"}
+#: evaluate's metric and column options with their defaults (frames and flags apart).
 _DEFAULTS = {k: v for k, v in _OPTION_DEFAULTS.items() if k not in _NOT_OPTIONS}
 _FAILURE_SCHEMA = {
     "index": pl.Int64,
@@ -169,7 +168,9 @@ def partition_checks(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.DataFra
     per_user = plan.per_user()  # building the query registers every check
     if job.aggregate:
         plan.aggregate(per_user)
-    failures, _ = find_failures([*plan.first_checks, *plan.checks], first_only=False)
+    failures, _ = find_failures(
+        [*plan.first_checks, *plan.checks], first_only=False, engine=DEFAULT_ENGINE
+    )
     return _failure_frame(failures)
 
 
@@ -220,7 +221,7 @@ def partition_checked_result(frames: Mapping[str, pl.DataFrame], job: Job) -> pl
     keys = request.columns.keys
     if plan.first_checks:
         # Bad values that would make the query itself fail (a ragged vector): alone.
-        found, _ = find_failures(plan.first_checks, first_only=False)
+        found, _ = find_failures(plan.first_checks, first_only=False, engine=DEFAULT_ENGINE)
         if found:
             return _failure_frame(found).with_columns(pl.lit("failure").alias(TAG))
     if job.aggregate:
@@ -228,7 +229,9 @@ def partition_checked_result(frames: Mapping[str, pl.DataFrame], job: Job) -> pl
         result = _sums(plan, per_user)
     else:
         result = per_user.select(*keys, *request.metric_columns)
-    found, (frame,) = find_failures(plan.checks, with_queries=[result], first_only=False)
+    found, (frame,) = find_failures(
+        plan.checks, with_queries=[result], first_only=False, engine=DEFAULT_ENGINE
+    )
     failures = _failure_frame(found)
     return pl.concat(
         [
@@ -251,8 +254,8 @@ def partition_result(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.DataFra
     per_user = plan.per_user()
     keys = request.columns.keys
     if not job.aggregate:
-        return per_user.select(*keys, *request.metric_columns).collect()
-    return _sums(plan, per_user).collect()
+        return per_user.select(*keys, *request.metric_columns).collect(engine=DEFAULT_ENGINE)
+    return _sums(plan, per_user).collect(engine=DEFAULT_ENGINE)
 
 
 def _sums(plan: Plan, per_user: pl.LazyFrame) -> pl.LazyFrame:
@@ -417,7 +420,7 @@ def global_tables(
         train_by = [b for b in c.by if b in train_schema]
 
         def counts(frames: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
-            train = frames["train"].lazy()
+            train = frames["train"].lazy()  # a DataFrame, or a LazyFrame (local buckets)
             per_item, n_users = train_counts(train, train_by, c)
             per_item = per_item.select(
                 *train_by, c.item, pl.col("_fm_popularity").cast(pl.Float64).alias(VALUE)
@@ -427,7 +430,7 @@ def global_tables(
                 pl.lit(None, train_schema[c.item]).alias(c.item),
                 pl.col(N_TRAIN_USERS).cast(pl.Float64).alias(VALUE),
             )
-            return pl.concat([per_item, users]).collect()
+            return pl.concat([per_item, users]).collect(engine=DEFAULT_ENGINE)
 
         summed = collect_sums(counts, ("train",))
         totals = summed.group_by([*train_by, c.item]).agg(pl.col(VALUE).sum())
@@ -455,10 +458,9 @@ def global_tables(
         def items(frames: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
             dtype = job.schemas["recs"][c.item]
             # As the engine's default catalog: the items of recs (every rank), truth, train.
-            seen = list(frames.values())
-            return pl.concat(
-                f.select(pl.col(c.item).cast(dtype, strict=False)) for f in seen
-            ).unique()
+            seen = [f.lazy() for f in frames.values()]
+            items = pl.concat(f.select(pl.col(c.item).cast(dtype, strict=False)) for f in seen)
+            return items.unique().collect(engine=DEFAULT_ENGINE)
 
         names = tuple(n for n in ("recs", "truth", "train") if n in job.schemas)
         seen = collect_sums(items, names).unique().drop_nulls()
