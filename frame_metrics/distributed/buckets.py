@@ -14,6 +14,7 @@ others); any other key is split by a hash, and each bucket reads every row.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -59,7 +60,7 @@ def _conditions(
         step = max(1, math.ceil((int(hi) - int(lo) + 1) / n))
         bounds = [int(lo) + b * step for b in range(n) if int(lo) + b * step <= int(hi)]
         bounds.append(int(hi) + 1)
-        return [col.is_between(a, z - 1) for a, z in zip(bounds, bounds[1:], strict=False)]
+        return [col.is_between(a, z - 1) for a, z in itertools.pairwise(bounds)]
     key = pl.col(user[0]) if len(user) == 1 else pl.struct(user)
     return [key.hash(seed=0) % n == b for b in range(n)]
 
