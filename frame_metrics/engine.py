@@ -17,6 +17,7 @@ from frame_metrics.columns import Columns, as_names, check_roles
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.dtypes import FloatKey, type_null_columns, unify_keys, whole_number_check
 from frame_metrics.errors import InvalidOptionError, InvalidValueError
+from frame_metrics.exact_sums import exact_partials, exact_totals
 from frame_metrics.extras import (
     EXTRA_INPUTS,
     FEATURES,
@@ -653,27 +654,58 @@ class Plan:
             out = corpus.rename({_CORPUS_USERS: "n_users"}).filter(pl.col("n_users") > 0)
             out = out.select(*by, "n_users", *r.metric_columns)
             return out.sort(by) if by else out
-        aggs: list[pl.Expr] = [pl.len().cast(pl.Int64).alias("n_users")]
+        return self.finish_aggregate(self.group_sums(per_user), self.corpus())
+
+    def summed_columns(self) -> list[str]:
+        """The per-user columns the aggregate sums: metrics with a mean, rating errors."""
+        r = self.request
+        cols = [
+            m.column(k) for m, k in r.requests if m.family != "rating" and m.population != "corpus"
+        ]
+        return [*cols, *([SQUARED_ERRORS, ABS_ERRORS] if self.ratings is not None else [])]
+
+    def group_sums(self, per_user: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+        """Per ``by`` group: user and pair counts, and the exact partial sums.
+
+        Both add up over disjoint sets of users (buckets, partitions).
+        """
+        by = list(self.request.columns.by)
+        counts: list[pl.Expr] = [pl.len().cast(pl.Int64).alias("n_users")]
         if self.ratings is not None:
-            aggs.append(pl.col(N_PAIRS).fill_null(0).sum().cast(pl.Int64).alias(N_PAIRS))
+            counts.append(pl.col(N_PAIRS).fill_null(0).sum().cast(pl.Int64).alias(N_PAIRS))
+        grouped = per_user.group_by(by).agg(counts) if by else per_user.select(counts)
+        return grouped, exact_partials(per_user, by, self.summed_columns())
+
+    def finish_aggregate(
+        self, sums: tuple[pl.LazyFrame, pl.LazyFrame], corpus: pl.LazyFrame | None
+    ) -> pl.LazyFrame:
+        """The aggregate from :meth:`group_sums` and the corpus metrics per group.
+
+        The sums are one run's, or several runs' added up; the corpus frame is
+        :meth:`corpus`, or computed from summed exposures.
+        """
+        r = self.request
+        by = list(r.columns.by)
+        counts, partials = sums
+        summed = self.summed_columns()
+        totals = exact_totals(partials, by, summed)
+        out = counts.join(totals, on=by, how="left") if by else counts.join(totals, how="cross")
+        # A global mean of nothing is one row of nulls in polars; the spec wants no rows.
+        out = out.filter(pl.col("n_users") > 0)
         pooled = RatingContext(pooled=True)
+        values: list[pl.Expr] = []
         for m, k in r.requests:
             col = m.column(k)
             if m.family == "rating":
-                aggs.append(m.value(pooled, k))
+                # One row per group holding the exact sums: the pooled value reads them.
+                values.append(m.value(pooled, k))
             elif m.population != "corpus":
-                # A left-to-right sum over users in key order (cum_sum is sequential by
-                # definition) makes the means reproducible to the last bit.
-                n = pl.col(col).count()
-                mean = pl.col(col).fill_null(0.0).cum_sum().last() / n
-                # No user with a value: no mean (null), not 0/0.
-                aggs.append(pl.when(n > 0).then(mean).alias(col))
+                values.append(pl.col(f"{col}.mean").first().alias(col))
+        lead = ["n_users", *([N_PAIRS] if self.ratings is not None else [])]
         if by:
-            out = per_user.group_by(by).agg(aggs)
+            out = out.group_by(by).agg(*(pl.col(c).first() for c in lead), *values)
         else:
-            # A global mean of nothing is one row of nulls in polars; the spec wants no rows.
-            out = per_user.select(aggs).filter(pl.col("n_users") > 0)
-        corpus = self.corpus()
+            out = out.select(*lead, *values)
         if corpus is not None:
             out = out.join(corpus, on=by, how="left") if by else out.join(corpus, how="cross")
         lead = ["n_users", *([N_PAIRS] if self.ratings is not None else [])]

@@ -35,7 +35,7 @@ from frame_metrics.engine import DEFAULT_ENGINE, Plan, Request, diagnose, unseen
 from frame_metrics.extras import N_TRAIN_USERS, popularity_levels, train_counts
 from frame_metrics.global_tables import GlobalTables
 from frame_metrics.metrics.corpus import exposure_column, users_column
-from frame_metrics.metrics.rating import ABS_ERRORS, N_PAIRS, SQUARED_ERRORS, RatingContext
+from frame_metrics.metrics.rating import N_PAIRS
 from frame_metrics.validation import Failure, find_failures
 
 __all__ = [
@@ -62,12 +62,10 @@ USER_FRAMES = ("recs", "truth", "train", "baseline")
 # The long frame of sums: (by..., item, NAME, VALUE); item is null but for exposures.
 NAME = "_fm_name"
 VALUE = "_fm_value"
-_N_USERS = "n_users"
-_SUM = "sum:"
-_COUNT = "count:"
+#: Which kind of sum a row of a partition's aggregate frame holds (see ``_sums``).
+KIND = "_fm_kind"
 _EXPOSURE = "exposure:"
 _USERS = "users:"
-_RATING_SUMS = (SQUARED_ERRORS, ABS_ERRORS, N_PAIRS)
 #: evaluate's metric and column options with their defaults (frames and flags apart).
 _DEFAULTS = {k: v for k, v in _OPTION_DEFAULTS.items() if k not in _NOT_OPTIONS}
 _FAILURE_SCHEMA = {
@@ -259,22 +257,20 @@ def partition_result(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.DataFra
 
 
 def _sums(plan: Plan, per_user: pl.LazyFrame) -> pl.LazyFrame:
-    """Sums over the partition's users that add up over partitions, as a long frame."""
+    """What adds up over partitions, in one frame of three kinds of rows (``KIND``).
+
+    ``counts``: users and rating pairs per group; ``exact``: the exact partial sums of
+    :mod:`frame_metrics.exact_sums`; ``long``: item exposures and users within each
+    corpus k, as (by, item, ``NAME``, ``VALUE``), integers held exactly in floats.
+    """
     r = plan.request
     by, item = list(r.columns.by), r.columns.item
     item_dtype = plan.prepared.top.collect_schema()[item] if plan.prepared else pl.Int64()
     parts: list[pl.LazyFrame] = []
     if r.per_user_columns:
-        aggs = [pl.len().cast(pl.Float64).alias(_N_USERS)]
-        for col in r.per_user_columns:
-            if col in r.metric_columns and _is_rating(r, col):
-                continue
-            aggs.append(pl.col(col).fill_null(0.0).sum().alias(_SUM + col))
-            aggs.append(pl.col(col).count().cast(pl.Float64).alias(_COUNT + col))
-        if plan.ratings is not None:
-            aggs += [pl.col(c).fill_null(0).sum().cast(pl.Float64).alias(c) for c in _RATING_SUMS]
-        sums = per_user.group_by(by).agg(aggs) if by else per_user.select(aggs)
-        parts.append(_long(sums, by, item, item_dtype, with_item=False))
+        counts, partials = plan.group_sums(per_user)
+        parts.append(counts.with_columns(pl.lit("counts").alias(KIND)))
+        parts.append(partials.with_columns(pl.lit("exact").alias(KIND)))
     exposure = plan.exposures()
     if exposure is not None:
         ks = sorted({k for m, k in r.requests if m.family == "corpus"})
@@ -288,22 +284,16 @@ def _sums(plan: Plan, per_user: pl.LazyFrame) -> pl.LazyFrame:
             *by, *(pl.col(c).cast(pl.Float64).alias(a) for c, a in user_cols.items())
         ).unique()
         parts.append(_long(users, by, item, item_dtype, with_item=False))
-    return pl.concat(parts)
-
-
-def _is_rating(r: Request, col: str) -> bool:
-    return any(m.family == "rating" and m.column(k) == col for m, k in r.requests)
+    return pl.concat(parts, how="diagonal_relaxed")
 
 
 def _long(
     frame: pl.LazyFrame, by: list[str], item: str, item_dtype: pl.DataType, *, with_item: bool
 ) -> pl.LazyFrame:
-    index = [*by, item] if with_item else by
     if not with_item:
         frame = frame.with_columns(pl.lit(None, item_dtype).alias(item))
     long = frame.unpivot(index=[*by, item], variable_name=NAME, value_name=VALUE)
-    del index
-    return long.select(*by, item, NAME, pl.col(VALUE).cast(pl.Float64))
+    return long.select(*by, item, NAME, pl.col(VALUE).cast(pl.Float64), pl.lit("long").alias(KIND))
 
 
 def sums_schema(job: Job) -> pl.Schema:
@@ -312,53 +302,38 @@ def sums_schema(job: Job) -> pl.Schema:
 
 
 def finish(sums: pl.DataFrame, job: Job) -> pl.DataFrame:
-    """The aggregate from every partition's sums, added up per (group, item, name).
+    """The aggregate from every partition's :func:`partition_result` frames, stacked.
 
-    Means are each metric's sum over its count of users; rating errors pooled over
-    pairs; corpus metrics from the summed item exposures, as the engine computes them.
+    Counts and exact sums add up, so the means are the one-pass means to the last bit;
+    corpus metrics come from the summed item exposures, as the engine computes them.
     """
     request = job.request(job.empty(), validate=False, final=True)
     plan = Plan(request)
     by, item = list(request.columns.by), request.columns.item
-    totals = sums.group_by([*by, item, NAME], maintain_order=True).agg(pl.col(VALUE).sum())
-    group_rows = totals.filter(pl.col(item).is_null() & ~pl.col(NAME).str.starts_with(_USERS))
     corpus = None
     if any(m.family == "corpus" for m, _ in request.requests):
+        long = sums.filter(pl.col(KIND) == "long").select(*by, item, NAME, VALUE)
+        totals = long.group_by([*by, item, NAME], maintain_order=True).agg(pl.col(VALUE).sum())
         corpus = _corpus(plan, totals, by, item)
     if request.per_user_columns:
-        wide = _wide(group_rows, by, _sum_names(request))
-        pooled = RatingContext(pooled=True)
-        aggs: list[pl.Expr] = [pl.col(_N_USERS).sum().cast(pl.Int64).alias("n_users")]
-        if plan.ratings is not None:
-            aggs.append(pl.col(N_PAIRS).sum().cast(pl.Int64).alias(N_PAIRS))
-        for m, k in request.requests:
-            col = m.column(k)
-            if m.family == "rating":
-                aggs.append(m.value(pooled, k).alias(col))
-            elif m.population != "corpus":
-                n = pl.col(_COUNT + col).sum()
-                aggs.append(pl.when(n > 0).then(pl.col(_SUM + col).sum() / n).alias(col))
-        out = wide.group_by(by).agg(aggs) if by else wide.select(aggs)
-        out = out.filter(pl.col("n_users") > 0)
-        if corpus is not None:
-            out = out.join(corpus, on=by, how="left") if by else out.join(corpus, how="cross")
-    else:
-        assert corpus is not None
-        out = corpus.rename({"_fm_corpus_users": "n_users"}).filter(pl.col("n_users") > 0)
-    lead = ["n_users", *([N_PAIRS] if plan.ratings is not None else [])]
-    out = out.select(*by, *lead, *request.metric_columns)
+        count_cols = ["n_users", *([N_PAIRS] if plan.ratings is not None else [])]
+        counts = sums.filter(pl.col(KIND) == "counts").select(*by, *count_cols)
+        counts = (
+            counts.group_by(by).agg(pl.col(count_cols).sum())
+            if by
+            else counts.select(pl.col(count_cols).sum())
+        )
+        exact = sums.filter(pl.col(KIND) == "exact").select(
+            *by, *(c for c in sums.columns if c.startswith("_fm_") and c not in (KIND, NAME, VALUE))
+        )
+        out = plan.finish_aggregate(
+            (counts.lazy(), exact.lazy()), None if corpus is None else corpus.lazy()
+        ).collect()
+        return out
+    assert corpus is not None
+    out = corpus.rename({"_fm_corpus_users": "n_users"}).filter(pl.col("n_users") > 0)
+    out = out.select(*by, "n_users", *request.metric_columns)
     return out.sort(by) if by else out
-
-
-def _sum_names(r: Request) -> list[str]:
-    """The names of the per-group sums :func:`_sums` writes."""
-    names = [_N_USERS]
-    for col in r.per_user_columns:
-        if not _is_rating(r, col):
-            names += [_SUM + col, _COUNT + col]
-    if "rating" in r.families():
-        names += list(_RATING_SUMS)
-    return names
 
 
 def _wide(rows: pl.DataFrame, index: list[str], names: list[str]) -> pl.DataFrame:
