@@ -141,7 +141,7 @@ def evaluate(
         bucket the work is done when ``evaluate`` is called, even for a LazyFrame; a
         single integer user column is split into id ranges (files written in user order
         are read once in all), other keys by a hash (each bucket reads every row).
-        Per-user values are the same; means agree with one pass to 1e-12 relative.
+        Per-user values and means are the one-pass values, to the bit.
     progress
         Show a progress bar over the buckets (on stderr, or tqdm's when installed) once
         the work has taken a few seconds.

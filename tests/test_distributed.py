@@ -385,3 +385,32 @@ def test_spark_connect(tmp_path: Any) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "connect ok" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pl.DataFrame({"user": [None], "item": ["q"], "rank": [50.0], "model": ["x"]}),
+        pl.DataFrame({"user": [1], "item": ["q"], "rank": [20.5], "model": ["x"]}),
+        pl.DataFrame({"user": [1], "item": ["q"], "rank": [float("nan")], "model": ["x"]}),
+    ],
+    ids=["null-user", "fractional-rank", "nan-rank"],
+)
+def test_rows_below_the_cutoff_are_still_checked(backend: Any, bad: pl.DataFrame) -> None:
+    # Rows ranked below the largest k are left out before the shuffle, but not those a
+    # check reports: the error is the one-machine error.
+    to_backend, _, kind = backend
+    recs = pl.concat(
+        [
+            RECS.with_columns(pl.col("rank").cast(pl.Float64)),
+            bad.cast(RECS.with_columns(pl.col("rank").cast(pl.Float64)).schema),
+        ]
+    )
+    # Dask partitions are pandas frames, where NaN reads as missing: compare with pandas.
+    local = recs.to_pandas() if kind.__module__.startswith("dask") else recs
+    with pytest.raises(FrameMetricsError) as single:
+        fm.evaluate(local, TRUTH, k=3)
+    with pytest.raises(FrameMetricsError) as spread:
+        fm.evaluate(to_backend(recs, 3), to_backend(TRUTH, 2), k=3)
+    assert type(spread.value) is type(single.value)
+    assert str(spread.value) == str(single.value)

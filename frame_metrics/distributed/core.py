@@ -51,6 +51,7 @@ __all__ = [
     "partition_diagnostics",
     "partition_result",
     "raise_first",
+    "row_filter",
     "with_bucket",
 ]
 
@@ -146,12 +147,51 @@ def key_dtypes(schemas: Mapping[str, pl.Schema], keys: list[str]) -> dict[str, p
     return {name: frame.collect_schema() for name, frame in typed.items()}
 
 
-def with_bucket(frame: pl.DataFrame, user: list[str], schema: pl.Schema, n: int) -> pl.DataFrame:
+def row_filter(job: Job) -> pl.Expr | None:
+    """The recommendation rows worth moving to a partition, when some are not.
+
+    Rows ranked below the largest cutoff change no metric, and are most of the rows
+    (90 of 100 at k=10). They are left out before the shuffle, except those a check
+    would report (a null key or rank, a rank that is not a whole number), so that the
+    errors are the same. Not when something reads every row: ranking by score, rating
+    metrics, the default catalog (items at every rank), ``empty="zero"`` (every user
+    seen is evaluated).
+    """
+    request = job.request(job.empty(), validate=False)
+    c, options = request.columns, request.options
+    if (
+        c.score is not None
+        or request.truth is None
+        or request.max_k == 0
+        or "rating" in request.families()
+        or ("catalog_size" in request.needs and "catalog" not in job.broadcast)
+        or options.empty != "skip"
+        or any(job.schemas["recs"][col].is_float() for col in [*c.keys, c.item])
+    ):
+        return None  # (float ids: a whole-number check reads every row)
+    rank = pl.col(c.rank)
+    keep = (rank <= request.max_k) | pl.any_horizontal(
+        pl.col(col).is_null() for col in [*c.keys, c.item, c.rank]
+    )
+    if job.schemas["recs"][c.rank].is_float():
+        keep = keep | rank.is_nan() | rank.is_infinite() | (rank != rank.floor())
+    return keep
+
+
+def with_bucket(
+    frame: pl.DataFrame,
+    user: list[str],
+    schema: pl.Schema,
+    n: int,
+    keep: pl.Expr | None = None,
+) -> pl.DataFrame:
     """``frame`` with its key columns in ``schema``'s dtypes and a ``BUCKET`` of ``n``.
 
     The hash is of the unified dtypes, so the same user lands in the same bucket in
-    every frame, whichever dtype each frame held its ids in.
+    every frame, whichever dtype each frame held its ids in. ``keep``: only these rows.
     """
+    if keep is not None:
+        frame = frame.filter(keep)
     cast = frame.with_columns(
         pl.col(c).cast(schema[c], strict=False) for c in frame.columns if c in schema
     )

@@ -70,6 +70,7 @@ class _Run:
         item_features: object | None,
         baseline: object | None,
         options: dict[str, Any],
+        prefilter: bool = True,
     ) -> None:
         given = {"recs": recs, "truth": truth, "train": train, "baseline": baseline}
         self.frames = {name: _as_dask(f, name) for name, f in given.items() if f is not None}
@@ -85,6 +86,7 @@ class _Run:
         job = core.Job(options, aggregate, self.schemas, broadcast)
         self.n = max(1, self.frames["recs"].npartitions)
         self.job = job
+        self.keep = core.row_filter(self.job) if prefilter else None
         self.shuffled = {name: self._bucketed(name, f) for name, f in self.frames.items()}
         shared = core.global_tables(
             job, self.collect, self.distinct, has_recs=self.has_recs, validate=validate
@@ -93,10 +95,11 @@ class _Run:
 
     def _bucketed(self, name: str, frame: Any) -> Any:
         schema, user, n = self.schemas[name], self.job.user, self.n
+        keep = self.keep if name == "recs" else None
 
         def add(part: pd.DataFrame) -> pd.DataFrame:
             polars_part = _to_polars(part, name)
-            return _to_pandas(core.with_bucket(polars_part, user, schema, n))
+            return _to_pandas(core.with_bucket(polars_part, user, schema, n, keep))
 
         meta = add(frame._meta)
         return frame.map_partitions(add, meta=meta).shuffle(on=core.BUCKET, npartitions=n)
@@ -187,7 +190,7 @@ def _checked(run: _Run, meta: pl.DataFrame) -> Any:
 def diagnose(recs: Any, truth: Any, **kwargs: Any) -> Diagnostics:
     """:func:`frame_metrics.diagnose` on dask DataFrames."""
     args = _split(kwargs)
-    run = _Run(recs, truth, aggregate=False, **args)
+    run = _Run(recs, truth, aggregate=False, prefilter=False, **args)
     job = run.job
     if args["validate"]:
         core.raise_first(run.collect(lambda frames: core.partition_checks(frames, job)))

@@ -92,6 +92,7 @@ class _Run:
         item_features: object | None,
         baseline: object | None,
         options: dict[str, Any],
+        prefilter: bool = True,
     ) -> None:
         session = recs.sparkSession
         given = {"recs": recs, "truth": truth, "train": train, "baseline": baseline}
@@ -115,6 +116,7 @@ class _Run:
         self.schemas = core.key_dtypes(schemas, keys)
         self.job = core.Job(options, aggregate, self.schemas, broadcast)
         self.n = max(1, int(session.conf.get("spark.sql.shuffle.partitions") or 200))
+        self.keep = core.row_filter(self.job) if prefilter else None
         self.bucketed = {name: self._bucketed(name) for name in self.frames}
         shared = core.global_tables(
             self.job, self.collect, self.distinct, has_recs=self.has_recs, validate=validate
@@ -127,17 +129,40 @@ class _Run:
 
         user, n, schema = self.job.user, self.n, self.schemas[name]
         index = list(self.frames).index(name)
+        keep = self.keep if name == "recs" else None
 
         def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             for batch in batches:
                 part = pl.from_arrow(batch)
                 assert isinstance(part, pl.DataFrame)
-                yield from _arrow(core.with_bucket(part, user, schema, n)).to_batches()
+                yield from _arrow(core.with_bucket(part, user, schema, n, keep)).to_batches()
 
         empty = core.with_bucket(pl.DataFrame(schema=schema), user, schema, n)
-        out = self.frames[name].mapInArrow(add, _spark_schema(empty))
+        frame = self.frames[name]
+        if keep is not None:
+            frame = frame.where(self._coarse_keep())
+        out = frame.mapInArrow(add, _spark_schema(empty))
         renamed = [F.col(c).alias(f"{index}|{c}") for c in schema]
         return out.select(F.col(core.BUCKET), F.lit(index).alias(_TAG), *renamed)
+
+    def _coarse_keep(self) -> Any:
+        """A Spark filter keeping at least the rows ``core.row_filter`` keeps.
+
+        Spark applies it while reading (its vectorised parquet reader), so the rows below
+        the largest cutoff never reach Python; the exact rule is polars', applied after.
+        """
+        from pyspark.sql import functions as F
+
+        request = self.job.request(self.job.empty(), validate=False)
+        c = request.columns
+        rank = F.col(c.rank)
+        keep = rank.isNull() | (rank <= request.max_k)
+        for col in [*c.keys, c.item]:
+            keep = keep | F.col(col).isNull()
+        if self.schemas["recs"][c.rank].is_float():
+            infinite = F.abs(rank) == F.lit(float("inf"))
+            keep = keep | F.isnan(rank) | infinite | (rank != F.floor(rank))
+        return keep
 
     def stacked(self, names: tuple[str, ...]) -> Any:
         """The named frames' bucketed rows, stacked (missing columns null)."""
@@ -256,7 +281,7 @@ def _checked(run: _Run, meta: pl.DataFrame) -> Any:
 def diagnose(recs: Any, truth: Any, **kwargs: Any) -> Diagnostics:
     """:func:`frame_metrics.diagnose` on Spark DataFrames."""
     args = _split(kwargs)
-    run = _Run(recs, truth, aggregate=False, **args)
+    run = _Run(recs, truth, aggregate=False, prefilter=False, **args)
     job = run.job
     if args["validate"]:
         core.raise_first(run.collect(lambda frames: core.partition_checks(frames, job)))
