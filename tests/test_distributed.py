@@ -414,3 +414,76 @@ def test_rows_below_the_cutoff_are_still_checked(backend: Any, bad: pl.DataFrame
         fm.evaluate(to_backend(recs, 3), to_backend(TRUTH, 2), k=3)
     assert type(spread.value) is type(single.value)
     assert str(spread.value) == str(single.value)
+
+
+# -- the spec's worked examples and the MovieLens example, on Spark and Dask -------------------
+
+from tests.test_movielens import (  # noqa: E402 (fixtures, imported to be used here)
+    N_USERS,
+    PUBLISHED_PRECISION_10,
+    PUBLISHED_RECALL_10,
+    _recs,
+    _truth,
+    split,
+    steam,
+)
+from tests.test_spec_examples import L2, recs_of, truth_of  # noqa: E402
+
+__all__ = ["split", "steam"]  # pytest fixtures used by name below
+
+SPEC_EXAMPLES: list[tuple[str, dict[int, list[str]], dict[int, dict[str, float]], dict[str, Any], dict[str, float]]] = [
+    ("1", {1: list("abcde")}, {1: dict.fromkeys("abchij", 1)}, {"metrics": ["precision", "recall"], "k": 5},
+     {"precision@5": 3 / 5, "recall@5": 3 / 6}),
+    ("2", {1: list("abc")}, {1: {"a": 3, "b": 2, "c": 1, "d": 3, "e": 0, "f": 0}}, {"metrics": ["ndcg"], "k": 3},
+     {"ndcg@3": (3 / L2(2) + 2 / L2(3) + 1 / L2(4)) / (3 / L2(2) + 3 / L2(3) + 2 / L2(4))}),
+    ("3", {1: list("ABCDE"), 2: list("ACEBD")}, {1: dict.fromkeys("BDZ", 1), 2: dict.fromkeys("BDZ", 1)},
+     {"metrics": ["map"], "k": 5}, {"ap@5": 0.275}),
+    ("4", {1: list("abc"), 2: list("def")}, {1: dict.fromkeys("afg", 1), 2: dict.fromkeys("bfc", 1)},
+     {"metrics": ["ap@3"], "ap_denominator": "k"}, {"ap@3": ((1 / 1) / 3 + (1 / 3) / 3) / 2}),
+    ("5", {1: list("xyr"), 2: list("xr"), 3: list("r")}, {1: {"r": 1}, 2: {"r": 1}, 3: {"r": 1}},
+     {"metrics": ["mrr"], "k": 3}, {"mrr@3": (1 / 3 + 1 / 2 + 1) / 3}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("lists", "rel", "kwargs", "want"),
+    [case[1:] for case in SPEC_EXAMPLES],
+    ids=[f"example-{case[0]}" for case in SPEC_EXAMPLES],
+)
+def test_spec_worked_examples(
+    backend: Any,
+    lists: dict[int, list[str]],
+    rel: dict[int, dict[str, float]],
+    kwargs: dict[str, Any],
+    want: dict[str, float],
+) -> None:
+    to_backend, to_polars, _ = backend
+    out = fm.evaluate(
+        to_backend(recs_of(lists), 2), to_backend(truth_of(rel), 2), aggregate=True, **kwargs
+    )
+    row = to_polars(out).row(0, named=True)
+    for name, value in want.items():
+        assert row[name] == pytest.approx(value, rel=1e-15), name
+
+
+def test_movielens_published_example(
+    backend: Any, split: tuple[pl.DataFrame, pl.DataFrame], steam: pl.DataFrame
+) -> None:
+    to_backend, to_polars, _ = backend
+    kwargs: dict[str, Any] = {
+        "metrics": ["precision", "recall"],
+        "k": 10,
+        "user": "userId",
+        "item": "movieId",
+        "relevance": "rating",
+        "threshold": 4.0,
+    }
+    recs, truth = _recs(split, steam).drop("steam"), _truth(split)
+    expected = fm.evaluate(recs, truth, aggregate=True, **kwargs)
+    out = to_polars(
+        fm.evaluate(to_backend(recs, 4), to_backend(truth, 3), aggregate=True, **kwargs)
+    )
+    assert_frame_equal(out, expected, check_dtypes=False)  # to the bit: exact means
+    assert out["n_users"].item() == N_USERS
+    assert out["precision@10"].item() == pytest.approx(PUBLISHED_PRECISION_10, rel=1e-12)
+    assert out["recall@10"].item() == pytest.approx(PUBLISHED_RECALL_10, rel=1e-12)
