@@ -16,11 +16,8 @@ at once, and the same resamples serve every model, so differences are paired. Ne
 
 from __future__ import annotations
 
-import importlib
 import math
 import numbers
-import sys
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
@@ -30,6 +27,7 @@ import polars as pl
 from frame_metrics.columns import as_names
 from frame_metrics.errors import InvalidOptionError, InvalidValueError, MissingColumnsError
 from frame_metrics.frames import kind_of, to_lazy
+from frame_metrics.progress import Progress
 from frame_metrics.stats import benjamini_hochberg, holm, paired_t_test, wilcoxon_signed_rank
 from frame_metrics.validation import (
     Check,
@@ -259,50 +257,12 @@ class _Segment:
     values: npt.NDArray[np.float64]  # users x models x metrics
 
 
-class _Progress:
-    """tqdm when installed (notebook-aware), else a one-line bar on stderr."""
-
-    def __init__(self, total: int, enabled: bool) -> None:
-        self.total, self.done, self.enabled = total, 0, enabled
-        self.bar: Any = None
-        self.started = time.perf_counter()
-        if enabled:
-            try:
-                tqdm = importlib.import_module("tqdm.auto").tqdm
-            except ImportError:
-                tqdm = None
-            if tqdm is not None:
-                self.bar = tqdm(total=total, desc="compare: bootstrap", unit="resample")
-
-    def update(self, n: int) -> None:
-        self.done += n
-        if not self.enabled:
-            return
-        if self.bar is not None:
-            self.bar.update(n)
-            return
-        share = self.done / self.total
-        filled = int(30 * share)
-        elapsed = time.perf_counter() - self.started
-        sys.stderr.write(
-            f"\rcompare: bootstrap [{'#' * filled}{'.' * (30 - filled)}] "
-            f"{self.done}/{self.total} resamples, {elapsed:.1f} s"
-        )
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-        elif self.enabled:
-            sys.stderr.write("\n")
-
-
 def _bootstrap(
     values: npt.NDArray[np.float64],
     pairs: list[tuple[int, int]],
     n_resamples: int,
     rng: Any,
-    progress: _Progress,
+    progress: Progress,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Resampled means of every column, and of every paired difference.
 
@@ -570,7 +530,7 @@ def compare(
     segments = _segments(per_user, model, segments_by, users, metric_cols, models)
     total_draws = sum(s.values.shape[0] for s in segments) * n_resamples
     show = total_draws > _PROGRESS_DRAWS if progress is None else progress
-    bar = _Progress(n_resamples * len(segments), show)
+    bar = Progress(n_resamples * len(segments), "compare: bootstrap", enabled=show, unit="resample")
     rows: list[dict[str, Any]] = []
     root = np_.random.SeedSequence(seed)
     try:
@@ -640,7 +600,7 @@ def _compare_segment(
     level: float,
     n_resamples: int,
     rng: Any,
-    bar: _Progress,
+    bar: Progress,
     segments_by: list[str],
 ) -> list[dict[str, Any]]:
     np_ = _numpy()

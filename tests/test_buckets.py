@@ -74,17 +74,10 @@ def test_auto_is_one_pass_for_small_inputs() -> None:
 
 
 def test_progress_bar(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    import builtins
+    import sys
 
-    real_import = builtins.__import__
-
-    def no_tqdm(name: str, *args: Any, **kwargs: Any) -> Any:
-        if name.startswith("tqdm"):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_tqdm)
-    monkeypatch.setattr("importlib.import_module", no_tqdm)
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # the stderr bar, not tqdm's
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
     bar = Progress(4, "frame_metrics: buckets", enabled=True, unit="bucket")
     bar.update()
     bar.update(3)
@@ -92,6 +85,10 @@ def test_progress_bar(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Mo
     err = capsys.readouterr().err
     assert "frame_metrics: buckets [#######" in err
     assert "4/4 buckets" in err
+    quiet = Progress(4, "frame_metrics: buckets", enabled=True, delay=60.0)
+    quiet.update(4)
+    quiet.close()
+    assert capsys.readouterr().err == ""  # quick work draws nothing
 
 
 @settings(max_examples=25, deadline=None)

@@ -52,6 +52,8 @@ __all__ = [
     "partition_result",
     "raise_first",
     "row_filter",
+    "run_diagnostics",
+    "split_kwargs",
     "with_bucket",
 ]
 
@@ -547,3 +549,24 @@ def merge_diagnostics(rows: pl.DataFrame, job: Job) -> Diagnostics:
         pairs_without_rating=total.get("pairs_without_rating", 0),
         pairs_without_prediction=total.get("pairs_without_prediction", 0),
     )
+
+
+def split_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Evaluate's keywords for an adapter's run: frames and flags apart from options."""
+    named = ("validate", "catalog", "train", "item_features", "baseline")
+    out = {name: kwargs.pop(name, None) for name in named}
+    out["validate"] = True if out["validate"] is None else out["validate"]
+    return {**out, "options": kwargs}
+
+
+Collect = Callable[[Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame]], pl.DataFrame]
+
+
+def run_diagnostics(collect: Collect, job: Job, *, validate: bool) -> Diagnostics:
+    """:func:`frame_metrics.diagnose` over partitions: checks first, then summed counts.
+
+    ``collect(fn)`` runs ``fn`` on every partition now and stacks the results.
+    """
+    if validate:
+        raise_first(collect(lambda frames: partition_checks(frames, job)))
+    return merge_diagnostics(collect(lambda frames: partition_diagnostics(frames, job)), job)

@@ -151,7 +151,7 @@ class _Run:
 
 def evaluate(recs: Any, truth: Any, *, aggregate: bool, **kwargs: Any) -> Any:
     """:func:`frame_metrics.evaluate` on dask DataFrames; gives a dask DataFrame."""
-    args = _split(kwargs)
+    args = core.split_kwargs(kwargs)
     run = _Run(recs, truth, aggregate=aggregate, **args)
     job = run.job
     meta = core.partition_result(job.empty(), job)
@@ -189,22 +189,9 @@ def _checked(run: _Run, meta: pl.DataFrame) -> Any:
 
 def diagnose(recs: Any, truth: Any, **kwargs: Any) -> Diagnostics:
     """:func:`frame_metrics.diagnose` on dask DataFrames."""
-    args = _split(kwargs)
+    args = core.split_kwargs(kwargs)
     run = _Run(recs, truth, aggregate=False, prefilter=False, **args)
-    job = run.job
-    if args["validate"]:
-        core.raise_first(run.collect(lambda frames: core.partition_checks(frames, job)))
-    return core.merge_diagnostics(
-        run.collect(lambda frames: core.partition_diagnostics(frames, job)), job
-    )
-
-
-def _split(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Evaluate's keywords as :class:`_Run`'s: frames and flags apart from options."""
-    named = ("validate", "catalog", "train", "item_features", "baseline")
-    out = {name: kwargs.pop(name, None) for name in named}
-    out["validate"] = True if out["validate"] is None else out["validate"]
-    return {**out, "options": kwargs}
+    return core.run_diagnostics(run.collect, run.job, validate=args["validate"])
 
 
 def to_polars(frame: Any) -> pl.DataFrame:
