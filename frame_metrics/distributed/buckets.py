@@ -87,19 +87,17 @@ def evaluate(
         for name, f in {"catalog": catalog, "item_features": item_features}.items()
         if f is not None
     }
-    schemas = {name: f.collect_schema() for name, f in frames.items()}
-    probe = core.Job(options, aggregate, schemas)
-    keys = [*probe.by, *probe.user, str(options.get("item", "item"))]
-    schemas = core.key_dtypes(schemas, keys)
     raw = {name: f.collect_schema() for name, f in frames.items()}
+    job = core.unified_job(raw, broadcast, options, aggregate)
+    schemas = dict(job.schemas)
+    keys = [*job.by, *job.user, str(options.get("item", "item"))]
     # Frames whose user key already has the shared dtype are filtered before anything
     # else, so that the filter reaches the scan (parquet statistics skip row groups).
-    as_is = {name for name in frames if all(raw[name][u] == schemas[name][u] for u in probe.user)}
+    as_is = {name for name in frames if all(raw[name][u] == schemas[name][u] for u in job.user)}
     typed = {
         name: f.with_columns(pl.col(c).cast(schemas[name][c]) for c in keys if c in schemas[name])
         for name, f in frames.items()
     }
-    job = core.Job(options, aggregate, schemas, broadcast)
     conditions = _conditions(typed, job.user, schemas["recs"], buckets)
     bar = Progress(
         len(conditions), "frame_metrics: buckets", enabled=progress, delay=2.0, unit="bucket"

@@ -54,6 +54,7 @@ __all__ = [
     "row_filter",
     "run_diagnostics",
     "split_kwargs",
+    "unified_job",
     "with_bucket",
 ]
 
@@ -140,6 +141,18 @@ class Job:
         """The user key columns."""
         user = self.options.get("user", "user")
         return [user] if isinstance(user, str) else list(user)
+
+
+def unified_job(
+    schemas: Mapping[str, pl.Schema],
+    broadcast: Mapping[str, pl.DataFrame],
+    options: Mapping[str, Any],
+    aggregate: bool,
+) -> Job:
+    """The job of a call whose user frames have ``schemas`` as read, keys unified."""
+    probe = Job(options, aggregate, schemas)
+    keys = [*probe.by, *probe.user, str(options.get("item", "item"))]
+    return Job(options, aggregate, key_dtypes(schemas, keys), broadcast)
 
 
 def key_dtypes(schemas: Mapping[str, pl.Schema], keys: list[str]) -> dict[str, pl.Schema]:

@@ -80,10 +80,8 @@ class _Run:
             if f is not None
         }
         schemas = {name: _to_polars(f._meta, name).schema for name, f in self.frames.items()}
-        probe = core.Job(options, aggregate, schemas)
-        keys = [*probe.by, *probe.user, str(options.get("item", "item"))]
-        self.schemas = core.key_dtypes(schemas, keys)
-        job = core.Job(options, aggregate, self.schemas, broadcast)
+        job = core.unified_job(schemas, broadcast, options, aggregate)
+        self.schemas = dict(job.schemas)
         self.n = max(1, self.frames["recs"].npartitions)
         self.job = job
         self.keep = core.row_filter(self.job) if prefilter else None

@@ -111,10 +111,8 @@ class _Run:
             if f is not None
         }
         schemas = {name: _polars_schema(f) for name, f in self.frames.items()}
-        probe = core.Job(options, aggregate, schemas)
-        keys = [*probe.by, *probe.user, str(options.get("item", "item"))]
-        self.schemas = core.key_dtypes(schemas, keys)
-        self.job = core.Job(options, aggregate, self.schemas, broadcast)
+        self.job = core.unified_job(schemas, broadcast, options, aggregate)
+        self.schemas = dict(self.job.schemas)
         self.n = max(1, int(session.conf.get("spark.sql.shuffle.partitions") or 200))
         self.keep = core.row_filter(self.job) if prefilter else None
         self.bucketed = {name: self._bucketed(name) for name in self.frames}
