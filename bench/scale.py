@@ -292,10 +292,11 @@ def run_job(name: str, directory: Path) -> dict[str, Any]:
             import frame_metrics as fm
 
             lazy = fm.evaluate(recs, truth, metrics=METRICS, k=K, aggregate=True)
-            timings["evaluate (checks)"] = time.perf_counter() - start
-            peaks["evaluate (checks)"] = _peak_mib()
+            # evaluate() runs the checks (and, with several buckets, all the work).
+            timings["evaluate"] = time.perf_counter() - start
+            peaks["evaluate"] = _peak_mib()
             frame = lazy.collect(engine="streaming")
-            timings["collect"] = time.perf_counter() - start - timings["evaluate (checks)"]
+            timings["collect"] = time.perf_counter() - start - timings["evaluate"]
         elif name == "handwritten":
             from ranking import handwritten_means
 
