@@ -41,7 +41,6 @@ from frame_metrics.validation import Failure, find_failures
 __all__ = [
     "BUCKET",
     "TAG",
-    "USER_FRAMES",
     "Job",
     "failure_columns",
     "finish",
@@ -60,8 +59,6 @@ __all__ = [
 
 #: The bucket of a row's user key; frames are co-partitioned by it.
 BUCKET = "_fm_bucket"
-#: Frames split by user key (the rest are item tables, sent whole to every partition).
-USER_FRAMES = ("recs", "truth", "train", "baseline")
 
 # The long frame of sums: (by..., item, NAME, VALUE); item is null but for exposures.
 NAME = "_fm_name"
@@ -349,11 +346,6 @@ def _long(
         frame = frame.with_columns(pl.lit(None, item_dtype).alias(item))
     long = frame.unpivot(index=[*by, item], variable_name=NAME, value_name=VALUE)
     return long.select(*by, item, NAME, pl.col(VALUE).cast(pl.Float64), pl.lit("long").alias(KIND))
-
-
-def sums_schema(job: Job) -> pl.Schema:
-    """The schema of :func:`partition_result`'s frame for this job."""
-    return partition_result(job.empty(), job).schema
 
 
 def finish(sums: pl.DataFrame, job: Job) -> pl.DataFrame:
