@@ -23,6 +23,7 @@ import importlib.metadata as _metadata
 from frame_metrics import datasets, exprs, plot
 from frame_metrics.api import diagnose, evaluate
 from frame_metrics.compare import compare
+from frame_metrics.conventions import CONVENTIONS, conventions
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.errors import (
     DuplicateRowsError,
@@ -44,6 +45,7 @@ except _metadata.PackageNotFoundError:  # pragma: no cover - running from a sour
 _register_all()
 
 __all__ = [
+    "CONVENTIONS",
     "REGISTRY",
     "Diagnostics",
     "DuplicateRowsError",
@@ -55,6 +57,7 @@ __all__ = [
     "UndefinedMetricWarning",
     "__version__",
     "compare",
+    "conventions",
     "datasets",
     "diagnose",
     "evaluate",

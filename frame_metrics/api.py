@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, cast
 
 from frame_metrics import engine
@@ -13,9 +13,15 @@ from frame_metrics.options import (
     ApDenominator,
     DuplicatePolicy,
     EmptyPolicy,
-    Gain,
+    GainName,
+    GainScope,
+    Idcg,
+    MrrCutoff,
+    RelevantSet,
     Similarity,
+    Ties,
     Unexpected,
+    Users,
 )
 
 __all__ = ["diagnose", "evaluate"]
@@ -37,11 +43,20 @@ def evaluate(
     relevance: str = "relevance",
     prediction: str = "prediction",
     by: str | Sequence[str] | None = None,
+    convention: str | None = None,
     threshold: float | None = None,
-    gain: Gain = "linear",
-    ap_denominator: ApDenominator = "min_k",
-    empty: EmptyPolicy = "skip",
-    on_duplicate: DuplicatePolicy = "error",
+    gain: GainName | Mapping[float, float] | None = None,
+    ap_denominator: ApDenominator | None = None,
+    empty: EmptyPolicy | None = None,
+    ties: Ties | None = None,
+    users: Users | None = None,
+    idcg: Idcg | None = None,
+    mrr_cutoff: MrrCutoff | None = None,
+    relevant_set: RelevantSet | None = None,
+    gain_scope: GainScope | None = None,
+    persistence: float | None = None,
+    max_relevance: float | None = None,
+    on_duplicate: DuplicatePolicy | None = None,
     catalog: object | None = None,
     train: object | None = None,
     item_features: object | None = None,
@@ -73,7 +88,10 @@ def evaluate(
         ``by`` group (e.g. the same test set for every model).
     metrics
         Names (``"ndcg"``, ``"map"`` as an alias of ``"ap"``) or names with a cutoff
-        (``"ndcg@10"``). Default: precision, recall, f1, hit_rate, mrr, ap, ndcg.
+        (``"ndcg@10"``); a name may carry its own options, which replace the call's for
+        it alone (``"ap(ap_denominator=relevant)@10"``, ``"ndcg(convention=rectools)@5"``,
+        ``"ndcg(gain={2: 3, 3: 7})"``): each such metric gets a column named by its
+        canonical string. Default: precision, recall, f1, hit_rate, mrr, ap, ndcg.
         Ranking metrics, beyond-accuracy metrics (novelty, diversity, serendipity, arp,
         aplt, coverage, personalization, gini) and rating errors (mse, rmse, mae: named
         without a cutoff) mix freely in one call; ``frame_metrics.REGISTRY`` lists them
@@ -98,14 +116,49 @@ def evaluate(
         both columns.
     by
         Columns (model, segment, fold) that split the evaluation into independent ones.
+    convention
+        A peer's conventions by name: ``"trec_eval"``, ``"ranx"``, ``"rectools"``,
+        ``"recommenders"``, ``"sklearn"``, ``"torchmetrics"`` or ``"replay"`` set every
+        option below in which that peer differs from the spec (``fm.conventions()``
+        lists each setting with the peer's version and source). Options passed
+        explicitly override the preset. Every option below defaults to ``None``: the
+        convention's value, else the spec's default named here.
     threshold
         Relevance needed to count as relevant (``rel >= threshold``); default: ``rel > 0``.
+        ``0``: every truth row is relevant, whatever its relevance.
     gain
-        DCG gain: ``"linear"`` (default), ``"exponential"`` (2^rel - 1) or ``"binary"``.
+        DCG gain: ``"linear"`` (default), ``"exponential"`` (2^rel - 1), ``"binary"``, or
+        a trec_eval gain table ``{level: gain}`` (levels outside it keep their relevance).
     ap_denominator
         D in AP@k: ``"min_k"`` (default), ``"relevant"``, ``"hits"`` or ``"k"``.
     empty
         Users without a relevant item: ``"skip"`` (left out, default) or ``"zero"``.
+    ties
+        Equal scores (with ``score``): ``"item"`` (item ascending, default),
+        ``"item_desc"`` (item descending: RePlay), ``"item_desc_text"`` (item descending
+        compared as text: trec_eval's docnos), ``"input"`` (input row order: a stable
+        sort, as Recommenders and ranx) or ``"average"`` (dcg, ndcg, precision, recall, f1 and hit_rate take their
+        expected value over every order of the tied items).
+    users
+        Who may be evaluated: ``"all"`` (every user seen, default), ``"truth"`` (users
+        with a truth row), ``"recs"`` (users with a recommendation) or ``"both"``; then
+        ``empty`` decides for those without a relevant item.
+    idcg
+        ``"relevant"`` (the user's best relevant items, default) or ``"k"`` (k slots of
+        gain 1: RecTools' NDCG).
+    mrr_cutoff
+        ``"k"`` (default) or ``"none"``: the first relevant item anywhere in the list
+        (trec_eval's recip_rank).
+    relevant_set
+        ``"truth"`` (every relevant truth item, default) or ``"listed"`` (only those
+        recommended at some rank: what torchmetrics and scikit-learn see).
+    gain_scope
+        ``"relevant"`` (items passing ``threshold`` gain, default) or ``"positive"``
+        (every relevance > 0 gains: trec_eval's ndcg).
+    persistence
+        rbp's p (default 0.8).
+    max_relevance
+        err's g_max (default: the largest relevance in truth).
     on_duplicate
         A repeated (user, item) row: ``"error"`` (default) or ``"first"`` (keep the
         best-ranked recommendation, the highest-relevance truth row).
@@ -243,29 +296,12 @@ def evaluate(
     request = engine.Request(
         recs,
         truth,
-        metrics=metrics,
-        k=k,
-        user=user,
-        item=item,
-        rank=rank,
-        score=score,
-        relevance=relevance,
-        prediction=prediction,
-        features=features,
-        by=by,
-        threshold=threshold,
-        gain=gain,
-        ap_denominator=ap_denominator,
-        empty=empty,
-        on_duplicate=on_duplicate,
-        unexpected=unexpected,
-        similarity=similarity,
-        head_share=head_share,
         catalog=catalog,
         train=train,
         item_features=item_features,
         baseline=baseline,
         validate=validate,
+        **_options(locals()),
     )
     return cast("FrameT", engine.evaluate(request, aggregate=aggregate))
 

@@ -50,10 +50,11 @@ from typing import Any, NoReturn, TextIO
 import polars as pl
 
 import frame_metrics as fm
+from frame_metrics.conventions import CONVENTIONS, METRIC_OPTIONS
 from frame_metrics.datasets import synthetic
 from frame_metrics.errors import FrameMetricsError, InvalidOptionError, MissingColumnsError
 from frame_metrics.metrics import DEFAULT_RANKING
-from frame_metrics.options import CHOICES
+from frame_metrics.options import CHOICES, MetricOptions
 
 __all__ = [
     "DIGITS",
@@ -99,6 +100,7 @@ _EXTRA_FILES = {
     "item_features": "--item-features",
     "baseline": "--baseline",
 }
+_SPEC_OPTIONS = MetricOptions()
 #: evaluate's keyword defaults, so the command line cannot drift from the function.
 _DEFAULTS: dict[str, Any] = {
     name: p.default for name, p in inspect.signature(fm.evaluate).parameters.items()
@@ -285,7 +287,7 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
     ranked.add_argument(
         "--score-col",
         metavar="COL",
-        help="score, higher = better: ranks are derived (ties broken by item ascending)",
+        help="score, higher = better: ranks are derived (equal scores: --ties, default item ascending)",
     )
     cols.add_argument(
         "--relevance-col",
@@ -311,16 +313,51 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
         help="read the user and item columns of every input file as text (CSV: as written, "
         "leading zeros kept), for ids that are all digits in one file but not in another",
     )
-    opts = p.add_argument_group("metric options")
+    opts = p.add_argument_group(
+        "metric options",
+        "Each defaults to the --convention's value, else the spec's. A metric may carry its "
+        "own: -m 'ap(ap_denominator=relevant)@10'.",
+    )
+    opts.add_argument(
+        "--convention",
+        choices=list(CONVENTIONS),
+        help="a peer's conventions: sets every option below in which that peer differs "
+        "from the spec; options given explicitly override it",
+    )
     opts.add_argument(
         "--threshold",
         type=_number,
         metavar="X",
-        help="relevance needed to count as relevant, rel >= X (default: rel > 0)",
+        help="relevance needed to count as relevant, rel >= X; 0: every truth row "
+        "(default: rel > 0)",
     )
-    _choice(opts, "gain", "DCG gain")
+    opts.add_argument(
+        "--gain",
+        type=_gain,
+        metavar="GAIN",
+        help="DCG gain: linear, exponential, binary or a trec_eval table LEVEL=GAIN,... "
+        "(default: linear)",
+    )
+    _choice(opts, "gain_scope", "who gains in DCG: items passing --threshold, or every rel > 0")
+    _choice(opts, "idcg", "the ideal DCG: the user's relevant items, or k slots of gain 1")
     _choice(opts, "ap_denominator", "the denominator of AP@k")
+    _choice(opts, "mrr_cutoff", "MRR: the first relevant item within k, or anywhere")
+    _choice(opts, "ties", "equal scores (with --score-col): a tie rule, or the average")
+    _choice(opts, "users", "who may be evaluated: every user seen, or those in truth/recs/both")
     _choice(opts, "empty", "users without a relevant item: left out or scored 0")
+    _choice(opts, "relevant_set", "R: every relevant truth item, or those recommended")
+    opts.add_argument(
+        "--persistence",
+        type=_number,
+        metavar="P",
+        help="rbp's persistence p in (0, 1) (default: 0.8)",
+    )
+    opts.add_argument(
+        "--max-relevance",
+        type=_number,
+        metavar="G",
+        help="err's largest relevance g_max (default: the largest in TRUTH)",
+    )
     _choice(opts, "on_duplicate", "a repeated (user, item) row: fail or keep the best")
     _choice(opts, "similarity", "item similarity for diversity")
     _choice(opts, "unexpected", "serendipity's unexpected items: not in --baseline or --train")
@@ -393,12 +430,47 @@ def _add_demo(commands: argparse._SubParsersAction[_Parser]) -> None:
 
 
 def _choice(group: argparse._ArgumentGroup, name: str, what: str) -> None:
+    default = _DEFAULTS[name]
+    shown = (
+        f"the --convention's, else {getattr(_SPEC_OPTIONS, name)}"
+        if default is None
+        else "%(default)s"
+    )
     group.add_argument(
         "--" + name.replace("_", "-"),
         choices=CHOICES[name],
-        default=_DEFAULTS[name],
-        help=f"{what} (default: %(default)s)",
+        default=default,
+        help=f"{what} (default: {shown})",
     )
+
+
+def _gain(text: str) -> str | dict[float, float]:
+    """``--gain``: a gain's name, or a trec_eval gain table ``LEVEL=GAIN,...``.
+
+    Examples
+    --------
+    >>> _gain("exponential"), _gain("1=3, 2=9,4=4.5")
+    ('exponential', {1.0: 3.0, 2.0: 9.0, 4.0: 4.5})
+    >>> _gain("2=x")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected linear, exponential, binary or a table LEVEL=GAIN,... such as 1=3,2=9, got '2=x'
+    """
+    if text.strip() in CHOICES["gain"]:
+        return text.strip()
+    table: dict[float, float] = {}
+    try:
+        for part in text.split(","):
+            level, eq, gain = part.partition("=")
+            if not eq:
+                raise ValueError(part)
+            table[float(level)] = float(gain)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected {', '.join(CHOICES['gain'])} or a table LEVEL=GAIN,... such as "
+            f"1=3,2=9, got {text!r}"
+        ) from None
+    return table
 
 
 def _names(text: str) -> list[str]:
@@ -773,11 +845,7 @@ def _evaluate_options(args: argparse.Namespace, frames: dict[str, pl.LazyFrame])
         "score": args.score_col,
         "relevance": args.relevance_col,
         "prediction": args.prediction_col,
-        "threshold": args.threshold,
-        "gain": args.gain,
-        "ap_denominator": args.ap_denominator,
-        "empty": args.empty,
-        "on_duplicate": args.on_duplicate,
+        **{name: getattr(args, name) for name in (*METRIC_OPTIONS, "convention")},
         "features": args.features_col,
         "similarity": args.similarity,
         "unexpected": args.unexpected,
@@ -1089,6 +1157,8 @@ _FLAGS = {
     "by": "--by",
     "threshold": "--threshold",
     "head_share": "--head-share",
+    "persistence": "--persistence",
+    "max_relevance": "--max-relevance",
     "baseline": "--baseline",
     # compare's keywords
     "baseline_model": "--baseline-model",

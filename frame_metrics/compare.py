@@ -504,7 +504,7 @@ def compare(
         else:
             from frame_metrics.metrics.registry import resolve_requests
 
-            wanted = [m.column(kk) for m, kk in resolve_requests(metrics, k, [])]
+            wanted = [r.column for r in resolve_requests(metrics, k, [])]
             absent = [c for c in wanted if c not in per_user.columns]
             if absent:
                 raise MissingColumnsError("frame", absent, per_user.columns)

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from frame_metrics import conventions
 from frame_metrics.columns import Columns, as_names, check_roles
+from frame_metrics.conventions import OPTION_NAMES, resolve_options
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.dtypes import FloatKey, type_null_columns, unify_keys, whole_number_check
 from frame_metrics.errors import InvalidOptionError, InvalidValueError
@@ -57,17 +59,9 @@ from frame_metrics.metrics.diversity import (
     vector_sums,
 )
 from frame_metrics.metrics.rating import ABS_ERRORS, N_PAIRS, SQUARED_ERRORS, RatingContext
-from frame_metrics.metrics.registry import Metric, resolve_requests
+from frame_metrics.metrics.registry import REGISTRY, Requested, resolve_requests
 from frame_metrics.metrics.user_stats import UserStats
-from frame_metrics.options import (
-    ApDenominator,
-    DuplicatePolicy,
-    EmptyPolicy,
-    Gain,
-    MetricOptions,
-    Similarity,
-    Unexpected,
-)
+from frame_metrics.options import MetricOptions
 from frame_metrics.prepare import (
     PREDICTION,
     RANK,
@@ -108,32 +102,27 @@ class Request:
         prediction: str,
         features: str,
         by: str | Sequence[str] | None,
-        threshold: float | None,
-        gain: Gain,
-        ap_denominator: ApDenominator,
-        empty: EmptyPolicy,
-        on_duplicate: DuplicatePolicy,
-        unexpected: Unexpected,
-        similarity: Similarity,
-        head_share: float,
         catalog: object | None,
         train: object | None,
         item_features: object | None,
         baseline: object | None,
         validate: bool,
         global_tables: GlobalTables | None = None,
+        convention: str | None = None,
+        **options: Any,
     ) -> None:
         # Options and names first: a typo costs no pass over the data.
-        self.options = MetricOptions(
-            threshold,
-            gain,
-            ap_denominator,
-            empty,
-            on_duplicate,
-            unexpected,
-            similarity,
-            head_share,
-        )
+        unknown = sorted(set(options) - set(OPTION_NAMES))
+        if unknown:
+            raise InvalidOptionError(
+                f"options: expected keywords among {', '.join(OPTION_NAMES)}, "
+                f"got {', '.join(unknown)}"
+            )
+        if convention is not None:
+            conventions.get(convention)
+        #: The call's options: those of a metric named without options of its own.
+        self.options = resolve_options(options, convention=convention)
+        self.convention = convention
         self.columns = Columns(
             as_names(user, "user"),
             item,
@@ -144,18 +133,21 @@ class Request:
             prediction,
             features,
         )
-        self.requests: list[tuple[Metric, int]] = resolve_requests(metrics, k, DEFAULT_RANKING)
-        self.needs: frozenset[str] = frozenset().union(
-            *(m.inputs(self.options) for m, _ in self.requests)
+        self.requests: list[Requested] = resolve_requests(
+            metrics, k, DEFAULT_RANKING, given=options, convention=convention
         )
+        self.needs: frozenset[str] = frozenset().union(
+            *(r.metric.inputs(r.options) for r in self.requests)
+        )
+        self._check_metric_options(truth is None, score is not None)
         given = {
             "catalog": catalog,
             "train": train,
             "item_features": item_features,
             "baseline": baseline,
         }
-        for metric, _ in self.requests:
-            for need in sorted(metric.inputs(self.options)):
+        for metric, _, metric_options, _ in self.requests:
+            for need in sorted(metric.inputs(metric_options)):
                 source = _EXTRA_OF_NEED.get(need)
                 if source is not None and given[source] is None:
                     raise InvalidOptionError(
@@ -180,6 +172,25 @@ class Request:
         self.global_tables = global_tables
         if not validate:
             self.float_keys = []
+
+    def _check_metric_options(self, long_table: bool, scored: bool) -> None:
+        """Options a metric's input cannot honour, refused before any pass over the data."""
+        for q in self.requests:
+            if q.metric.family != "ranking":
+                continue
+            if long_table and q.options.threshold == 0:
+                raise InvalidOptionError(
+                    f"threshold: expected a number > 0 or None for {q.column} on a long table "
+                    "(relevance 0 marks a recommended item outside truth there; pass truth= "
+                    "to make every truth row relevant), got 0"
+                )
+            if scored and q.options.ties == "average" and not q.metric.tie_average:
+                averaged = sorted(m.name for m in REGISTRY.values() if m.tie_average)
+                raise InvalidOptionError(
+                    f"ties: expected 'item', 'item_desc', 'item_desc_text' or 'input' for "
+                    f"{q.column} (ties='average' is defined for {', '.join(averaged)}), "
+                    "got 'average'"
+                )
 
     def _type_inputs(self, extras: dict[str, Source]) -> dict[str, Source]:
         """Every input's key columns in one lossless dtype, empty columns typed (dtypes.py)."""
@@ -237,31 +248,47 @@ class Request:
 
     def families(self) -> set[str]:
         """The metric families asked for."""
-        return {m.family for m, _ in self.requests}
+        return {r.metric.family for r in self.requests}
 
-    def of_family(self, family: str) -> list[tuple[Metric, int]]:
-        """The requested (metric, k) pairs of one family, in request order."""
-        return [(m, k) for m, k in self.requests if m.family == family]
+    def of_family(self, family: str) -> list[Requested]:
+        """The requested metrics of one family, in request order."""
+        return [r for r in self.requests if r.metric.family == family]
 
     @property
     def max_k(self) -> int:
-        """The largest cutoff asked for: rows ranked below it are never read."""
-        return max((k for m, k in self.requests if m.takes_k), default=0)
+        """The largest cutoff asked for."""
+        return max((r.k for r in self.requests if r.metric.takes_k), default=0)
+
+    @property
+    def depth(self) -> int | None:
+        """How deep into each list any metric reads: rows ranked below it are never read.
+
+        ``None``: the whole list (bpref, rbp, r_precision, an MRR without cutoff, or R
+        taken from the recommended items).
+        """
+        whole = any(
+            r.metric.whole_list
+            or (r.metric.name == "mrr" and r.options.mrr_cutoff == "none")
+            or (r.metric.family == "ranking" and r.options.relevant_set == "listed")
+            or (r.metric.tie_average and r.options.ties == "average" and self.columns.score)
+            for r in self.requests
+        )
+        return None if whole else self.max_k
 
     @property
     def cutoffs(self) -> tuple[int, ...]:
         """Every distinct cutoff asked for, ascending."""
-        return tuple(sorted({k for m, k in self.requests if m.takes_k}))
+        return tuple(sorted({r.k for r in self.requests if r.metric.takes_k}))
 
     @property
     def metric_columns(self) -> list[str]:
         """Output column names, ``"<metric>@<k>"`` (or the bare name), in request order."""
-        return [m.column(k) for m, k in self.requests]
+        return [r.column for r in self.requests]
 
     @property
     def per_user_columns(self) -> list[str]:
         """The output columns that have a value per user (all but corpus metrics)."""
-        return [m.column(k) for m, k in self.requests if m.population != "corpus"]
+        return [r.column for r in self.requests if r.metric.population != "corpus"]
 
     def prepared(self, *, tie_cutoffs: tuple[int, ...] = ()) -> Prepared:
         """The checked long table for this request."""
@@ -270,18 +297,46 @@ class Request:
             None if self.truth is None else self.truth.lazy,
             self.columns,
             self.options,
-            self.max_k,
+            self.depth,
             validate=self.validate,
             tie_cutoffs=tie_cutoffs,
             needs_relevance="truth" in self.needs and self.max_k > 0,
             groups=None if self.global_tables is None else self.global_tables.groups,
+            gains=self.gains,
+            row_order=any(q.options.ties == "input" for q in self.requests),
         )
+
+    @property
+    def gains(self) -> frozenset[str]:
+        """The gains in use, for the relevance checks (a gain table counts as linear)."""
+        options = [self.options, *(q.options for q in self.requests)]
+        gains = {o.gain if isinstance(o.gain, str) else "linear" for o in options}
+        if any(q.metric.name == "err" for q in self.requests):
+            gains.add("exponential")  # 2^rel
+        return frozenset(gains)
 
     def extra(self, name: str, names: Sequence[str]) -> ExtraFrame:
         """An extra input, checked to have its join columns (typed like recs' already)."""
         extra = self.extras[name]
         require_columns(extra, [*extra.by, *names])
         return extra
+
+
+#: Options that change only how a metric combines its statistics, not the statistics.
+_EXPRESSION_OPTIONS = (
+    "ap_denominator",
+    "empty",
+    "users",
+    "idcg",
+    "mrr_cutoff",
+    "persistence",
+    "max_relevance",
+)
+
+
+def _stats_options(options: MetricOptions, call: MetricOptions) -> MetricOptions:
+    """The options the statistics of a metric depend on (the rest from the call's)."""
+    return options.changed(**{name: getattr(call, name) for name in _EXPRESSION_OPTIONS})
 
 
 #: The corpus frame's count of users with a recommendation within the largest corpus k.
@@ -419,29 +474,59 @@ class Plan:
         return out
 
     def ranking_part(self, prepared: Prepared) -> pl.LazyFrame:
-        """Ranking-family metrics: per-user statistics, then one expression per metric."""
+        """Ranking-family metrics: per-user statistics, then one expression per metric.
+
+        Metrics whose options need other statistics (another threshold, gain, tie rule
+        or relevant set) get their own statistics frame; all are joined on the key.
+        Options that only change how a metric combines statistics share one frame.
+        """
         r, c = self.request, self.request.columns
         keys = c.keys
-        requests = r.of_family("ranking")
-        stats = UserStats(r.options)
-        exprs = [m.expr(stats, k) for m, k in requests]
+        groups: dict[MetricOptions, list[Requested]] = {}
+        for q in r.of_family("ranking"):
+            groups.setdefault(_stats_options(q.options, r.options), []).append(q)
+        parts = [self._ranking_group(prepared, options, qs) for options, qs in groups.items()]
+        frame = parts[0]
+        for part in parts[1:]:
+            frame = frame.join(part, on=keys, how="full", coalesce=True, nulls_equal=True)
+        return frame
+
+    def _ranking_group(
+        self, prepared: Prepared, options: MetricOptions, requests: list[Requested]
+    ) -> pl.LazyFrame:
+        _r, c = self.request, self.request.columns
+        keys = c.keys
+        stats = UserStats(options)
+        stats.tied = options.ties == "average" and c.score is not None
+        exprs = [q.expr(stats.view(q.options)) for q in requests]
+        top = prepared.ranked(options.ties)
+        truth, truth_keys, groups = prepared.truth, prepared.truth_keys, prepared.groups
+        if options.relevant_set == "listed":
+            # Only the recommended items (at any rank) can be relevant: what a peer that
+            # is handed scored items alone sees.
+            if groups is not None:
+                truth, truth_keys, groups = truth.join(groups, how="cross"), keys, None
+            truth = truth.join(top.select(*keys, c.item), on=[*truth_keys, c.item], how="semi")
         inputs = RankingInputs(
             keys=keys,
-            truth_keys=prepared.truth_keys,
+            truth_keys=truth_keys,
             item=c.item,
             relevance=REL,
-            top=self._listed_rows(prepared) if stats.uses("listed") else prepared.top,
-            truth=prepared.truth,
-            groups=prepared.groups,
+            top=self._listed_rows(prepared) if stats.uses("listed") else top,
+            truth=truth,
+            groups=groups,
             all_keys=prepared.all_keys,
             hit_columns=self._hit_columns(prepared) if stats.uses("hits") else (),
             packed=(
-                PackedKey.for_truth(prepared.truth, [*prepared.truth_keys, c.item])
-                if stats.uses("hits")
+                PackedKey.for_truth(truth, [*truth_keys, c.item])
+                if stats.uses("hits") and options.relevant_set == "truth"
                 else None
             ),
+            judged=prepared.judged,
+            recs_keys=prepared.recs_keys,
+            truth_user_keys=prepared.truth_user_keys,
         )
-        return user_statistics(inputs, stats, r.options).select(*keys, *exprs)
+        return user_statistics(inputs, stats, options).select(*keys, *exprs)
 
     def diversity_part(self, prepared: Prepared) -> pl.LazyFrame:
         """Diversity: the pairs of each user's top items, one similarity per pair."""
@@ -469,14 +554,10 @@ class Plan:
             # Cosine of unit vectors: each user's vector sums give the pair sums.
             width = _array_width(rows.collect_schema()[FEATURES])
             aggs, scale_bits = vector_sums(
-                pl.col(FEATURES), pl.col(RANK), width, [k for _, k in requests]
+                pl.col(FEATURES), pl.col(RANK), width, [r.k for r in requests]
             )
             vctx = DiversityContext("vectors", width, scale_bits)
-            return (
-                rows.group_by(keys)
-                .agg(aggs)
-                .select(*keys, *(m.value(vctx, k) for m, k in requests))
-            )
+            return rows.group_by(keys).agg(aggs).select(*keys, *(r.value(vctx) for r in requests))
         if r.max_k <= PIVOT_MAX_K:
             # One row per user with the features at each rank, then one similarity per
             # pair of ranks: no self-join of the rows.
@@ -494,14 +575,12 @@ class Plan:
             sims = [pair(a, b) for b in range(2, r.max_k + 1) for a in range(1, b)]
             ctx = DiversityContext("pivot")
             # Users without a pair get nulls here; per_user() drops rows without a value.
-            return at_rank.select(*keys, *sims).select(
-                *keys, *(m.value(ctx, k) for m, k in requests)
-            )
+            return at_rank.select(*keys, *sims).select(*keys, *(r.value(ctx) for r in requests))
         pairs = rows.join(rows, on=keys, suffix="_b").filter(pl.col(RANK) < pl.col(f"{RANK}_b"))
         sim = similar(pl.col(FEATURES), pl.col(f"{FEATURES}_b"))
         pairs = pairs.select(*keys, pl.col(f"{RANK}_b").alias(PAIR_RANK), sim.alias(SIMILARITY))
         ctx = DiversityContext("pairs")
-        return pairs.group_by(keys).agg(m.value(ctx, k) for m, k in requests)
+        return pairs.group_by(keys).agg(r.value(ctx) for r in requests)
 
     def rating_part(self, ratings: RatingPairs) -> pl.LazyFrame:
         """Rating metrics per user, with the sums the pooled aggregate reads."""
@@ -514,7 +593,7 @@ class Plan:
             pl.len().cast(pl.Int64).alias(N_PAIRS),
         )
         ctx = RatingContext()
-        return sums.with_columns(m.value(ctx, k) for m, k in self.request.of_family("rating"))
+        return sums.with_columns(r.value(ctx) for r in self.request.of_family("rating"))
 
     def per_user(self) -> pl.LazyFrame:
         """One row per user with a value for at least one per-user metric."""
@@ -554,7 +633,7 @@ class Plan:
         if not requests or self.prepared is None:
             return None
         by, top = list(c.by), self.prepared.top
-        ks = sorted({k for _, k in requests})
+        ks = sorted({r.k for r in requests})
         exposure = top.group_by([*by, c.item]).agg(
             (pl.col(RANK) <= k).sum().cast(pl.Int64).alias(exposure_column(k)) for k in ks
         )
@@ -571,13 +650,13 @@ class Plan:
         r, c = self.request, self.request.columns
         requests = r.of_family("corpus")
         by = list(c.by)
-        ks = sorted({k for _, k in requests})
+        ks = sorted({r.k for r in requests})
         if "catalog_size" in r.needs:
             exposure = self._with_catalog_size(exposure)
         ctx = CorpusContext()
         aggs = [
             ctx.n_users(ks[-1]).alias(_CORPUS_USERS),
-            *(m.value(ctx, k) for m, k in requests),
+            *(r.value(ctx) for r in requests),
         ]
         return exposure.group_by(by).agg(aggs) if by else exposure.select(aggs)
 
@@ -660,7 +739,9 @@ class Plan:
         """The per-user columns the aggregate sums: metrics with a mean, rating errors."""
         r = self.request
         cols = [
-            m.column(k) for m, k in r.requests if m.family != "rating" and m.population != "corpus"
+            q.column
+            for q in r.requests
+            if q.metric.family != "rating" and q.metric.population != "corpus"
         ]
         return [*cols, *([SQUARED_ERRORS, ABS_ERRORS] if self.ratings is not None else [])]
 
@@ -694,12 +775,12 @@ class Plan:
         out = out.filter(pl.col("n_users") > 0)
         pooled = RatingContext(pooled=True)
         values: list[pl.Expr] = []
-        for m, k in r.requests:
-            col = m.column(k)
-            if m.family == "rating":
+        for q in r.requests:
+            col = q.column
+            if q.metric.family == "rating":
                 # One row per group holding the exact sums: the pooled value reads them.
-                values.append(m.value(pooled, k))
-            elif m.population != "corpus":
+                values.append(q.value(pooled))
+            elif q.metric.population != "corpus":
                 values.append(pl.col(f"{col}.mean").first().alias(col))
         lead = ["n_users", *([N_PAIRS] if self.ratings is not None else [])]
         if by:
@@ -721,7 +802,7 @@ def evaluate(request: Request, *, aggregate: bool) -> Any:
     every check passed. A LazyFrame stays lazy: its checks run now, its metrics when
     the caller collects.
     """
-    corpus = [m.column(k) for m, k in request.requests if m.population == "corpus"]
+    corpus = [r.column for r in request.requests if r.metric.population == "corpus"]
     if corpus and not aggregate:
         raise InvalidOptionError(
             f"aggregate: expected True for corpus metrics (one value per by group, not per "

@@ -43,14 +43,14 @@ import polars as pl
 from frame_metrics.errors import InvalidOptionError
 from frame_metrics.metrics.context import RankingContext
 from frame_metrics.metrics.registry import ALIASES, REGISTRY, resolve
-from frame_metrics.options import MetricOptions, is_int, validate_k
+from frame_metrics.options import DEFAULT_K, MetricOptions, is_int, validate_k
 
 __all__ = ["metric"]  # and one function per registered metric, via __getattr__
 
 
 def metric(
     name: str,
-    k: int,
+    k: int | None = None,
     *,
     rank: str | pl.Expr = "rank",
     relevance: str | pl.Expr = "relevance",
@@ -58,6 +58,7 @@ def metric(
     gain: str = "linear",
     ap_denominator: str = "min_k",
     empty: str = "skip",
+    persistence: float = 0.8,
 ) -> pl.Expr:
     """The expression of the registered metric ``name`` at cutoff ``k``.
 
@@ -77,8 +78,22 @@ def metric(
             f"name: expected a metric computed from rank and relevance alone "
             f"({', '.join(sorted(EXPRESSIBLE))}), got {name!r}; use frame_metrics.evaluate"
         )
-    (k,) = validate_k(k if is_int(k) else [k])
-    options = MetricOptions(threshold, gain, ap_denominator, empty)  # type: ignore[arg-type]
+    if entry.takes_k:
+        (k,) = validate_k(DEFAULT_K if k is None else k if is_int(k) else [k])
+    else:
+        k = 0  # r_precision, rbp: the whole list
+    if threshold == 0:
+        raise InvalidOptionError(
+            "threshold: expected a number > 0 or None in a long table (relevance 0 marks "
+            "a recommended item that is not relevant there), got 0"
+        )
+    options = MetricOptions(
+        threshold,
+        gain,  # type: ignore[arg-type]
+        ap_denominator,  # type: ignore[arg-type]
+        empty,  # type: ignore[arg-type]
+        persistence=persistence,
+    )
     return entry.expr(RankingContext.from_columns(rank, relevance, options), k)
 
 

@@ -9,20 +9,38 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
 from frame_metrics.errors import InvalidOptionError
 
-__all__ = ["CHOICES", "DEFAULT_K", "MAX_K", "MetricOptions", "is_int", "is_real", "validate_k"]
+__all__ = [
+    "CHOICES",
+    "DEFAULT_K",
+    "MAX_K",
+    "GainTable",
+    "MetricOptions",
+    "is_int",
+    "is_real",
+    "validate_k",
+]
 
-Gain = Literal["linear", "exponential", "binary"]
+GainName = Literal["linear", "exponential", "binary"]
+#: A trec_eval-style gain table: (relevance level, gain) pairs, sorted by level.
+GainTable = tuple[tuple[float, float], ...]
+Gain = GainName | GainTable
 ApDenominator = Literal["min_k", "relevant", "hits", "k"]
 EmptyPolicy = Literal["skip", "zero"]
 DuplicatePolicy = Literal["error", "first"]
 Unexpected = Literal["baseline", "history"]
 Similarity = Literal["auto", "jaccard", "cosine"]
+Ties = Literal["item", "item_desc", "item_desc_text", "input", "average"]
+Users = Literal["all", "truth", "recs", "both"]
+Idcg = Literal["relevant", "k"]
+MrrCutoff = Literal["k", "none"]
+RelevantSet = Literal["truth", "listed"]
+GainScope = Literal["relevant", "positive"]
 
 #: The accepted values of every string option, first one the default.
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -32,28 +50,62 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "on_duplicate": ("error", "first"),
     "unexpected": ("baseline", "history"),
     "similarity": ("auto", "jaccard", "cosine"),
+    "ties": ("item", "item_desc", "item_desc_text", "input", "average"),
+    "users": ("all", "truth", "recs", "both"),
+    "idcg": ("relevant", "k"),
+    "mrr_cutoff": ("k", "none"),
+    "relevant_set": ("truth", "listed"),
+    "gain_scope": ("relevant", "positive"),
 }
+
+#: The gains of ``gain=`` given by name (a mapping is a gain table).
+GAIN_NAMES: tuple[str, ...] = ("linear", "exponential", "binary")
 
 
 def _check_choice(name: str, value: object) -> None:
     allowed = CHOICES[name]
     if not isinstance(value, str) or value not in allowed:
-        raise InvalidOptionError(
-            f"{name}: expected one of {', '.join(repr(a) for a in allowed)}, got {value!r}"
-        )
+        shown = ", ".join(repr(a) for a in allowed)
+        if name == "gain":
+            shown += " or a {relevance level: gain} table such as {2: 3, 3: 7}"
+        raise InvalidOptionError(f"{name}: expected one of {shown}, got {value!r}")
+
+
+def _gain_table(value: object) -> GainTable:
+    """A mapping of relevance levels to gains as a sorted tuple of float pairs."""
+    items = list(value.items()) if isinstance(value, Mapping) else None
+    expected = "gain: expected a {relevance level: gain} table of finite numbers >= 0"
+    if not items:
+        raise InvalidOptionError(f"{expected}, got {value!r}")
+    pairs: dict[float, float] = {}
+    for level, gain in items:
+        for v in (level, gain):
+            if not is_real(v) or not math.isfinite(v) or v < 0:
+                raise InvalidOptionError(f"{expected}, got {v!r} in {value!r}")
+        pairs[float(level)] = float(gain)
+    return tuple(sorted(pairs.items()))
+
+
+def _number(name: str, value: object, low: float, high: float, shown: str) -> float:
+    if not is_real(value) or not low < float(value) < high:  # type: ignore[arg-type]
+        raise InvalidOptionError(f"{name}: expected {shown}, got {value!r}")
+    return float(value)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
 class MetricOptions:
-    """How relevance, gains, AP and empty cases are treated (see the spec, sections 2-4).
+    """How relevance, gains, ties, AP and empty cases are treated (spec sections 2-4, 8).
 
     Parameters
     ----------
     threshold
         Relevance an item needs to count as relevant (``rel >= threshold``); ``None``
-        means any positive relevance.
+        means any positive relevance; ``0`` makes every truth row relevant, whatever its
+        relevance (RecTools, Recommenders: their truth has no relevance cut).
     gain
-        DCG gain: ``"linear"`` (rel), ``"exponential"`` (2^rel - 1) or ``"binary"`` (1).
+        DCG gain: ``"linear"`` (rel), ``"exponential"`` (2^rel - 1), ``"binary"`` (1),
+        or a table ``{level: gain}`` (trec_eval's ``-m ndcg.1=3,2=9``): relevance levels
+        in the table take its gain, the others keep their relevance as gain.
     ap_denominator
         The D in AP@k: ``"min_k"`` = min(|R|, k), ``"relevant"`` = |R|,
         ``"hits"`` = hits@k, ``"k"`` = k.
@@ -73,19 +125,52 @@ class MetricOptions:
         The popularity cut of aplt: the short head is the most popular train items that
         together hold this share of the train interactions (ties kept together); every
         other item, unseen ones included, is in the long tail.
+    ties
+        Equal scores (score-ranked input): ``"item"`` = item ascending (the spec's
+        rule), ``"item_desc"`` = item descending (RePlay), ``"item_desc_text"`` = item
+        descending compared as text (trec_eval's docno order), ``"input"`` = the input row order (a stable sort: Recommenders,
+        pandas), ``"average"`` = the expected value over every order of the tied items
+        (dcg, ndcg, precision, recall, f1, hit_rate; McSherry and Najork 2008).
+    users
+        Who may be evaluated before ``empty`` applies: ``"all"`` = every user seen,
+        ``"truth"`` = users with a truth row (any relevance), ``"recs"`` = users with a
+        recommendation, ``"both"`` = users with both (trec_eval). Users with a relevant
+        item outside this set are left out; users in it without one follow ``empty``.
+    idcg
+        The ideal DCG: ``"relevant"`` = from the user's relevant items, best k;
+        ``"k"`` = k slots of gain 1 whatever the user's relevant items (RecTools'
+        ``NDCG`` default).
+    mrr_cutoff
+        ``"k"``: the first relevant item within k; ``"none"``: anywhere in the list
+        (trec_eval's ``recip_rank``).
+    relevant_set
+        Where R comes from: ``"truth"`` = every relevant truth item; ``"listed"`` = only
+        the relevant items that were recommended, at any rank (torchmetrics and
+        scikit-learn know only the items they are given scores for).
+    gain_scope
+        Which truth items gain in DCG and the ideal DCG: ``"relevant"`` = those that
+        pass ``threshold``; ``"positive"`` = every item with relevance > 0 (trec_eval's
+        ``ndcg`` ignores ``-l``).
+    persistence
+        rbp's p in (0, 1): the chance the user reads on to the next item.
+    max_relevance
+        err's g_max (P_i = (2^g_i - 1) / 2^g_max); ``None``: the largest relevance in
+        truth.
 
     Examples
     --------
     >>> MetricOptions(gain="exponential").gain
     'exponential'
+    >>> MetricOptions(gain={3: 7, 2: 3}).gain
+    ((2.0, 3.0), (3.0, 7.0))
     >>> MetricOptions(gain="log")
     Traceback (most recent call last):
     ...
-    frame_metrics.errors.InvalidOptionError: gain: expected one of 'linear', 'exponential', 'binary', got 'log'
-    >>> MetricOptions(threshold=0)
+    frame_metrics.errors.InvalidOptionError: gain: expected one of 'linear', 'exponential', 'binary' or a {relevance level: gain} table such as {2: 3, 3: 7}, got 'log'
+    >>> MetricOptions(threshold=-1)
     Traceback (most recent call last):
     ...
-    frame_metrics.errors.InvalidOptionError: threshold: expected a finite number > 0 or None, got 0
+    frame_metrics.errors.InvalidOptionError: threshold: expected a finite number >= 0 or None, got -1
     """
 
     threshold: float | None = None
@@ -96,21 +181,52 @@ class MetricOptions:
     unexpected: Unexpected = "baseline"
     similarity: Similarity = "auto"
     head_share: float = 0.2
+    ties: Ties = "item"
+    users: Users = "all"
+    idcg: Idcg = "relevant"
+    mrr_cutoff: MrrCutoff = "k"
+    relevant_set: RelevantSet = "truth"
+    gain_scope: GainScope = "relevant"
+    persistence: float = 0.8
+    max_relevance: float | None = None
 
     def __post_init__(self) -> None:
         t = self.threshold
-        if t is not None and (not is_real(t) or not math.isfinite(t) or t <= 0):
-            # 0 would make every recommended item relevant (absent items have rel 0).
-            raise InvalidOptionError(f"threshold: expected a finite number > 0 or None, got {t!r}")
+        if t is not None and (not is_real(t) or not math.isfinite(t) or t < 0):
+            raise InvalidOptionError(f"threshold: expected a finite number >= 0 or None, got {t!r}")
         if t is not None:
             # numpy scalars become Python numbers: polars reads them as literals of their own.
             object.__setattr__(self, "threshold", float(t))
-        h = self.head_share
-        if not is_real(h) or not 0 < h < 1:
-            raise InvalidOptionError(f"head_share: expected a number in (0, 1), got {h!r}")
-        object.__setattr__(self, "head_share", float(h))
+        h = _number("head_share", self.head_share, 0.0, 1.0, "a number in (0, 1)")
+        object.__setattr__(self, "head_share", h)
+        p = _number("persistence", self.persistence, 0.0, 1.0, "a number in (0, 1)")
+        object.__setattr__(self, "persistence", p)
+        if self.max_relevance is not None:
+            g = _number(
+                "max_relevance", self.max_relevance, 0.0, 1000.0, "a number in (0, 1000) or None"
+            )
+            object.__setattr__(self, "max_relevance", g)
+        if not isinstance(self.gain, (str, tuple)):
+            object.__setattr__(self, "gain", _gain_table(self.gain))
         for name in CHOICES:
-            _check_choice(name, getattr(self, name))
+            if name != "gain" or isinstance(self.gain, str):
+                _check_choice(name, getattr(self, name))
+
+    def is_relevant(self, relevance: float) -> bool:
+        """Whether a truth row of this relevance is relevant (pure Python, for references)."""
+        t = self.threshold
+        return relevance > 0 if t is None else relevance >= t
+
+    def gain_of(self, relevance: float) -> float:
+        """The DCG gain of a relevance (pure Python, for references)."""
+        if isinstance(self.gain, tuple):
+            return dict(self.gain).get(float(relevance), float(relevance))
+        gains = {"linear": relevance, "exponential": 2.0**relevance - 1.0, "binary": 1.0}
+        return float(gains[self.gain])
+
+    def changed(self, **options: Any) -> MetricOptions:
+        """A copy with some options replaced (validated again)."""
+        return replace(self, **options)
 
 
 #: The largest cutoff: far beyond any list a person reads, and small enough that every

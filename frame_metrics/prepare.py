@@ -8,6 +8,7 @@ dropping them first is what keeps evaluation cheap on long recommendation lists.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 import polars as pl
@@ -32,6 +33,8 @@ __all__ = [
     "PREDICTION",
     "RANK",
     "REL",
+    "TIE_FIRST",
+    "TIE_LAST",
     "Prepared",
     "RatingPairs",
     "prepare",
@@ -43,6 +46,13 @@ __all__ = [
 RANK = "_fm_rank"
 REL = "_fm_rel"
 _SCORE = "_fm_score"
+#: The input row number, the tie break of ``ties="input"``.
+_ROW = "_fm_row"
+#: Under ``ties="average"``: the first and last position of the row's group of equal
+#: scores (its ``RANK`` is its position in item order within the group).
+TIE_FIRST = "_fm_tie_first"
+TIE_LAST = "_fm_tie_last"
+_JUDGED = "_fm_judged"
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,25 @@ class Prepared:
     ties: pl.LazyFrame | None
     #: Value checks of the inputs, run by the engine together with the result.
     checks: list[CheckedFrame]
+    #: Score input: the deduplicated (keys, item, score) rows, to rank by another tie
+    #: rule (see :meth:`ranked`); the depth ``top`` was cut at; the tie rule of ``top``.
+    scored: pl.LazyFrame | None = None
+    depth: int | None = None
+    tie_rule: str = "item"
+    #: Every key with a recommendation (any rank), and every key with a truth row.
+    recs_keys: pl.LazyFrame | None = None
+    truth_user_keys: pl.LazyFrame | None = None
+    #: The judged rows (``truth_keys``, item, ``REL``), relevance 0 included: truth's
+    #: rows, or a long table's rows with a relevance.
+    judged: pl.LazyFrame | None = None
+
+    def ranked(self, ties: str) -> pl.LazyFrame:
+        """``top`` with ranks from the tie rule ``ties`` (``top`` itself for rank input)."""
+        if self.scored is None or ties == self.tie_rule:
+            return self.top
+        return top_by_score(
+            self.scored, self.keys, self.item, _SCORE, self.depth, keep_score=False, ties=ties
+        )
 
     @property
     def long(self) -> pl.LazyFrame:
@@ -106,10 +135,15 @@ def _require_dtype(label: str, column: str, dtype: pl.DataType, expected: str) -
 _MAX_GAIN_EXPONENT = 1000
 
 
-def relevance_checks(column: str, dtype: pl.DataType, options: MetricOptions) -> list[Check]:
-    """Relevance is a finite number >= 0 whose gain keeps every DCG sum finite."""
+def relevance_checks(column: str, dtype: pl.DataType, gains: Collection[str]) -> list[Check]:
+    """Relevance is a finite number >= 0 whose gain keeps every DCG sum finite.
+
+    ``gains``: the gains in use (``"linear"``, ``"exponential"``, ``"binary"``; a gain
+    table keeps the relevance of levels outside it, so it counts as linear; err reads
+    2^rel, so it counts as exponential).
+    """
     checks = [negative_check(column), *finite_check(column, dtype)]
-    if options.gain == "linear":
+    if "linear" in gains:
         checks.append(
             magnitude_check(
                 column,
@@ -118,7 +152,7 @@ def relevance_checks(column: str, dtype: pl.DataType, options: MetricOptions) ->
                 "with gain='linear', DCG sums these gains and must stay finite",
             )
         )
-    elif options.gain == "exponential":
+    if "exponential" in gains:
         checks.append(
             magnitude_check(
                 column,
@@ -170,12 +204,14 @@ def prepare(
     truth: pl.LazyFrame | None,
     columns: Columns,
     options: MetricOptions,
-    max_k: int,
+    max_k: int | None,
     *,
     validate: bool = True,
     tie_cutoffs: tuple[int, ...] = (),
     needs_relevance: bool = True,
     groups: pl.DataFrame | None = None,
+    gains: Collection[str] = ("linear",),
+    row_order: bool = False,
 ) -> Prepared:
     """Build the long table from recommendations and truth, or from a long table alone.
 
@@ -183,10 +219,18 @@ def prepare(
     reads relevance (``needs_relevance``); recommendations alone (for novelty, coverage
     and the like) then have relevance 0 everywhere. ``groups``: the distinct values of
     the ``by`` columns truth lacks, when known beforehand (one partition of a larger run).
+    ``max_k``: the depth to read (``None``: whole lists); ``gains``: see
+    :func:`relevance_checks`; ``row_order``: keep the input row number for ties="input".
     """
     if truth is None:
         return _prepare_long(
-            recs, columns, options, max_k, validate=validate, needs_relevance=needs_relevance
+            recs,
+            columns,
+            options,
+            max_k,
+            validate=validate,
+            needs_relevance=needs_relevance,
+            gains=gains,
         )
     return _prepare_pair(
         recs,
@@ -197,6 +241,8 @@ def prepare(
         validate=validate,
         tie_cutoffs=tie_cutoffs,
         known_groups=groups,
+        gains=gains,
+        row_order=row_order,
     )
 
 
@@ -205,11 +251,13 @@ def _prepare_pair(
     truth: pl.LazyFrame,
     columns: Columns,
     options: MetricOptions,
-    max_k: int,
+    max_k: int | None,
     *,
     validate: bool,
     tie_cutoffs: tuple[int, ...],
     known_groups: pl.DataFrame | None,
+    gains: Collection[str],
+    row_order: bool,
 ) -> Prepared:
     c = columns
     order_col = c.score if c.score is not None else c.rank
@@ -224,15 +272,21 @@ def _prepare_pair(
     join_keys = [*c.user, *truth_by, c.item]
 
     keys, item = c.keys, c.item
+    scored = None
     if c.score is not None:
-        # Rank from score: score descending, ties by item ascending (spec section 4).
-        ranked = recs.select(*keys, item, pl.col(c.score).alias(_SCORE))
+        # Rank from score: score descending, ties by the tie rule (spec sections 4, 8).
+        row = [pl.int_range(pl.len(), dtype=pl.Int64).alias(_ROW)] if row_order else []
+        scored = recs.select(*keys, item, pl.col(c.score).alias(_SCORE), *row)
         if options.on_duplicate == "first":
-            ranked = ranked.group_by([*keys, item]).agg(pl.col(_SCORE).max())
-        scan_k = max_k + 1 if tie_cutoffs else max_k
-        top = top_by_score(ranked, keys, item, _SCORE, scan_k, keep_score=bool(tie_cutoffs))
+            scored = scored.group_by([*keys, item]).agg(
+                pl.col(_SCORE).max(), *([pl.col(_ROW).min()] if row_order else [])
+            )
+        scan_k = max_k + 1 if tie_cutoffs and max_k is not None else max_k
+        top = top_by_score(
+            scored, keys, item, _SCORE, scan_k, keep_score=bool(tie_cutoffs), ties=options.ties
+        )
         ties = _ties(top, keys, tie_cutoffs) if tie_cutoffs else None
-        if tie_cutoffs:
+        if tie_cutoffs and max_k is not None:
             top = top.filter(pl.col(RANK) <= max_k)
         recs_checks = [
             *null_checks([*keys, item, c.score], "key"),
@@ -240,12 +294,11 @@ def _prepare_pair(
         ]
         # As with ranks: a repeat ranked below the largest cutoff cannot change a metric.
         recs_dup_frame = top.select(*keys, item)
-        top = top.select(*keys, item, RANK)
+        top = top.drop(_SCORE, strict=False)
     else:
         ties = None
-        top = recs.filter(pl.col(c.rank) <= max_k).select(
-            *keys, item, pl.col(c.rank).cast(pl.Int64, strict=False).alias(RANK)
-        )
+        within = recs if max_k is None else recs.filter(pl.col(c.rank) <= max_k)
+        top = within.select(*keys, item, pl.col(c.rank).cast(pl.Int64, strict=False).alias(RANK))
         recs_checks = [
             *null_checks([*keys, item, c.rank], "key"),
             rank_below_one_check(c.rank),
@@ -253,7 +306,7 @@ def _prepare_pair(
         ]
         # Repeats beyond the largest cutoff cannot change a metric; checking only the
         # rows within it keeps the (hash-based) duplicate checks cheap.
-        recs_dup_frame = recs.filter(pl.col(c.rank) <= max_k)
+        recs_dup_frame = within
         if options.on_duplicate == "first":
             top = top.group_by([*keys, item]).agg(pl.col(RANK).min())
 
@@ -284,7 +337,7 @@ def _prepare_pair(
         truth_checks = [
             *null_checks([*c.user, *truth_by, item], "key"),
             *null_checks([c.relevance], "relevance"),
-            *relevance_checks(c.relevance, ts[c.relevance], options),
+            *relevance_checks(c.relevance, ts[c.relevance], gains),
         ]
         if options.on_duplicate == "error":
             truth_checks.append(
@@ -323,27 +376,64 @@ def _prepare_pair(
         dup_counts,
         ties,
         checks,
+        scored,
+        max_k,
+        options.ties,
+        recs.select(keys).unique(),
+        truth_keyed.select(keys).unique(),
+        truth_rows,
     )
 
 
 def top_by_score(
-    rows: pl.LazyFrame, keys: list[str], item: str, score: str, k: int, *, keep_score: bool
+    rows: pl.LazyFrame,
+    keys: list[str],
+    item: str,
+    score: str,
+    k: int | None,
+    *,
+    keep_score: bool,
+    ties: str = "item",
 ) -> pl.LazyFrame:
-    """Each key's best ``k`` rows by score, ``RANK`` 1..k: score descending, ties by item.
+    """Each key's best ``k`` rows by score (all with ``None``), ``RANK`` 1..k.
+
+    Score descending; equal scores by ``ties``: ``"item"`` item ascending, ``"item_desc"``
+    item descending, ``"item_desc_text"`` item descending compared as text (trec_eval),
+    ``"input"`` input row order (a stable
+    sort), ``"average"`` item ascending plus each row's tie group (``TIE_FIRST``,
+    ``TIE_LAST``: the group's first and last position, over the whole list).
 
     A sort of each user's own rows (few) is far cheaper than ranking every row with a
     window, and needs no window over the whole frame (a polars 2.1 streaming window can
     deadlock when it spills to disk). The score comes along only with ``keep_score``
     (a second sorted column costs as much again).
     """
-    carried = [item, score] if keep_score else [item]
+    carried: list[str | pl.Expr] = [item, score] if keep_score else [item]
+    order: list[pl.Expr] = [pl.col(score), pl.col(item)]
+    descending = [True, False]
+    if ties == "item_desc":
+        descending = [True, True]
+    elif ties == "item_desc_text":
+        order, descending = [pl.col(score), pl.col(item).cast(pl.String)], [True, True]
+    elif ties == "input":
+        order = [pl.col(score), pl.col(_ROW)]
+    elif ties == "average":
+        carried += [
+            pl.col(score).rank("min", descending=True).cast(pl.Int64).alias(TIE_FIRST),
+            pl.col(score).rank("max", descending=True).cast(pl.Int64).alias(TIE_LAST),
+        ]
+
+    def best(col: str | pl.Expr) -> pl.Expr:
+        expr = pl.col(col) if isinstance(col, str) else col
+        ordered = expr.sort_by(order, descending=descending)
+        return ordered if k is None else ordered.head(k)
+
+    names = [c if isinstance(c, str) else c.meta.output_name() for c in carried]
     return (
         rows.group_by(keys)
-        .agg(
-            pl.col(col).sort_by([score, item], descending=[True, False]).head(k) for col in carried
-        )
+        .agg(best(col) for col in carried)
         .with_columns(pl.int_ranges(1, pl.col(item).list.len() + 1, dtype=pl.Int64).alias(RANK))
-        .explode(*carried, RANK)
+        .explode(*names, RANK)
     )
 
 
@@ -351,11 +441,11 @@ def _duplicates_dropped(
     recs: pl.LazyFrame,
     truth: pl.LazyFrame,
     c: Columns,
-    max_k: int,
+    max_k: int | None,
     join_keys: list[str],
 ) -> pl.LazyFrame:
     """Rows that ``on_duplicate='first'`` drops, per frame (0 under ``'error'``)."""
-    if c.score is None:
+    if c.score is None and max_k is not None:
         recs = recs.filter(pl.col(c.rank) <= max_k)
     recs_dups = recs.select(pl.len() - pl.struct([*c.keys, c.item]).n_unique())
     truth_dups = truth.select(pl.len() - pl.struct(join_keys).n_unique())
@@ -388,10 +478,11 @@ def _prepare_long(
     long: pl.LazyFrame,
     columns: Columns,
     options: MetricOptions,
-    max_k: int,
+    max_k: int | None,
     *,
     validate: bool,
     needs_relevance: bool,
+    gains: Collection[str],
 ) -> Prepared:
     c = columns
     keys, item = c.keys, c.item
@@ -408,7 +499,7 @@ def _prepare_long(
     if validate:
         checks = [
             *null_checks([*keys, item, *([] if has_relevance else [c.rank])], "key"),
-            *relevance_checks(c.relevance, schema[c.relevance], options),
+            *relevance_checks(c.relevance, schema[c.relevance], gains),
             rank_below_one_check(c.rank),
             *nonintegral_check(c.rank, schema[c.rank]),
             duplicate_check([*keys, c.rank], "rank within a user", "", often_sorted=True),
@@ -423,6 +514,7 @@ def _prepare_long(
         item,
         pl.col(c.rank).cast(pl.Int64, strict=False).alias(RANK),
         pl.col(c.relevance).cast(pl.Float64).fill_null(0.0).alias(REL),
+        pl.col(c.relevance).is_not_null().alias(_JUDGED),
     )
     dups = rows.select(
         pl.lit("long table").alias("frame"),
@@ -434,10 +526,30 @@ def _prepare_long(
         )
     # What can matter: rows ranked within the cutoff, and relevant rows (for |R| and the
     # IDCG); a relevant item ranked below the cutoff is, for every metric, not recommended.
-    top = rows.filter(pl.col(RANK) <= max_k).select(*keys, item, RANK)
+    listed = pl.col(RANK).is_not_null() if max_k is None else pl.col(RANK) <= max_k
+    top = rows.filter(listed).select(*keys, item, RANK)
     truth = rows.filter(pl.col(REL) > 0).select(*keys, item, REL)
     all_keys = long.select(keys).unique()
-    return Prepared(keys, item, top, truth, keys, None, all_keys, dups, None, checked)
+    # A long table cannot tell a judged 0 from an unjudged item but by a null relevance.
+    judged = rows.filter(pl.col(_JUDGED)).select(*keys, item, REL)
+    return Prepared(
+        keys,
+        item,
+        top,
+        truth,
+        keys,
+        None,
+        all_keys,
+        dups,
+        None,
+        checked,
+        None,
+        max_k,
+        options.ties,
+        rows.filter(pl.col(RANK).is_not_null()).select(keys).unique(),
+        judged.select(keys).unique(),
+        judged,
+    )
 
 
 def prepare_baseline(

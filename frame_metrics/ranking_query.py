@@ -27,9 +27,21 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from frame_metrics.metrics.context import gain_expr, is_relevant
-from frame_metrics.metrics.user_stats import GAIN, SOURCES, Source, UserStats
+from frame_metrics.metrics.user_stats import (
+    GAIN,
+    HIT_N_RELEVANT,
+    IN_RECS,
+    IN_TRUTH,
+    IS_REL,
+    MAX_GAIN,
+    N_NONRELEVANT,
+    N_RELEVANT,
+    SOURCES,
+    Source,
+    UserStats,
+)
 from frame_metrics.options import MetricOptions
-from frame_metrics.prepare import RANK
+from frame_metrics.prepare import RANK, REL, TIE_FIRST, TIE_LAST
 
 __all__ = ["PackedKey", "RankingInputs", "user_statistics"]
 
@@ -59,6 +71,11 @@ class RankingInputs:
     hit_columns: Sequence[tuple[pl.LazyFrame, list[str]]] = field(default_factory=tuple)
     #: How to join top with truth on one integer key (None: on the columns themselves).
     packed: PackedKey | None = None
+    #: Judged rows (truth keys, item, relevance, 0 included), for bpref and judged@k.
+    judged: pl.LazyFrame | None = None
+    #: Every key with a recommendation / with a truth row, for ``users=``.
+    recs_keys: pl.LazyFrame | None = None
+    truth_user_keys: pl.LazyFrame | None = None
 
 
 _JOIN_KEY = "_fm_join_key"
@@ -172,8 +189,11 @@ def user_statistics(
     """
     keys, item = inputs.keys, inputs.item
     on = [*inputs.truth_keys, item]
+    hit_needs = stats.row_needs["hits"]
     relevant = inputs.truth.filter(is_relevant(pl.col(inputs.relevance), options)).select(
-        *on, gain_expr(pl.col(inputs.relevance), options).alias(GAIN)
+        *on,
+        gain_expr(pl.col(inputs.relevance), options).alias(GAIN),
+        *([pl.col(inputs.relevance).alias(REL)] if REL in hit_needs else []),
     )
     if stats.wants_ideal:
         levels = _gain_levels(relevant)
@@ -185,16 +205,35 @@ def user_statistics(
         if inputs.groups is not None:
             truth = truth.join(inputs.groups, how="cross")
         frame = truth.select(*keys, *stats.columns("truth"))
-        if options.empty == "zero":
-            # Every user seen is evaluated: those without a relevant item score 0.
+        if any(stats.zero):
+            # Users without a relevant item may score 0: every user seen gets a row.
             frame = inputs.all_keys.join(frame, on=keys, how="left", nulls_equal=True)
     if stats.uses("hits"):
-        hit_rows = _hit_rows(inputs.top.select(*keys, item, RANK), relevant, on, inputs.packed)
-        for columns, join_on in inputs.hit_columns:
-            hit_rows = hit_rows.join(columns, on=join_on, how="left", nulls_equal=True)
+        columns = [*keys, item, RANK, *([TIE_FIRST, TIE_LAST] if stats.tied else [])]
+        hit_rows = _hit_rows(inputs.top.select(columns), relevant, on, inputs.packed)
+        for extra, join_on in inputs.hit_columns:
+            hit_rows = hit_rows.join(extra, on=join_on, how="left", nulls_equal=True)
+        hit_rows = _with_user_counts(hit_rows, relevant, inputs, hit_needs, options)
+        if MAX_GAIN in hit_needs:
+            # err's g_max by default: the largest relevance in all of truth.
+            g_max = inputs.truth.select(pl.col(inputs.relevance).max().alias(MAX_GAIN))
+            hit_rows = hit_rows.join(g_max, how="cross")
         hits = _aggregate(hit_rows, keys, stats, "hits")
         assert frame is not None  # hits are only asked for by metrics over relevant users
         frame = frame.join(hits, on=keys, how="left", nulls_equal=True)
+    if stats.uses("judged"):
+        assert inputs.judged is not None
+        assert frame is not None
+        judged = inputs.judged.select(
+            *on, is_relevant(pl.col(inputs.relevance), options).alias(IS_REL)
+        )
+        judged_rows = inputs.top.select(*keys, item, RANK).join(judged, on=on, how="inner")
+        judged_rows = _with_user_counts(
+            judged_rows, relevant, inputs, stats.row_needs["judged"], options
+        )
+        frame = frame.join(
+            _aggregate(judged_rows, keys, stats, "judged"), on=keys, how="left", nulls_equal=True
+        )
     if stats.uses("listed"):
         listed = _aggregate(inputs.top, keys, stats, "listed")
         frame = (
@@ -203,6 +242,38 @@ def user_statistics(
             else frame.join(listed, on=keys, how="full", coalesce=True, nulls_equal=True)
         )
     assert frame is not None
+    for flag, column, users in (
+        ("truth", IN_TRUTH, inputs.truth_user_keys),
+        ("recs", IN_RECS, inputs.recs_keys),
+    ):
+        if flag in stats.flags:
+            assert users is not None
+            members = users.with_columns(pl.lit(True).alias(column))
+            frame = frame.join(members, on=keys, how="left", nulls_equal=True).with_columns(
+                pl.col(column).fill_null(False)
+            )
     fill = [c for source in SOURCES for c in stats.zero_fill(source)]
     present = frame.collect_schema().names()
     return frame.with_columns(pl.col(c).fill_null(0) for c in fill if c in present)
+
+
+def _with_user_counts(
+    rows: pl.LazyFrame,
+    relevant: pl.LazyFrame,
+    inputs: RankingInputs,
+    needs: set[str],
+    options: MetricOptions,
+) -> pl.LazyFrame:
+    """``rows`` with the user's number of relevant (and judged non-relevant) items."""
+    counts: list[pl.LazyFrame] = []
+    if N_RELEVANT in needs:
+        counts.append(relevant.group_by(inputs.truth_keys).agg(pl.len().alias(HIT_N_RELEVANT)))
+    if N_NONRELEVANT in needs:
+        assert inputs.judged is not None
+        nonrelevant = ~is_relevant(pl.col(inputs.relevance), options)
+        counts.append(
+            inputs.judged.group_by(inputs.truth_keys).agg(nonrelevant.sum().alias(N_NONRELEVANT))
+        )
+    for frame in counts:
+        rows = rows.join(frame, on=inputs.truth_keys, how="left", nulls_equal=True)
+    return rows

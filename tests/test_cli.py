@@ -520,9 +520,9 @@ ERRORS: list[tuple[str, ArgsOf, int, str]] = [
     ),
     (
         "bad threshold",
-        _with("-k", "3", "--threshold", "0"),
+        _with("-k", "3", "--threshold", "-1"),
         2,
-        "--threshold: expected a finite number > 0 or None, got 0.0",
+        "--threshold: expected a finite number >= 0 or None, got -1.0",
     ),
     (
         "threshold not a number",
@@ -570,7 +570,8 @@ ERRORS: list[tuple[str, ArgsOf, int, str]] = [
         "unknown choice",
         _with("-k", "3", "--gain", "log"),
         2,
-        "--gain: invalid choice: 'log' (choose from 'linear', 'exponential', 'binary')" + _help(),
+        "--gain: expected linear, exponential, binary or a table LEVEL=GAIN,... such as "
+        "1=3,2=9, got 'log'" + _help(),
     ),
     (
         "rank and score",

@@ -213,9 +213,9 @@ CASES: list[Case] = [
         {"metrics": ["ndgc"], "k": 5},
         InvalidOptionError,
         "metrics: expected a known metric name, got 'ndgc' (did you mean 'ndcg'?); known metrics: "
-        "'ap', 'aplt', 'arp', 'coverage', 'dcg', 'diversity', 'f1', 'gini', 'hit_rate', 'mae', "
-        "'map', 'mrr', 'mse', 'ndcg', 'novelty', 'personalization', 'precision', 'recall', "
-        "'rmse', 'serendipity'",
+        "'ap', 'aplt', 'arp', 'bpref', 'coverage', 'dcg', 'diversity', 'err', 'f1', 'gini', "
+        "'hit_rate', 'judged', 'mae', 'map', 'mrr', 'mse', 'ndcg', 'novelty', "
+        "'personalization', 'precision', 'r_precision', 'rbp', 'recall', 'rmse', 'serendipity'",
     ),
     (
         "bad-metric-cutoff",
@@ -231,7 +231,7 @@ CASES: list[Case] = [
         same,
         {"k": 5, "gain": "log"},
         InvalidOptionError,
-        "gain: expected one of 'linear', 'exponential', 'binary', got 'log'",
+        "gain: expected one of 'linear', 'exponential', 'binary' or a {relevance level: gain} table such as {2: 3, 3: 7}, got 'log'",
     ),
     (
         "unknown-ap-denominator",
@@ -263,7 +263,7 @@ CASES: list[Case] = [
         same,
         {"k": 5, "threshold": -1},
         InvalidOptionError,
-        "threshold: expected a finite number > 0 or None, got -1",
+        "threshold: expected a finite number >= 0 or None, got -1",
     ),
     (
         "user-not-a-name",

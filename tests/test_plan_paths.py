@@ -171,9 +171,9 @@ def expected(world: World, ks: list[int], o: MetricOptions) -> dict[Key, dict[st
         case = UserCase(ranks.get(key, {}), world.truth_of(key))
         if not case.relevant(o):
             if o.empty == "zero":
-                out[key] = {f"{m}@{k}": 0.0 for m in METRICS for k in ks}
+                out[key] = {e.column(k): 0.0 for e in METRICS.values() for k in ks}
             continue
-        out[key] = {f"{m}@{k}": e.reference(case, k, o) for m, e in METRICS.items() for k in ks}
+        out[key] = {e.column(k): e.reference(case, k, o) for e in METRICS.values() for k in ks}
     return out
 
 

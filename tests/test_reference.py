@@ -97,11 +97,11 @@ def expected_per_user(
         if not case.relevant(options):
             if options.empty == "skip":
                 continue
-            out[u] = {f"{m}@{k}": 0.0 for m in REGISTRY for k in ks}
+            out[u] = {metric.column(k): 0.0 for metric in REGISTRY.values() for k in ks}
             continue
         out[u] = {
-            f"{m}@{k}": metric.reference(case, k, options)
-            for m, metric in REGISTRY.items()
+            metric.column(k): metric.reference(case, k, options)
+            for metric in REGISTRY.values()
             for k in ks
         }
     return out
@@ -172,7 +172,11 @@ def test_exprs_match_reference(table: Table, options: MetricOptions) -> None:
     long = table.long()
     got = (
         long.group_by("user")
-        .agg(fm.exprs.metric(m, k, **kwargs) for m in REGISTRY for k in KS)
+        .agg(
+            fm.exprs.metric(m, k, **kwargs)
+            for m, metric in REGISTRY.items()
+            for k in (KS if metric.takes_k else KS[:1])
+        )
         .sort("user")
     )
     if options.empty == "skip":

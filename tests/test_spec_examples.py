@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 import frame_metrics as fm
-from frame_metrics.options import Gain
+from frame_metrics.options import GainName as Gain
 from tests.conftest import Constructor, assert_kind, recmetrics, to_polars
 
 L2 = math.log2

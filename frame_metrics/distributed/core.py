@@ -170,14 +170,15 @@ def row_filter(job: Job) -> pl.Expr | None:
     seen is evaluated).
     """
     request = job.request(job.empty(), validate=False)
-    c, options = request.columns, request.options
+    c = request.columns
     if (
         c.score is not None
         or request.truth is None
         or request.max_k == 0
+        or request.depth is None
         or "rating" in request.families()
         or ("catalog_size" in request.needs and "catalog" not in job.broadcast)
-        or options.empty != "skip"
+        or any(q.options.empty != "skip" or q.options.users != "all" for q in request.requests)
         or any(job.schemas["recs"][col].is_float() for col in [*c.keys, c.item])
     ):
         return None  # (float ids: a whole-number check reads every row)
@@ -325,7 +326,7 @@ def _sums(plan: Plan, per_user: pl.LazyFrame) -> pl.LazyFrame:
         parts.append(partials.with_columns(pl.lit("exact").alias(KIND)))
     exposure = plan.exposures()
     if exposure is not None:
-        ks = sorted({k for m, k in r.requests if m.family == "corpus"})
+        ks = sorted({q.k for q in r.requests if q.metric.family == "corpus"})
         exp_cols = {exposure_column(k): _EXPOSURE + str(k) for k in ks}
         user_cols = {users_column(k): _USERS + str(k) for k in ks}
         items = exposure.select(
@@ -358,7 +359,7 @@ def finish(sums: pl.DataFrame, job: Job) -> pl.DataFrame:
     plan = Plan(request)
     by, item = list(request.columns.by), request.columns.item
     corpus = None
-    if any(m.family == "corpus" for m, _ in request.requests):
+    if any(q.metric.family == "corpus" for q in request.requests):
         long = sums.filter(pl.col(KIND) == "long").select(*by, item, NAME, VALUE)
         totals = long.group_by([*by, item, NAME], maintain_order=True).agg(pl.col(VALUE).sum())
         corpus = _corpus(plan, totals, by, item)
@@ -398,7 +399,7 @@ def _wide(rows: pl.DataFrame, index: list[str], names: list[str]) -> pl.DataFram
 def _corpus(plan: Plan, totals: pl.DataFrame, by: list[str], item: str) -> pl.DataFrame:
     """Corpus metrics per group from the summed exposures and users within each k."""
     r = plan.request
-    ks = sorted({k for m, k in r.requests if m.family == "corpus"})
+    ks = sorted({q.k for q in r.requests if q.metric.family == "corpus"})
     renames = {_EXPOSURE + str(k): exposure_column(k) for k in ks}
     renames |= {_USERS + str(k): users_column(k) for k in ks}
     exposures = _wide(

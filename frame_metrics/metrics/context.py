@@ -19,6 +19,7 @@ rank order (or ideal-position order) after an explicit per-user sort.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -40,6 +41,7 @@ __all__ = [
     "gain_expr",
     "is_relevant",
     "over_constant",
+    "rbp_weight",
 ]
 
 # Item and history columns the engine joins when a metric needs them (see
@@ -71,6 +73,11 @@ def is_relevant(relevance: pl.Expr, options: MetricOptions) -> pl.Expr:
 def gain_expr(relevance: pl.Expr, options: MetricOptions) -> pl.Expr:
     """The DCG gain of a relevant item's relevance, as Float64."""
     rel = relevance.cast(pl.Float64)
+    if isinstance(options.gain, tuple):
+        # A trec_eval gain table: listed levels take its gain, others keep their relevance.
+        levels = [level for level, _ in options.gain]
+        gains = [gain for _, gain in options.gain]
+        return rel.replace(levels, gains)
     return {
         "linear": rel,
         "exponential": pl.lit(2.0).pow(rel) - 1.0,
@@ -87,6 +94,15 @@ def over_constant(value: pl.Expr, k: int) -> pl.Expr:
     column of k's is an IEEE division on every row.
     """
     return value / (value.cast(pl.Float64) * 0.0 + float(k))
+
+
+def rbp_weight(rank: pl.Expr, persistence: float) -> pl.Expr:
+    """``p^(rank - 1)``, as exp((rank - 1)·ln p).
+
+    polars' ``pow`` takes another path for a one-row column than for a longer one, so
+    its last bit would depend on how rows are grouped; ``exp`` and ``log`` do not.
+    """
+    return ((rank.cast(pl.Float64) - 1.0) * math.log(persistence)).exp()
 
 
 def discount(position: pl.Expr | int) -> pl.Expr:
@@ -141,6 +157,37 @@ class RankingPieces(Protocol):
 
     def hit_count(self, k: int, flag: pl.Expr) -> pl.Expr:
         """How many relevant items within the cutoff satisfy ``flag`` (read on hit rows)."""
+        ...
+
+    def in_population(self) -> pl.Expr:
+        """Whether the user is among those ``users=`` lets be evaluated."""
+        ...
+
+    def any_hit(self, k: int) -> pl.Expr:
+        """1.0 if a relevant item is within the cutoff, else 0.0.
+
+        Under ``ties="average"``, the probability over the orders of tied items.
+        """
+        ...
+
+    def hits_within_relevant(self) -> pl.Expr:
+        """``hits@R``: relevant items ranked within R, the user's number of relevant items."""
+        ...
+
+    def rbp_sum(self) -> pl.Expr:
+        """``Σ_{L[r] ∈ R} p^(r-1)`` over the whole list, p = ``options.persistence``."""
+        ...
+
+    def err_sum(self, k: int) -> pl.Expr:
+        """``Σ_{r<=k} P_r / r · Π_{i<r} (1 - P_i)``, P from the graded relevance."""
+        ...
+
+    def bpref_sum(self) -> pl.Expr:
+        """``Σ_{relevant retrieved r} (1 - min(n_r, R) / min(R, N))`` (1 when n_r = 0)."""
+        ...
+
+    def judged_count(self, k: int) -> pl.Expr:
+        """How many of ``L[:k]`` have a truth row, of any relevance."""
         ...
 
 
@@ -222,3 +269,28 @@ class RankingContext:
 
     def hit_count(self, k: int, flag: pl.Expr) -> pl.Expr:  # noqa: D102
         return (self.is_rel & self.in_k(k) & flag.fill_null(False)).sum()
+
+    def in_population(self) -> pl.Expr:  # noqa: D102
+        # One user's rows know nothing of the other frame: every user is a member.
+        return pl.lit(True)
+
+    def any_hit(self, k: int) -> pl.Expr:  # noqa: D102
+        return (self.hits(k) > 0).cast(pl.Float64)
+
+    def hits_within_relevant(self) -> pl.Expr:  # noqa: D102
+        return (self.is_rel & (self.rank <= self.n_relevant()).fill_null(False)).sum()
+
+    def rbp_sum(self) -> pl.Expr:  # noqa: D102
+        listed = self.is_rel & self.rank.is_not_null()
+        p = self.options.persistence
+        terms = rbp_weight(self.rank, p)
+        return self._ordered_sum(terms.filter(listed), self.rank.filter(listed))
+
+    def err_sum(self, k: int) -> pl.Expr:  # noqa: D102
+        raise NotImplementedError("err reads the largest relevance of all truth")
+
+    def bpref_sum(self) -> pl.Expr:  # noqa: D102
+        raise NotImplementedError("bpref needs the judged non-relevant items")
+
+    def judged_count(self, k: int) -> pl.Expr:  # noqa: D102
+        raise NotImplementedError("judged needs the judged non-relevant items")

@@ -49,7 +49,8 @@ def _ref_f1(u: UserCase, k: int, o: MetricOptions) -> float:
 
 
 def _hit_rate(ctx: RankingPieces, k: int) -> pl.Expr:
-    return (ctx.hits(k) > 0).cast(pl.Float64)
+    # Under ties="average": 1 - P(no relevant item within k) over the orders of ties.
+    return ctx.any_hit(k)
 
 
 def _ref_hit_rate(u: UserCase, k: int, o: MetricOptions) -> float:
@@ -59,13 +60,17 @@ def _ref_hit_rate(u: UserCase, k: int, o: MetricOptions) -> float:
 # --- reciprocal rank and average precision -------------------------------------------------
 
 
+#: A cutoff past any rank: trec_eval's recip_rank (``mrr_cutoff="none"``).
+NO_CUTOFF = 2**62
+
+
 def _mrr(ctx: RankingPieces, k: int) -> pl.Expr:
-    return ctx.reciprocal_rank(k)
+    return ctx.reciprocal_rank(k if ctx.options.mrr_cutoff == "k" else NO_CUTOFF)
 
 
 def _ref_mrr(u: UserCase, k: int, o: MetricOptions) -> float:
     rel = u.relevant(o)
-    for i in u.top(k):
+    for i in u.top(k if o.mrr_cutoff == "k" else NO_CUTOFF):
         if i in rel:
             return 1.0 / u.ranks[i]
     return 0.0
@@ -102,18 +107,30 @@ def _dcg(ctx: RankingPieces, k: int) -> pl.Expr:
     return ctx.gain_sum(k)
 
 
+def _ideal_k(k: int) -> float:
+    """Σ_{p<=k} 1/log2(p + 1): k slots of gain 1 (RecTools' IDCG), added in order."""
+    total = 0.0
+    for p in range(1, k + 1):
+        total += 1.0 / math.log2(p + 1)
+    return total
+
+
 def _idcg(ctx: RankingPieces, k: int) -> pl.Expr:
+    if ctx.options.idcg == "k":
+        return pl.lit(_ideal_k(k))
     # Built from ALL relevant truth items, recommended or not, best gains first.
     return ctx.ideal_gain_sum(k)
 
 
 def _ndcg(ctx: RankingPieces, k: int) -> pl.Expr:
-    return _dcg(ctx, k) / _idcg(ctx, k)
+    # An ideal DCG of 0 (relevant items whose gain is 0, e.g. threshold=0 and rel 0)
+    # scores 0, as in trec_eval and scikit-learn.
+    idcg = _idcg(ctx, k)
+    return pl.when(idcg > 0).then(_dcg(ctx, k) / idcg).otherwise(0.0)
 
 
 def _ref_gain(rel: float, o: MetricOptions) -> float:
-    gains: dict[str, float] = {"linear": rel, "exponential": 2.0**rel - 1.0, "binary": 1.0}
-    return gains[o.gain]
+    return o.gain_of(rel)
 
 
 def _ref_dcg(u: UserCase, k: int, o: MetricOptions) -> float:
@@ -124,22 +141,35 @@ def _ref_dcg(u: UserCase, k: int, o: MetricOptions) -> float:
 
 
 def _ref_ndcg(u: UserCase, k: int, o: MetricOptions) -> float:
+    if o.idcg == "k":
+        return _ref_dcg(u, k, o) / _ideal_k(k)
     ideal = sorted((_ref_gain(u.relevance[i], o) for i in u.relevant(o)), reverse=True)[:k]
     idcg = sum(g / math.log2(pos + 2) for pos, g in enumerate(ideal))
-    return _ref_dcg(u, k, o) / idcg
+    return _ref_dcg(u, k, o) / idcg if idcg > 0 else 0.0
 
 
-register(Metric("precision", _precision, _ref_precision, "hits@k / k"))
-register(Metric("recall", _recall, _ref_recall, "hits@k / |R|"))
-register(Metric("f1", _f1, _ref_f1, "2·P@k·R@k / (P@k + R@k), 0 when both are 0"))
-register(Metric("hit_rate", _hit_rate, _ref_hit_rate, "1 if hits@k > 0 else 0"))
-register(Metric("mrr", _mrr, _ref_mrr, "1 / rank of the first relevant item in L[:k], else 0"))
+_GAINS = frozenset({"gain", "gain_scope"})
+
+register(Metric("precision", _precision, _ref_precision, "hits@k / k", tie_average=True))
+register(Metric("recall", _recall, _ref_recall, "hits@k / |R|", tie_average=True))
+register(Metric("f1", _f1, _ref_f1, "2·P@k·R@k / (P@k + R@k), 0 when both are 0", tie_average=True))
+register(Metric("hit_rate", _hit_rate, _ref_hit_rate, "1 if hits@k > 0 else 0", tie_average=True))
+register(
+    Metric(
+        "mrr",
+        _mrr,
+        _ref_mrr,
+        "1 / rank of the first relevant item in L[:k], else 0",
+        options=frozenset({"mrr_cutoff"}),
+    )
+)
 register(
     Metric(
         "ap",
         _ap,
         _ref_ap,
         "(1/D)·Σ_{r<=k, L[r]∈R} hits@r / r, D set by ap_denominator (default min(|R|, k))",
+        options=frozenset({"ap_denominator"}),
     )
 )
 register(
@@ -149,6 +179,8 @@ register(
         _ref_dcg,
         "Σ_{r<=k} gain(rel(L[r])) / log2(r + 1)",
         bounds=(0.0, None),
+        options=_GAINS,
+        tie_average=True,
     )
 )
 register(
@@ -157,5 +189,7 @@ register(
         _ndcg,
         _ref_ndcg,
         "dcg@k / idcg@k, idcg from all relevant items",
+        options=_GAINS | {"idcg"},
+        tie_average=True,
     )
 )

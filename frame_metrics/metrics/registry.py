@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import polars as pl
 
@@ -26,6 +26,7 @@ __all__ = [
     "Population",
     "RankingContext",
     "RankingPieces",
+    "Requested",
     "UserCase",
     "register",
     "resolve",
@@ -99,6 +100,19 @@ class Metric:
     population: Population = "relevant"
     #: How peers define the same metric where they differ (named peer, differing choice).
     notes: str = ""
+    #: Options this metric reads beyond those of its population (see :meth:`reads`).
+    options: frozenset[str] = frozenset()
+    #: Reads the whole recommended list, not only the top k (bpref, rbp, r_precision).
+    whole_list: bool = False
+    #: Has a tie-averaged value (``ties="average"``): linear in the tied items' positions.
+    tie_average: bool = False
+
+    def reads(self) -> frozenset[str]:
+        """The options a metric string may give this metric (``name(option=value)``)."""
+        if self.family != "ranking" or self.population != "relevant":
+            return frozenset()
+        base = {"threshold", "empty", "users", "relevant_set", "ties", "convention"}
+        return frozenset(base) | self.options
 
     def column(self, k: int) -> str:
         """The output column: ``"<name>@<k>"``, or the bare name for a metric without k."""
@@ -109,13 +123,18 @@ class Metric:
         return self.build(ctx, k).cast(pl.Float64).alias(self.column(k))
 
     def expr(self, ctx: RankingPieces, k: int) -> pl.Expr:
-        """A ranking-family metric with its population policy applied, named by :meth:`column`."""
+        """A ranking-family metric with its population policy applied, named by :meth:`column`.
+
+        A user in the population (``users=``) with a relevant item gets the value; one
+        without gets 0 under ``empty="zero"``, else null; a user outside it gets null.
+        """
         value = self.value(ctx, k)
+        null = pl.lit(None, pl.Float64)
         if self.population == "listed":
-            defined, otherwise = ctx.n_listed(k) > 0, pl.lit(None, pl.Float64)
-        else:
-            defined = ctx.n_relevant() > 0
-            otherwise = pl.lit(0.0) if ctx.options.empty == "zero" else pl.lit(None, pl.Float64)
+            return pl.when(ctx.n_listed(k) > 0).then(value).otherwise(null).alias(self.column(k))
+        member = ctx.in_population()
+        defined = member & (ctx.n_relevant() > 0)
+        otherwise = pl.when(member).then(0.0) if ctx.options.empty == "zero" else null
         return pl.when(defined).then(value).otherwise(otherwise).alias(self.column(k))
 
     def inputs(self, options: MetricOptions) -> frozenset[str]:
@@ -124,6 +143,23 @@ class Metric:
             return self.needs
         source = "baseline" if options.unexpected == "baseline" else "history"
         return (self.needs - {"unexpected"}) | {source}
+
+
+class Requested(NamedTuple):
+    """One metric to compute: at cutoff ``k`` (0: none), with its options, in ``column``."""
+
+    metric: Metric
+    k: int
+    options: MetricOptions
+    column: str
+
+    def value(self, ctx: Any) -> pl.Expr:
+        """The metric from its family's context, named by :attr:`column`."""
+        return self.metric.value(ctx, self.k).alias(self.column)
+
+    def expr(self, ctx: RankingPieces) -> pl.Expr:
+        """The ranking metric with its population policy, named by :attr:`column`."""
+        return self.metric.expr(ctx, self.k).alias(self.column)
 
 
 REGISTRY: dict[str, Metric] = {}
@@ -150,7 +186,7 @@ def resolve(name: str) -> Metric:
     >>> resolve("ndgc")
     Traceback (most recent call last):
     ...
-    frame_metrics.errors.InvalidOptionError: metrics: expected a known metric name, got 'ndgc' (did you mean 'ndcg'?); known metrics: 'ap', 'aplt', 'arp', 'coverage', 'dcg', 'diversity', 'f1', 'gini', 'hit_rate', 'mae', 'map', 'mrr', 'mse', 'ndcg', 'novelty', 'personalization', 'precision', 'recall', 'rmse', 'serendipity'
+    frame_metrics.errors.InvalidOptionError: metrics: expected a known metric name, got 'ndgc' (did you mean 'ndcg'?); known metrics: 'ap', ...
     """
     if not isinstance(name, str):
         raise InvalidOptionError(f"metrics: expected metric names as strings, got {name!r}")
@@ -193,55 +229,112 @@ def resolve_requests(
     metrics: str | Iterable[str] | None,
     k: int | Iterable[int] | None,
     default: Iterable[str],
-) -> list[tuple[Metric, int]]:
-    """Turn ``metrics`` and ``k`` into the ordered, distinct (metric, k) pairs to compute.
+    *,
+    given: Mapping[str, Any] | None = None,
+    convention: str | None = None,
+) -> list[Requested]:
+    """Turn ``metrics`` and ``k`` into the ordered, distinct metrics to compute.
 
     A name carrying its own cutoff (``"ndcg@10"``) uses it; a plain name takes every k.
-    A metric without a cutoff (``"rmse"``) ignores ``k`` and is paired with 0.
+    A metric without a cutoff (``"rmse"``) ignores ``k`` and is paired with 0. A name
+    may carry options (``"ap(ap_denominator=relevant)@10"``): they replace the call's
+    (``given``, ``None`` = not given, and ``convention``) for that metric alone, and
+    the column is the canonical string (see :mod:`frame_metrics.metric_names`).
 
     Examples
     --------
     >>> import frame_metrics
-    >>> [(m.name, k) for m, k in resolve_requests(["ndcg", "map@3"], [10, 5], [])]
+    >>> [(r.metric.name, r.k) for r in resolve_requests(["ndcg", "map@3"], [10, 5], [])]
     [('ndcg', 5), ('ndcg', 10), ('ap', 3)]
-    >>> [(m.name, k) for m, k in resolve_requests(["rmse", "mae"], None, [])]
-    [('rmse', 0), ('mae', 0)]
+    >>> [r.column for r in resolve_requests(["rmse", "mae"], None, [])]
+    ['rmse', 'mae']
+    >>> [r.column for r in resolve_requests(["ap(ap_denominator = relevant, empty=skip)@10"], None, [])]
+    ['ap(ap_denominator=relevant)@10']
     >>> resolve_requests("rmse@5", None, [])
     Traceback (most recent call last):
     ...
     frame_metrics.errors.InvalidOptionError: metrics: expected 'rmse' without a cutoff (it has none), got 'rmse@5'
+    >>> resolve_requests("precision(gain=binary)@5", None, [])
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: metrics: expected options precision reads (convention, empty, relevant_set, threshold, ties, users), got gain in 'precision(gain=binary)@5'
     """
-    given = [metrics] if isinstance(metrics, str) else list(default if metrics is None else metrics)
+    from frame_metrics.conventions import METRIC_OPTIONS, resolve_options
+    from frame_metrics.metric_names import format_value, parse_name
+
+    given = dict(given or {})
+    given_raw = (
+        [metrics] if isinstance(metrics, str) else list(default if metrics is None else metrics)
+    )
     # "ndcg,recall" is two names, as on the command line.
-    names = [part for raw in given for part in split_names(raw)]
+    names = [part for raw in given_raw for part in split_names(raw)]
     if not names:
         raise InvalidOptionError("metrics: expected at least one metric name, got an empty list")
     ks = validate_k(k, required=False) or None
-    out: list[tuple[Metric, int]] = []
+    call = {m: resolve_options(given, convention=convention, metric=m) for m in REGISTRY}
+    known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
+    known.pop("on_duplicate")
+    out: list[Requested] = []
     for raw in names:
         if not isinstance(raw, str):
             raise InvalidOptionError(f"metrics: expected metric names as strings, got {raw!r}")
-        base, sep, cut = raw.partition("@")
-        metric = resolve(base)
+        parsed = parse_name(raw, known)
+        metric = resolve(parsed.name)
+        own = dict(parsed.options)
+        unread = sorted(set(own) - metric.reads())
+        if unread:
+            readable = ", ".join(sorted(metric.reads())) or "none"
+            raise InvalidOptionError(
+                f"metrics: expected options {metric.name} reads ({readable}), "
+                f"got {', '.join(unread)} in {raw!r}"
+            )
+        metric_convention = own.pop("convention", None)
+        options = resolve_options(
+            given,
+            convention=convention,
+            metric=metric.name,
+            metric_convention=metric_convention,
+            metric_given=own,
+        )
+        base = call[metric.name]
+        # An option is written out when it changes the metric's value from the call's.
+        shown = {
+            name: getattr(options, name)
+            for name in own
+            if getattr(options, name) != getattr(base, name)
+        }
+        if metric_convention is not None and metric_convention != convention:
+            shown["convention"] = metric_convention
+        label = metric.name
+        if shown:
+            label += (
+                "(" + ",".join(f"{n}={format_value(v)}" for n, v in sorted(shown.items())) + ")"
+            )
         if not metric.takes_k:
-            if sep:
+            if parsed.cut is not None:
                 raise InvalidOptionError(
                     f"metrics: expected {metric.name!r} without a cutoff (it has none), got {raw!r}"
                 )
-            own: tuple[int, ...] = (0,)
-        elif sep:
+            cuts: tuple[int, ...] = (0,)
+        elif parsed.cut is not None:
             try:
-                cut_k = int(cut)
+                cut_k = int(parsed.cut)
             except ValueError:
                 raise InvalidOptionError(
                     f"metrics: expected '<name>@<int k>', got {raw!r}"
                 ) from None
-            own = validate_k(cut_k)
+            cuts = validate_k(cut_k)
         else:
             if ks is None:
                 ks = (DEFAULT_K,)  # spec section 8; the column name says @10
-            own = ks
-        for kk in own:
-            if (metric, kk) not in out:
-                out.append((metric, kk))
+            cuts = ks
+        for kk in cuts:
+            column = f"{label}@{kk}" if metric.takes_k else label
+            request = Requested(metric, kk, options, column)
+            if request not in out:
+                if any(r.column == column for r in out):
+                    raise InvalidOptionError(
+                        f"metrics: expected one meaning per column, got two for {column!r}"
+                    )
+                out.append(request)
     return out

@@ -24,20 +24,34 @@ whatever the input row order, frame kind or polars engine.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from typing import Literal
 
 import polars as pl
 
-from frame_metrics.metrics.context import BOUNDED_FLOATS, discount
+from frame_metrics.metrics.context import BOUNDED_FLOATS, discount, rbp_weight
 from frame_metrics.options import MetricOptions
-from frame_metrics.prepare import RANK
+from frame_metrics.prepare import RANK, REL, TIE_FIRST, TIE_LAST
 
-__all__ = ["GAIN", "N_RELEVANT", "RANK", "SOURCES", "Source", "UserStats"]
+__all__ = [
+    "GAIN",
+    "HIT_N_RELEVANT",
+    "IN_RECS",
+    "IN_TRUTH",
+    "IS_REL",
+    "MAX_GAIN",
+    "N_NONRELEVANT",
+    "N_RELEVANT",
+    "RANK",
+    "SOURCES",
+    "Source",
+    "UserStats",
+]
 
-Source = Literal["hits", "truth", "listed"]
-SOURCES: tuple[Source, ...] = ("truth", "hits", "listed")
+Source = Literal["hits", "truth", "listed", "judged"]
+SOURCES: tuple[Source, ...] = ("truth", "hits", "listed", "judged")
 
 #: The DCG gain of a relevant item, on hit and truth rows (beside ``RANK`` on hit and
 #: listed rows).
@@ -50,6 +64,17 @@ _DCG_TERMS = "_fm_dcg_terms"
 _HIT_RANKS = "_fm_hit_ranks"
 _AP_TERMS = "_fm_ap_terms"
 _IDEAL_GAINS = "_fm_ideal_gains"
+#: Columns joined onto hit or judged rows when a statistic reads them: the user's number
+#: of relevant items and of judged non-relevant ones, err's g_max, the relevance flag of
+#: a judged row.
+HIT_N_RELEVANT = "_fm_hit_n_relevant"
+N_NONRELEVANT = "_fm_n_nonrelevant"
+MAX_GAIN = "_fm_g_max"
+IS_REL = "_fm_is_rel"
+#: Population flags: the user has a truth row / a recommendation.
+IN_TRUTH = "_fm_in_truth"
+IN_RECS = "_fm_in_recs"
+_BPREF_TERMS = "_fm_bpref_terms"
 
 
 def _prefix(terms: pl.Expr, length: pl.Expr) -> pl.Expr:
@@ -79,6 +104,19 @@ class UserStats:
         self._hit_flags: list[pl.Expr] = []
         #: The distinct gains of relevant truth rows, best first, when there are few.
         self._levels: tuple[float, ...] | None = None
+        #: Expected values over the orders of tied scores (``ties="average"``): hit and
+        #: listed rows carry their tie group's first and last position.
+        self.tied = False
+        #: Population flags read (``"truth"``, ``"recs"``) and whether any metric scores
+        #: users without a relevant item 0 (then every user seen gets a row).
+        self.flags: set[str] = set()
+        self.zero = {False}
+        #: Per-row terms gathered into lists in rank order (name -> (source, term)),
+        #: summed whole or over a prefix of ``hits@k`` terms.
+        self._terms: dict[str, tuple[Source, pl.Expr]] = {}
+        self._prefix_sums: dict[str, tuple[str, int | None]] = {}
+        #: Columns the hit / judged rows need joined: N_RELEVANT, N_NONRELEVANT, MAX_GAIN.
+        self.row_needs: dict[Source, set[str]] = {"hits": set(), "judged": set()}
 
     @property
     def options(self) -> MetricOptions:
@@ -91,8 +129,107 @@ class UserStats:
         self._aggs.setdefault(name, (source, expr))
         return pl.col(name)
 
+    def view(self, options: MetricOptions) -> UserStats:
+        """The same recorded statistics, read by a metric with its own options.
+
+        Options that change only how a metric combines the statistics (the AP
+        denominator, ``empty``, ``users``, the IDCG scope, the MRR cutoff, rbp's
+        persistence, err's g_max) need no statistics of their own.
+        """
+        other = copy.copy(self)
+        other._options = options
+        return other
+
+    def _term_sum(
+        self, source: Source, name: str, term: pl.Expr, prefix_k: int | None = None
+    ) -> pl.Expr:
+        """The sum of a per-row term over the user's rows in rank order.
+
+        Over the first ``hits@prefix_k`` of them when ``prefix_k`` is given.
+        """
+        list_name = f"{name}.terms"
+        self._terms.setdefault(list_name, (source, term))
+        if prefix_k is not None:
+            self.hits(prefix_k)
+        self._prefix_sums.setdefault(name, (list_name, prefix_k))
+        return pl.col(name)
+
     def hits(self, k: int) -> pl.Expr:  # noqa: D102 (documented in the protocol)
+        if self.tied and self.options.ties == "average":
+            # A tie group over positions a..b puts each of its items within k with
+            # probability |[a, b] ∩ [1, k]| / (b - a + 1).
+            a, b = pl.col(TIE_FIRST), pl.col(TIE_LAST)
+            share = (pl.min_horizontal(b, k) - a + 1).clip(lower_bound=0) / (b - a + 1)
+            return self._term_sum("hits", f"_fm_expected_hits@{k}", share.cast(pl.Float64))
         return self._agg("hits", f"_fm_hits@{k}", (pl.col(RANK) <= k).sum())
+
+    def any_hit(self, k: int) -> pl.Expr:  # noqa: D102
+        if not (self.tied and self.options.ties == "average"):
+            return (self.hits(k) > 0).cast(pl.Float64)
+        a, b = pl.col(TIE_FIRST), pl.col(TIE_LAST)
+        inside = self._agg("hits", f"_fm_inside@{k}", (b <= k).sum())
+        across = (a <= k) & (b > k)  # the one tie group that straddles k
+        m = self._agg("hits", f"_fm_across@{k}", across.sum())
+        n = self._agg("hits", f"_fm_across_n@{k}", (b - a + 1).filter(across).first())
+        slots = self._agg("hits", f"_fm_across_s@{k}", (k - a + 1).filter(across).first())
+        # P(none of the group's m relevant items lands in its s slots within k), of its n
+        # positions: C(n - m, s) / C(n, s) = Π_{j<m} (n - s - j) / (n - j).
+        j = pl.int_ranges(0, m, dtype=pl.Int64)
+        factors = (n - slots - j).cast(pl.List(pl.Float64)) / (n - j).cast(pl.List(pl.Float64))
+        none = factors.list.eval(pl.element().product()).list.first().fill_null(1.0)
+        return pl.when(inside > 0).then(1.0).when(m > 0).then(1.0 - none).otherwise(0.0)
+
+    def in_population(self) -> pl.Expr:  # noqa: D102
+        users = self.options.users
+        self.zero.add(self.options.empty == "zero")
+        wanted = {"all": (), "truth": ("truth",), "recs": ("recs",), "both": ("truth", "recs")}
+        self.flags.update(wanted[users])
+        columns = {"truth": IN_TRUTH, "recs": IN_RECS}
+        return pl.all_horizontal(pl.lit(True), *(pl.col(columns[f]) for f in wanted[users]))
+
+    def hits_within_relevant(self) -> pl.Expr:  # noqa: D102
+        self.n_relevant()
+        self.row_needs["hits"].add(N_RELEVANT)
+        within = (pl.col(RANK) <= pl.col(HIT_N_RELEVANT)).sum()
+        return self._agg("hits", "_fm_hits_within_r", within)
+
+    def rbp_sum(self) -> pl.Expr:  # noqa: D102
+        p = self.options.persistence
+        term = rbp_weight(pl.col(RANK), p)
+        return self._term_sum("hits", f"_fm_rbp_{p!r}", term)
+
+    def err_sum(self, k: int) -> pl.Expr:  # noqa: D102
+        g_max = self.options.max_relevance
+        if g_max is None:
+            self.row_needs["hits"].add(MAX_GAIN)
+            top: pl.Expr = pl.col(MAX_GAIN)
+        else:
+            top = pl.lit(g_max)
+        # Hit rows only: a non-relevant item has P = 0, so it neither adds a term nor
+        # changes the product over the items above.
+        self.row_needs["hits"].add(REL)
+        p = (pl.lit(2.0).pow(pl.col(REL)) - 1.0) / pl.lit(2.0).pow(top)
+        still = (1.0 - p).cum_prod().shift(1, fill_value=1.0)
+        term = still * p / pl.col(RANK).cast(pl.Float64)
+        return self._term_sum("hits", f"_fm_err_{g_max!r}@{k}", term, prefix_k=k)
+
+    def bpref_sum(self) -> pl.Expr:  # noqa: D102
+        self.row_needs["judged"] |= {N_RELEVANT, N_NONRELEVANT}
+        nonrel = (~pl.col(IS_REL)).cast(pl.Int64)
+        above = nonrel.cum_sum() - nonrel
+        r, n = pl.col(HIT_N_RELEVANT).cast(pl.Float64), pl.col(N_NONRELEVANT).cast(pl.Float64)
+        term = (
+            pl.when(above > 0)
+            .then(1.0 - pl.min_horizontal(above.cast(pl.Float64), r) / pl.min_horizontal(r, n))
+            .otherwise(1.0)
+        )
+        terms = term.filter(pl.col(IS_REL))
+        self._terms.setdefault(_BPREF_TERMS, ("judged", terms))
+        self._prefix_sums.setdefault("_fm_bpref", (_BPREF_TERMS, None))
+        return pl.col("_fm_bpref")
+
+    def judged_count(self, k: int) -> pl.Expr:  # noqa: D102
+        return self._agg("judged", f"_fm_judged@{k}", (pl.col(RANK) <= k).sum())
 
     def n_relevant(self) -> pl.Expr:  # noqa: D102
         return self._agg("truth", N_RELEVANT, pl.len())
@@ -101,6 +238,14 @@ class UserStats:
         return self._agg("listed", f"_fm_listed@{k}", (pl.col(RANK) <= k).sum())
 
     def gain_sum(self, k: int) -> pl.Expr:  # noqa: D102
+        if self.tied and self.options.ties == "average":
+            # A tie group over positions a..b spreads each item's gain evenly over its
+            # positions: gain / (b - a + 1) · Σ_{p=a..min(b,k)} 1/log2(p + 1).
+            a, b = pl.col(TIE_FIRST), pl.col(TIE_LAST)
+            h = pl.lit(pl.Series("_fm_h", _discount_sums(k), dtype=pl.Float64))
+            span = h.gather(pl.min_horizontal(b, k)) - h.gather(pl.min_horizontal(a - 1, k))
+            term = pl.col(GAIN) / (b - a + 1).cast(pl.Float64) * span
+            return self._term_sum("hits", f"_fm_expected_dcg@{k}", term)
         self.hits(k)
         self._dcg.add(k)
         return pl.col(f"_fm_dcg@{k}")
@@ -170,7 +315,7 @@ class UserStats:
 
     def uses(self, source: Source) -> bool:
         """Whether any recorded statistic reads ``source``."""
-        return any(s == source for s, _ in self._aggs.values())
+        return any(s == source for s, _ in [*self._aggs.values(), *self._terms.values()])
 
     def row_columns(self, source: Source) -> list[pl.Expr]:
         """Columns to add to the source's rows before aggregating them."""
@@ -185,11 +330,13 @@ class UserStats:
         (documented for ``group_by``, in every engine); one sort of the rows is much
         cheaper than a sort within each of a million groups.
         """
-        return source == "hits" and bool(self._dcg or self._ap)
+        terms = any(s == source for s, _ in self._terms.values())
+        return terms or (source == "hits" and bool(self._dcg or self._ap))
 
     def aggregations(self, source: Source) -> list[pl.Expr]:
         """One user's aggregations over the source's rows (lists in rank order)."""
         aggs = [expr.alias(name) for name, (s, expr) in self._aggs.items() if s == source]
+        aggs += [expr.alias(name) for name, (s, expr) in self._terms.items() if s == source]
         if source == "hits":
             # The rows come sorted by rank (see ordered()): a group's list keeps their order.
             if self._dcg:
@@ -232,7 +379,15 @@ class UserStats:
                     _prefix(pl.col(_AP_TERMS), hits[k]).alias(f"_fm_ap_sum@{k}")
                     for k in sorted(self._ap)
                 ]
-        elif source == "truth" and self._ideal and self._levels is not None:
+        for name, (list_name, prefix_k) in self._prefix_sums.items():
+            if self._terms[list_name][0] != source:
+                continue
+            if prefix_k is None:
+                prefixes.append(pl.col(list_name).list.sum().alias(name))
+            else:
+                length = pl.col(f"_fm_hits@{prefix_k}")
+                prefixes.append(_prefix(pl.col(list_name), length).alias(name))
+        if source == "truth" and self._ideal and self._levels is not None:
             prefixes += [
                 self._ideal_from_levels(k).alias(f"_fm_idcg@{k}") for k in sorted(self._ideal)
             ]
@@ -267,6 +422,7 @@ class UserStats:
 
     def lists(self, source: Source) -> list[str]:
         """The list columns :meth:`aggregations` makes for ``source`` (dropped after use)."""
+        terms = [name for name, (s, _) in self._terms.items() if s == source]
         names = {
             "hits": [_DCG_TERMS] * bool(self._dcg) + [_HIT_RANKS, _AP_TERMS] * bool(self._ap),
             "truth": (
@@ -275,8 +431,9 @@ class UserStats:
                 else [_IDEAL_GAINS] * bool(self._ideal)
             ),
             "listed": [],
+            "judged": [],
         }
-        return names[source]
+        return names[source] + terms
 
     def columns(self, source: Source) -> list[str]:
         """The statistic columns the source's frame ends with."""
@@ -286,8 +443,18 @@ class UserStats:
             names += [f"_fm_ap_sum@{k}" for k in sorted(self._ap)]
         elif source == "truth":
             names += [f"_fm_idcg@{k}" for k in sorted(self._ideal)]
+        names += [n for n, (lst, _) in self._prefix_sums.items() if self._terms[lst][0] == source]
         return names
 
     def zero_fill(self, source: Source) -> list[str]:
         """Columns that are 0 (not null) for a user without rows in ``source``."""
-        return [c for c in self.columns(source) if c != _FIRST_HIT]
+        straddle = ("_fm_across_n@", "_fm_across_s@")
+        return [c for c in self.columns(source) if c != _FIRST_HIT and not c.startswith(straddle)]
+
+
+def _discount_sums(k: int) -> list[float]:
+    """H(n) for n = 0..k: the DCG discounts of positions 1..n, added in order."""
+    table = [0.0]
+    for p in range(1, k + 1):
+        table.append(table[-1] + 1.0 / math.log2(p + 1))
+    return table

@@ -1,0 +1,142 @@
+"""Metric strings: ``name(option=value, ...)@k``, parsed and written back canonically.
+
+A metric named with options in parentheses (the style ir_measures made familiar) is
+computed with those options replacing the call's for that metric alone, in the same
+query as the rest, in a column of its own (spec section 8). The column is the canonical
+string: options in alphabetical order, an option left out when it equals the value the
+metric would have without it, values written plainly
+(``ap(ap_denominator=relevant)@10``, ``ndcg(gain={2:3,3:7})@5``,
+``rbp(persistence=0.95)``).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from frame_metrics.errors import InvalidOptionError
+
+__all__ = ["ParsedName", "format_value", "parse_name"]
+
+_EXPECTED = "metrics: expected '<name>', '<name>@<k>' or '<name>(<option>=<value>, ...)@<k>'"
+
+
+@dataclass(frozen=True)
+class ParsedName:
+    """A metric string taken apart: its name, its own options and its cutoff text."""
+
+    raw: str
+    name: str
+    options: tuple[tuple[str, Any], ...]
+    cut: str | None
+
+
+def _split_top(text: str) -> list[str]:
+    """``text`` split at commas outside brackets and braces."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, "{": 1, "[": 1, ")": -1, "}": -1, "]": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def _value(text: str, raw: str) -> Any:
+    """An option value: a number, a table, None, true/false, or a bare word (a string)."""
+    text = text.strip()
+    lowered = text.lower()
+    if lowered in ("none", "null"):
+        return None
+    if text.startswith("{"):
+        try:
+            table = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            table = None
+        if not isinstance(table, dict):
+            raise InvalidOptionError(
+                f"{_EXPECTED}, got {raw!r}: {text!r} is not a {{level: gain}} table"
+            )
+        return table
+    try:
+        number = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        number = None
+    if isinstance(number, (int, float)) and not isinstance(number, bool):
+        return number
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    if not text or not all(ch.isalnum() or ch in "_-." for ch in text):
+        raise InvalidOptionError(f"{_EXPECTED}, got {raw!r}: cannot read the value {text!r}")
+    return text
+
+
+def parse_name(raw: str, known_options: Mapping[str, object]) -> ParsedName:
+    """Take ``name(option=value, ...)@k`` apart; ``known_options`` are the accepted names.
+
+    Examples
+    --------
+    >>> parse_name("ap(ap_denominator=relevant)@10", {"ap_denominator": 1})
+    ParsedName(raw='ap(ap_denominator=relevant)@10', name='ap', options=(('ap_denominator', 'relevant'),), cut='10')
+    >>> parse_name("ndcg(gain={2: 3, 3: 7})", {"gain": 1}).options
+    (('gain', {2: 3, 3: 7}),)
+    >>> parse_name("ndcg(gian=binary)@5", {"gain": 1})
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: metrics: expected options among gain in 'ndcg(gian=binary)@5', got 'gian' (did you mean 'gain'?)
+    """
+    text = raw.strip()
+    options: list[tuple[str, Any]] = []
+    if "(" in text:
+        head, _, rest = text.partition("(")
+        inner, close, tail = rest.rpartition(")")
+        if not close or (tail and not tail.startswith("@")):
+            raise InvalidOptionError(f"{_EXPECTED}, got {raw!r}")
+        seen: set[str] = set()
+        for part in _split_top(inner):
+            if not part.strip():
+                continue
+            key, eq, value = part.partition("=")
+            key = key.strip()
+            if not eq or not key:
+                raise InvalidOptionError(f"{_EXPECTED}, got {raw!r}: {part.strip()!r} has no '='")
+            if key not in known_options:
+                hint = difflib.get_close_matches(key, list(known_options), n=1, cutoff=0.6)
+                suffix = f" (did you mean {hint[0]!r}?)" if hint else ""
+                raise InvalidOptionError(
+                    f"metrics: expected options among {', '.join(sorted(known_options))} "
+                    f"in {raw!r}, got {key!r}{suffix}"
+                )
+            if key in seen:
+                raise InvalidOptionError(
+                    f"metrics: expected each option once in {raw!r}, got {key!r} twice"
+                )
+            seen.add(key)
+            options.append((key, _value(value, raw)))
+        text = head + tail
+    name, sep, cut = text.partition("@")
+    return ParsedName(raw, name.strip(), tuple(options), cut.strip() if sep else None)
+
+
+def format_value(value: object) -> str:
+    """An option value as the canonical metric string writes it.
+
+    Examples
+    --------
+    >>> format_value(4.0), format_value(0.95), format_value(((2.0, 3.0), (3.0, 7.0)))
+    ('4', '0.95', '{2:3,3:7}')
+    """
+    if value is None:
+        return "none"
+    if isinstance(value, tuple):
+        return "{" + ",".join(f"{format_value(a)}:{format_value(b)}" for a, b in value) + "}"
+    if isinstance(value, float):
+        if math.isfinite(value) and value == int(value) and abs(value) < 2**53:
+            return str(int(value))
+        return repr(value)
+    return str(value)
