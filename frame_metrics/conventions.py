@@ -423,6 +423,68 @@ def _show(value: Any) -> str:
     return format_value(value)
 
 
+def markdown() -> str:
+    """Every preset as Markdown: the options side by side, then a table per peer.
+
+    The conventions page of the documentation is this text (a test keeps them equal).
+
+    Examples
+    --------
+    >>> print(markdown().splitlines()[0])
+    # Conventions: reproducing each peer by name
+    """
+    peers = list(CONVENTIONS.values())
+    options = [o for o in METRIC_OPTIONS if any(o in c.settings for c in peers)]
+    lines = [
+        "# Conventions: reproducing each peer by name",
+        "",
+        '`convention="<peer>"` (CLI: `--convention`) sets every option in which that '
+        "peer's release differs from the spec's defaults. Options passed explicitly "
+        'override the preset; a metric\'s own options (`"ndcg(convention=rectools)@10"`) '
+        "override the call's. Resolution order, last wins: the spec's defaults, the call's "
+        "convention, the metric's convention, the call's options, the metric's options. "
+        "`fm.conventions()` returns these tables as a DataFrame.",
+        "",
+        "## Side by side",
+        "",
+        "A blank cell is the spec's default; a value with a metric list in brackets applies "
+        "to those metrics only.",
+        "",
+        "| option | spec default | " + " | ".join(c.name for c in peers) + " |",
+        "|---|---|" + "---|" * len(peers),
+    ]
+    for option in options:
+        cells = []
+        for c in peers:
+            shown = [
+                _show(s.value) + (f" [{', '.join(s.metrics)}]" if s.metrics else "")
+                for s in c.settings.get(option, ())
+            ]
+            cells.append("; ".join(f"`{v}`" for v in shown))
+        default = _show(getattr(_DEFAULTS, option))
+        lines.append(f"| `{option}` | `{default}` | " + " | ".join(cells) + " |")
+    for c in peers:
+        lines += [
+            "",
+            f"## {c.name}",
+            "",
+            f"Reproduces {c.peer}, version {c.version}.",
+            "",
+            "| option | value | default | metrics | what the peer does | source |",
+            "|---|---|---|---|---|---|",
+        ]
+        for option, settings in c.settings.items():
+            for st in settings:
+                lines.append(
+                    f"| `{option}` | `{_show(st.value)}` | `{_show(getattr(_DEFAULTS, option))}` "
+                    f"| {', '.join(st.metrics) or 'all'} | {st.why} | [source]({st.source}) |"
+                )
+        if c.notes:
+            lines += ["", "Not an option, or mapped from the peer's own arguments:", ""]
+            lines += [f"- {note}" for note in c.notes]
+    return "\n".join(lines) + "\n"
+
+
 def get(name: object) -> Convention:
     """The preset named ``name``, or a clear error listing them."""
     if isinstance(name, str) and name in CONVENTIONS:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
@@ -33,7 +33,12 @@ class Diagnostics:
         under ``on_duplicate="first"``; under ``"error"`` a repeat raises).
     ties_at_cutoff
         Per cutoff k, users whose k-th and (k+1)-th scores are equal, so the tie rule
-        (item ascending) decided what made the cut. Empty when ranks were given.
+        (``ties=``, item ascending by default) decided what made the cut. Empty when
+        ranks were given.
+    ties_within_cutoff
+        Per cutoff k, users with two items within k that share a score but not a
+        relevance: the tie rule decided their order, which AP, NDCG and MRR read even
+        when precision and recall cannot change. Empty when ranks were given.
     per_group
         The user counts per ``by`` group (one row when there is no ``by``).
     items_not_in_train
@@ -56,6 +61,7 @@ class Diagnostics:
     pairs_without_rating: int = 0
     pairs_without_prediction: int = 0
     items_not_in_train: int | None = None
+    ties_within_cutoff: dict[int, int] = field(default_factory=dict)
 
     def _groups(self) -> tuple[list[str], list[int]]:
         """The ``by`` columns and the users evaluated in each group (none without ``by``)."""
@@ -93,6 +99,10 @@ class Diagnostics:
             (f"duplicate rows resolved in {f}", str(n)) for f, n in self.duplicates_resolved.items()
         ]
         lines += [(f"score ties straddling k={k}", str(n)) for k, n in self.ties_at_cutoff.items()]
+        lines += [
+            (f"score ties reordering items within k={k}", str(n))
+            for k, n in self.ties_within_cutoff.items()
+        ]
         if self.items_not_in_train is not None:
             lines.append(("recommended items no train user had", str(self.items_not_in_train)))
         if self.pairs_without_rating or self.pairs_without_prediction:

@@ -494,7 +494,7 @@ class Plan:
     def _ranking_group(
         self, prepared: Prepared, options: MetricOptions, requests: list[Requested]
     ) -> pl.LazyFrame:
-        _r, c = self.request, self.request.columns
+        r, c = self.request, self.request.columns
         keys = c.keys
         stats = UserStats(options)
         stats.tied = options.ties == "average" and c.score is not None
@@ -525,6 +525,7 @@ class Plan:
             judged=prepared.judged,
             recs_keys=prepared.recs_keys,
             truth_user_keys=prepared.truth_user_keys,
+            max_relevance=None if r.global_tables is None else r.global_tables.max_relevance,
         )
         return user_statistics(inputs, stats, options).select(*keys, *exprs)
 
@@ -853,7 +854,8 @@ def diagnose(request: Request) -> Diagnostics:
                 duplicates_resolved={},
                 ties_at_cutoff={},
                 per_group=pl.DataFrame(),
-                **one_sided,
+                pairs_without_rating=one_sided["pairs_without_rating"],
+                pairs_without_prediction=one_sided["pairs_without_prediction"],
             )
     ties_wanted = request.cutoffs if request.columns.score is not None else ()
     prepared = request.prepared(tie_cutoffs=ties_wanted)
@@ -877,7 +879,12 @@ def diagnose(request: Request) -> Diagnostics:
     per_group_q = users.group_by(by).agg(counts).sort(by) if by else users.select(counts)
     queries = [per_group_q, prepared.duplicates]
     if prepared.ties is not None:
-        queries.append(prepared.ties.select(pl.col(f"tie@{k}").sum() for k in ties_wanted))
+        queries.append(
+            prepared.ties.select(
+                *(pl.col(f"tie@{k}").sum() for k in ties_wanted),
+                *(pl.col(f"within@{k}").sum() for k in ties_wanted),
+            )
+        )
     results = pl.collect_all(queries)
     per_group = results[0].with_columns(pl.exclude(by).cast(pl.Int64))
     totals = per_group.select(pl.exclude(by).sum()).row(0, named=True)
@@ -885,9 +892,10 @@ def diagnose(request: Request) -> Diagnostics:
     if request.options.empty == "zero":
         n_users += totals["users_without_relevant"]
     dups = dict(zip(results[1]["frame"], results[1]["rows_dropped"], strict=True))
-    ties = {}
+    ties, within = {}, {}
     if prepared.ties is not None:
         ties = {k: int(results[2][f"tie@{k}"][0]) for k in ties_wanted}
+        within = {k: int(results[2][f"within@{k}"][0]) for k in ties_wanted}
     unseen = None
     if "popularity" in request.needs:
         unseen = int(unseen_items(request, prepared).select(pl.len()).collect().item())
@@ -899,7 +907,9 @@ def diagnose(request: Request) -> Diagnostics:
         ties_at_cutoff=ties,
         per_group=per_group,
         items_not_in_train=unseen,
-        **one_sided,
+        ties_within_cutoff=within,
+        pairs_without_rating=one_sided["pairs_without_rating"],
+        pairs_without_prediction=one_sided["pairs_without_prediction"],
     )
 
 

@@ -8,7 +8,8 @@ distributed adapter computes them once and hands them to every partition:
   aplt read them);
 - the distinct values of the ``by`` columns truth lacks (truth applies to each group,
   so a partition must know every group, not only those its recommendations name);
-- the items seen in the inputs, the default catalog of coverage.
+- the items seen in the inputs, the default catalog of coverage;
+- the largest relevance in truth, err's default g_max.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ class GlobalTables:
     ``popularity``: (train ``by`` columns, item, ``POPULARITY``, ``IN_TAIL``);
     ``n_train_users``: (train ``by`` columns, ``N_TRAIN_USERS``); ``groups``: the
     distinct values of the ``by`` columns truth lacks; ``seen_items``: the distinct items
-    of recommendations, truth and train (the catalog when none is given).
+    of recommendations, truth and train (the catalog when none is given);
+    ``max_relevance``: the largest relevance in truth (err's default g_max).
     """
 
     popularity: pl.DataFrame | None = None
     n_train_users: pl.DataFrame | None = None
     groups: pl.DataFrame | None = None
     seen_items: pl.DataFrame | None = None
+    max_relevance: float | None = None

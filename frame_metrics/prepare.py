@@ -74,7 +74,8 @@ class Prepared:
     all_keys: pl.LazyFrame
     #: Rows of recommendations and truth dropped as duplicates under ``on_duplicate="first"``.
     duplicates: pl.LazyFrame
-    #: Per key and cutoff k, whether the k-th and (k+1)-th scores tie (score input only).
+    #: Per key and cutoff k, whether the k-th and (k+1)-th scores tie (``tie@k``) and
+    #: whether items within k tie with different relevance (``within@k``); score input.
     ties: pl.LazyFrame | None
     #: Value checks of the inputs, run by the engine together with the result.
     checks: list[CheckedFrame]
@@ -285,7 +286,7 @@ def _prepare_pair(
         top = top_by_score(
             scored, keys, item, _SCORE, scan_k, keep_score=bool(tie_cutoffs), ties=options.ties
         )
-        ties = _ties(top, keys, tie_cutoffs) if tie_cutoffs else None
+        scored_top = top
         if tie_cutoffs and max_k is not None:
             top = top.filter(pl.col(RANK) <= max_k)
         recs_checks = [
@@ -296,7 +297,7 @@ def _prepare_pair(
         recs_dup_frame = top.select(*keys, item)
         top = top.drop(_SCORE, strict=False)
     else:
-        ties = None
+        scored_top = None
         within = recs if max_k is None else recs.filter(pl.col(c.rank) <= max_k)
         top = within.select(*keys, item, pl.col(c.rank).cast(pl.Int64, strict=False).alias(RANK))
         recs_checks = [
@@ -315,6 +316,10 @@ def _prepare_pair(
     )
     if options.on_duplicate == "first":
         truth_rows = truth_rows.group_by(join_keys).agg(pl.col(REL).max())
+    ties = None
+    if scored_top is not None and tie_cutoffs:
+        graded = scored_top.join(truth_rows, on=join_keys, how="left")
+        ties = _ties(graded.with_columns(pl.col(REL).fill_null(0.0)), keys, tie_cutoffs)
 
     checks: list[CheckedFrame] = []
     if validate:
@@ -462,8 +467,13 @@ def _duplicates_dropped(
 
 
 def _ties(top: pl.LazyFrame, keys: list[str], cutoffs: tuple[int, ...]) -> pl.LazyFrame:
-    """Keys whose k-th and (k+1)-th scores are equal: the tie rule decided who made the cut."""
-    return top.group_by(keys).agg(
+    """Per key and cutoff k, what the tie rule decided.
+
+    ``tie@k``: the k-th and (k+1)-th scores are equal, so the rule decided who made the
+    cut. ``within@k``: two items within k share a score but not a relevance, so the rule
+    decided their order, which order-sensitive metrics (AP, NDCG, MRR) read.
+    """
+    straddle = [
         (
             (pl.col(_SCORE).filter(pl.col(RANK) == k).first())
             == (pl.col(_SCORE).filter(pl.col(RANK) == k + 1).first())
@@ -471,6 +481,16 @@ def _ties(top: pl.LazyFrame, keys: list[str], cutoffs: tuple[int, ...]) -> pl.La
         .fill_null(False)
         .alias(f"tie@{k}")
         for k in cutoffs
+    ]
+    per_score = top.group_by([*keys, _SCORE]).agg(
+        (pl.col(REL).filter(pl.col(RANK) <= k).n_unique() > 1).alias(f"within@{k}") for k in cutoffs
+    )
+    reordered = per_score.group_by(keys).agg(pl.col(f"within@{k}").any() for k in cutoffs)
+    return (
+        top.group_by(keys)
+        .agg(straddle)
+        .join(reordered, on=keys, how="left", nulls_equal=True)
+        .with_columns(pl.col(f"within@{k}").fill_null(False) for k in cutoffs)
     )
 
 

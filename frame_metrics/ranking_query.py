@@ -76,6 +76,9 @@ class RankingInputs:
     #: Every key with a recommendation / with a truth row, for ``users=``.
     recs_keys: pl.LazyFrame | None = None
     truth_user_keys: pl.LazyFrame | None = None
+    #: The largest relevance over every partition's truth (one partition of a larger
+    #: run); None: read from ``truth``.
+    max_relevance: float | None = None
 
 
 _JOIN_KEY = "_fm_join_key"
@@ -216,7 +219,11 @@ def user_statistics(
         hit_rows = _with_user_counts(hit_rows, relevant, inputs, hit_needs, options)
         if MAX_GAIN in hit_needs:
             # err's g_max by default: the largest relevance in all of truth.
-            g_max = inputs.truth.select(pl.col(inputs.relevance).max().alias(MAX_GAIN))
+            g_max = (
+                inputs.truth.select(pl.col(inputs.relevance).max().alias(MAX_GAIN))
+                if inputs.max_relevance is None
+                else pl.LazyFrame({MAX_GAIN: [inputs.max_relevance]})
+            )
             hit_rows = hit_rows.join(g_max, how="cross")
         hits = _aggregate(hit_rows, keys, stats, "hits")
         assert frame is not None  # hits are only asked for by metrics over relevant users

@@ -7,6 +7,7 @@ that partitioning by user bucket changes nothing (to 1e-12 relative).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -103,6 +104,15 @@ CASES: list[dict[str, Any]] = [
         "unexpected": "history",
     },
     {"metrics": ["recall@2", "novelty@2"], "by": "model"},
+    # Issue 11: IR measures (err's default g_max is the largest relevance of ALL truth,
+    # which one partition cannot see), per-metric options, populations, presets.
+    {
+        "metrics": ["r_precision", "bpref", "rbp", "err@2", "judged@2", "ap(ap_denominator=k)@2"],
+        "users": "both",
+        "empty": "zero",
+    },
+    {"metrics": ["precision@2", "ndcg@3", "mrr@1", "ap@3"], "convention": "trec_eval"},
+    {"metrics": ["ndcg@2", "recall@2", "ap@2"], "convention": "rectools", "by": "model"},
 ]
 
 
@@ -230,6 +240,47 @@ def test_compare(backend: Any) -> None:
 
 
 @pytest.mark.parametrize(
+    "ties", ["item_desc_text", "average"], ids=["trec_eval-order", "tie-average"]
+)
+def test_tie_rules(backend: Any, ties: str) -> None:
+    to_backend, to_polars, _ = backend
+    scored = pl.DataFrame(
+        {
+            "user": [1, 1, 1, 2, 2, 2, 3],
+            "item": ["c", "a", "b", "b", "a", "d", "a"],
+            "score": [0.5, 0.5, 0.9, 0.1, 0.1, 0.1, 0.3],
+        }
+    )
+    kwargs: dict[str, Any] = {"score": "score", "k": [1, 2], "ties": ties}
+    kwargs["metrics"] = ["ndcg", "precision", "hit_rate"]
+    expected = fm.evaluate(scored, TRUTH, **kwargs)
+    result = fm.evaluate(to_backend(scored, 2), to_backend(TRUTH, 3), **kwargs)
+    got = to_polars(result).sort("user")
+    assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
+
+
+def test_input_order_ties_are_refused(backend: Any) -> None:
+    # A Spark or Dask frame has no row order: ranx's and Recommenders' stable sort cannot
+    # be reproduced there.
+    to_backend, _, _ = backend
+    scored = RECS.with_columns(score=pl.lit(1.0)).drop("rank")
+    library = "Dask" if backend[2].__module__.startswith("dask") else "Spark"
+    message = (
+        "ties: expected 'item', 'item_desc', 'item_desc_text' or 'average' for ndcg@2 on "
+        f"{library} (its rows have no order to break ties by), got 'input'; pass ties= to "
+        "override the convention's"
+    )
+    with pytest.raises(fm.InvalidOptionError, match=f"^{re.escape(message)}$"):
+        fm.evaluate(
+            to_backend(scored, 2),
+            to_backend(TRUTH, 2),
+            score="score",
+            metrics="ndcg@2",
+            convention="ranx",
+        )
+
+
+@pytest.mark.parametrize(
     "kwargs",
     [
         {"k": 2},
@@ -252,6 +303,7 @@ def test_diagnose(backend: Any, kwargs: dict[str, Any]) -> None:
     assert found.users_without_recommendations == expected.users_without_recommendations
     assert found.duplicates_resolved == expected.duplicates_resolved
     assert found.ties_at_cutoff == expected.ties_at_cutoff
+    assert found.ties_within_cutoff == expected.ties_within_cutoff
     assert found.items_not_in_train == expected.items_not_in_train
     assert_frame_equal(found.per_group, expected.per_group, check_dtypes=False)
 

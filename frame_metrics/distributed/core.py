@@ -152,6 +152,20 @@ def unified_job(
     return Job(options, aggregate, key_dtypes(schemas, keys), broadcast)
 
 
+def refuse_row_order(job: Job, library: str) -> None:
+    """``ties="input"`` reads the input row order, which a Spark or Dask frame has not."""
+    request = job.request(job.empty(), validate=False)
+    if request.columns.score is None:
+        return
+    for q in request.requests:
+        if q.options.ties == "input":
+            raise errors.InvalidOptionError(
+                f"ties: expected 'item', 'item_desc', 'item_desc_text' or 'average' for "
+                f"{q.column} on {library} (its rows have no order to break ties by), got "
+                "'input'; pass ties= to override the convention's"
+            )
+
+
 def key_dtypes(schemas: Mapping[str, pl.Schema], keys: list[str]) -> dict[str, pl.Schema]:
     """Each frame's schema with its key columns in the dtype every frame will share."""
     frames = {name: pl.LazyFrame(schema=schema) for name, schema in schemas.items()}
@@ -487,7 +501,18 @@ def global_tables(
 
         names = tuple(n for n in ("recs", "truth", "train") if n in job.schemas)
         seen = collect_sums(items, names).unique().drop_nulls()
-    return GlobalTables(popularity, n_train, groups, seen)
+    largest = None
+    if any(q.metric.name == "err" and q.options.max_relevance is None for q in request.requests):
+        source = "truth" if "truth" in job.schemas else "recs"
+
+        def most(frames: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+            relevance = pl.col(c.relevance).cast(pl.Float64).max().alias(VALUE)
+            return frames[source].lazy().select(relevance).collect(engine=DEFAULT_ENGINE)
+
+        largest = collect_sums(most, (source,)).select(pl.col(VALUE).max()).item()
+    return GlobalTables(
+        popularity, n_train, groups, seen, None if largest is None else float(largest)
+    )
 
 
 _PART = "_fm_part"
@@ -507,6 +532,7 @@ def partition_diagnostics(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.Da
     totals: dict[str, Any] = {name: getattr(found, name) for name in _TOTALS}
     totals |= {f"dup:{f}": n for f, n in found.duplicates_resolved.items()}
     totals |= {f"tie@{k}": n for k, n in found.ties_at_cutoff.items()}
+    totals |= {f"within@{k}": n for k, n in found.ties_within_cutoff.items()}
     parts = [pl.DataFrame([totals]).with_columns(pl.lit("totals").alias(_PART))]
     if found.per_group.width:
         parts.append(found.per_group.with_columns(pl.lit("group").alias(_PART)))
@@ -522,7 +548,7 @@ def merge_diagnostics(rows: pl.DataFrame, job: Job) -> Diagnostics:
     request = job.request(job.empty(), validate=False)
     by, item = list(request.columns.by), request.columns.item
     totals = rows.filter(pl.col(_PART) == "totals")
-    names = [c for c in totals.columns if c in _TOTALS or c.startswith(("dup:", "tie@"))]
+    names = [c for c in totals.columns if c in _TOTALS or c.startswith(("dup:", "tie@", "within@"))]
     total = {c: int(totals[c].fill_null(0).sum()) for c in names}
     group_rows = rows.filter(pl.col(_PART) == "group")
     order = ("users_with_relevant", "users_without_relevant", "users_without_recommendations")
@@ -552,6 +578,9 @@ def merge_diagnostics(rows: pl.DataFrame, job: Job) -> Diagnostics:
         },
         per_group=per_group,
         items_not_in_train=unseen,
+        ties_within_cutoff={
+            int(c.removeprefix("within@")): n for c, n in total.items() if c.startswith("within@")
+        },
         pairs_without_rating=total.get("pairs_without_rating", 0),
         pairs_without_prediction=total.get("pairs_without_prediction", 0),
     )

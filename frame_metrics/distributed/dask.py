@@ -81,6 +81,7 @@ class _Run:
         }
         schemas = {name: _to_polars(f._meta, name).schema for name, f in self.frames.items()}
         job = core.unified_job(schemas, broadcast, options, aggregate)
+        core.refuse_row_order(job, "Dask")
         self.schemas = dict(job.schemas)
         self.n = max(1, self.frames["recs"].npartitions)
         self.job = job

@@ -112,6 +112,7 @@ class _Run:
         }
         schemas = {name: _polars_schema(f) for name, f in self.frames.items()}
         self.job = core.unified_job(schemas, broadcast, options, aggregate)
+        core.refuse_row_order(self.job, "Spark")
         self.schemas = dict(self.job.schemas)
         self.n = max(1, int(session.conf.get("spark.sql.shuffle.partitions") or 200))
         self.keep = core.row_filter(self.job) if prefilter else None

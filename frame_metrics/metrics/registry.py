@@ -107,6 +107,16 @@ class Metric:
     #: Has a tie-averaged value (``ties="average"``): linear in the tied items' positions.
     tie_average: bool = False
 
+    def effective(self, options: MetricOptions) -> MetricOptions:
+        """The options as this metric applies them.
+
+        ``gain_scope="positive"`` (trec_eval's ndcg, which ignores ``-l``): every item
+        with relevance > 0 gains, so for dcg and ndcg the threshold is that of ``rel > 0``.
+        """
+        if "gain_scope" in self.options and options.gain_scope == "positive":
+            return options.changed(threshold=None)
+        return options
+
     def reads(self) -> frozenset[str]:
         """The options a metric string may give this metric (``name(option=value)``)."""
         if self.family != "ranking" or self.population != "relevant":
@@ -271,7 +281,10 @@ def resolve_requests(
     if not names:
         raise InvalidOptionError("metrics: expected at least one metric name, got an empty list")
     ks = validate_k(k, required=False) or None
-    call = {m: resolve_options(given, convention=convention, metric=m) for m in REGISTRY}
+    call = {
+        name: m.effective(resolve_options(given, convention=convention, metric=name))
+        for name, m in REGISTRY.items()
+    }
     known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
     known.pop("on_duplicate")
     out: list[Requested] = []
@@ -289,12 +302,14 @@ def resolve_requests(
                 f"got {', '.join(unread)} in {raw!r}"
             )
         metric_convention = own.pop("convention", None)
-        options = resolve_options(
-            given,
-            convention=convention,
-            metric=metric.name,
-            metric_convention=metric_convention,
-            metric_given=own,
+        options = metric.effective(
+            resolve_options(
+                given,
+                convention=convention,
+                metric=metric.name,
+                metric_convention=metric_convention,
+                metric_given=own,
+            )
         )
         base = call[metric.name]
         # An option is written out when it changes the metric's value from the call's.
