@@ -54,6 +54,7 @@ from frame_metrics.conventions import CONVENTIONS, METRIC_OPTIONS
 from frame_metrics.datasets import synthetic
 from frame_metrics.errors import FrameMetricsError, InvalidOptionError, MissingColumnsError
 from frame_metrics.metrics import DEFAULT_RANKING
+from frame_metrics.metrics.registry import split_names
 from frame_metrics.options import CHOICES, MetricOptions
 
 __all__ = [
@@ -211,10 +212,11 @@ def _add_evaluate(commands: argparse._SubParsersAction[_Parser]) -> None:
         "-m",
         "--metrics",
         action="extend",
-        type=_names,
+        type=_metric_names,
         metavar="NAMES",
-        help="comma-separated metric names, optionally with their own cutoff (ndcg@10); "
-        f"repeatable (default: {','.join(DEFAULT_RANKING)})",
+        help="comma-separated metric names, optionally with their own cutoff (ndcg@10) and "
+        "options ('ap(ap_denominator=relevant)@10'); repeatable "
+        f"(default: {','.join(DEFAULT_RANKING)})",
     )
     what.add_argument(
         "-k",
@@ -471,6 +473,20 @@ def _gain(text: str) -> str | dict[float, float]:
             f"1=3,2=9, got {text!r}"
         ) from None
     return table
+
+
+def _metric_names(text: str) -> list[str]:
+    """``-m``: comma-separated metric names; commas inside a name's options stay.
+
+    Examples
+    --------
+    >>> _metric_names("ndcg@10, ap(ap_denominator=relevant, empty=zero)@5")
+    ['ndcg@10', 'ap(ap_denominator=relevant, empty=zero)@5']
+    """
+    names = [n for n in split_names(text) if isinstance(n, str) and n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected a name or comma-separated names, got {text!r}")
+    return [n.strip() for n in names]
 
 
 def _names(text: str) -> list[str]:
@@ -919,7 +935,7 @@ def _add_compare(commands: argparse._SubParsersAction[_Parser]) -> None:
         "-m",
         "--metrics",
         action="extend",
-        type=_names,
+        type=_metric_names,
         metavar="NAMES",
         help="comma-separated metric names (with TRUTH: as for evaluate; without: the "
         "columns, ndcg@10; default every metric column)",

@@ -226,7 +226,7 @@ def split_names(raw: object) -> list[object]:
         return [raw]
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(raw):
-        depth += {"(": 1, ")": -1}.get(ch, 0)
+        depth += {"(": 1, "{": 1, ")": -1, "}": -1}.get(ch, 0)
         if ch == "," and depth == 0:
             parts.append(raw[start:i])
             start = i + 1
