@@ -526,6 +526,7 @@ class Plan:
             recs_keys=prepared.recs_keys,
             truth_user_keys=prepared.truth_user_keys,
             max_relevance=None if r.global_tables is None else r.global_tables.max_relevance,
+            all_truth=prepared.truth,
         )
         return user_statistics(inputs, stats, options).select(*keys, *exprs)
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from frame_metrics.errors import InvalidOptionError
+from frame_metrics.options import CHOICES
 
 __all__ = ["ParsedName", "format_value", "parse_name"]
 
@@ -47,9 +48,14 @@ def _split_top(text: str) -> list[str]:
     return parts
 
 
-def _value(text: str, raw: str) -> Any:
-    """An option value: a number, a table, None, true/false, or a bare word (a string)."""
+def _value(text: str, raw: str, key: str) -> Any:
+    """An option value: a number, a table, None, or a bare word (a string).
+
+    A word that is one of the option's choices stays that word (``mrr_cutoff=none``).
+    """
     text = text.strip()
+    if text in CHOICES.get(key, ()):
+        return text
     lowered = text.lower()
     if lowered in ("none", "null"):
         return None
@@ -95,6 +101,7 @@ def parse_name(raw: str, known_options: Mapping[str, object]) -> ParsedName:
     if "(" in text:
         head, _, rest = text.partition("(")
         inner, close, tail = rest.rpartition(")")
+        tail = tail.strip()
         if not close or (tail and not tail.startswith("@")):
             raise InvalidOptionError(f"{_EXPECTED}, got {raw!r}")
         seen: set[str] = set()
@@ -103,8 +110,12 @@ def parse_name(raw: str, known_options: Mapping[str, object]) -> ParsedName:
                 continue
             key, eq, value = part.partition("=")
             key = key.strip()
-            if not eq or not key:
+            if not eq:
                 raise InvalidOptionError(f"{_EXPECTED}, got {raw!r}: {part.strip()!r} has no '='")
+            if not key:
+                raise InvalidOptionError(
+                    f"{_EXPECTED}, got {raw!r}: {part.strip()!r} names no option"
+                )
             if key not in known_options:
                 hint = difflib.get_close_matches(key, list(known_options), n=1, cutoff=0.6)
                 suffix = f" (did you mean {hint[0]!r}?)" if hint else ""
@@ -117,7 +128,7 @@ def parse_name(raw: str, known_options: Mapping[str, object]) -> ParsedName:
                     f"metrics: expected each option once in {raw!r}, got {key!r} twice"
                 )
             seen.add(key)
-            options.append((key, _value(value, raw)))
+            options.append((key, _value(value, raw, key)))
         text = head + tail
     name, sep, cut = text.partition("@")
     return ParsedName(raw, name.strip(), tuple(options), cut.strip() if sep else None)

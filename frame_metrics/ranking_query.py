@@ -77,8 +77,9 @@ class RankingInputs:
     recs_keys: pl.LazyFrame | None = None
     truth_user_keys: pl.LazyFrame | None = None
     #: The largest relevance over every partition's truth (one partition of a larger
-    #: run); None: read from ``truth``.
+    #: run); None: read from ``all_truth`` (truth before any restriction), else ``truth``.
     max_relevance: float | None = None
+    all_truth: pl.LazyFrame | None = None
 
 
 _JOIN_KEY = "_fm_join_key"
@@ -219,8 +220,9 @@ def user_statistics(
         hit_rows = _with_user_counts(hit_rows, relevant, inputs, hit_needs, options)
         if MAX_GAIN in hit_needs:
             # err's g_max by default: the largest relevance in all of truth.
+            whole = inputs.truth if inputs.all_truth is None else inputs.all_truth
             g_max = (
-                inputs.truth.select(pl.col(inputs.relevance).max().alias(MAX_GAIN))
+                whole.select(pl.col(inputs.relevance).max().alias(MAX_GAIN))
                 if inputs.max_relevance is None
                 else pl.LazyFrame({MAX_GAIN: [inputs.max_relevance]})
             )

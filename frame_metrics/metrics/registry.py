@@ -311,8 +311,20 @@ def resolve_requests(
                 metric_given=own,
             )
         )
-        base = call[metric.name]
-        # An option is written out when it changes the metric's value from the call's.
+        # An option is written out when it changes the metric's value from what the metric
+        # would have without it: the call's options, under the metric's own convention.
+        base = (
+            call[metric.name]
+            if metric_convention is None
+            else metric.effective(
+                resolve_options(
+                    given,
+                    convention=convention,
+                    metric=metric.name,
+                    metric_convention=metric_convention,
+                )
+            )
+        )
         shown = {
             name: getattr(options, name)
             for name in own
