@@ -82,9 +82,9 @@ def evaluate(
         Without ``truth``, a long table that also carries ``relevance``, where a null rank
         marks a relevant item that was not recommended.
     truth
-        One row per (user, item) the user is known to like, with a numeric ``relevance``
-        >= 0. Any supported frame kind (as for ``recs``; the kinds may differ: the result
-        takes the kind of ``recs``). Truth without the ``by`` columns applies to every
+        One row per (user, item) the user is known to like, with a numeric
+        ``relevance`` of 0 or more. Any supported frame kind (as for ``recs``; the kinds
+        may differ: the result takes the kind of ``recs``). Truth without the ``by`` columns applies to every
         ``by`` group (e.g. the same test set for every model).
     metrics
         Names (``"ndcg"``, ``"map"`` as an alias of ``"ap"``) or names with a cutoff

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-CODE = [d for d in ("frame_metrics", "tests", "bench", "notebooks") if (ROOT / d).is_dir()]
+CODE = [
+    d for d in ("frame_metrics", "tests", "bench", "notebooks", "docs/gen") if (ROOT / d).is_dir()
+]
 
 
 @pytest.mark.parametrize(
@@ -20,8 +22,16 @@ CODE = [d for d in ("frame_metrics", "tests", "bench", "notebooks") if (ROOT / d
         [sys.executable, "-m", "mypy", "--strict", "frame_metrics"],
         [sys.executable, "-m", "mypy", "--strict", "tests"],
         [sys.executable, "-m", "mypy", "--strict", "bench"],
+        [sys.executable, "-m", "mypy", "--strict", "docs/gen"],
     ],
-    ids=["ruff-check", "ruff-format", "mypy-strict", "mypy-strict-tests", "mypy-strict-bench"],
+    ids=[
+        "ruff-check",
+        "ruff-format",
+        "mypy-strict",
+        "mypy-strict-tests",
+        "mypy-strict-bench",
+        "mypy-strict-docs",
+    ],
 )
 def test_tool_is_clean(command: list[str]) -> None:
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
@@ -33,6 +43,7 @@ def test_every_module_has_future_annotations() -> None:
         *ROOT.glob("frame_metrics/**/*.py"),
         *ROOT.glob("tests/*.py"),
         *ROOT.glob("bench/*.py"),
+        *ROOT.glob("docs/gen/*.py"),
     ]:
         text = path.read_text()
         assert "from __future__ import annotations" in text, path

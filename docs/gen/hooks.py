@@ -1,0 +1,133 @@
+"""MkDocs hooks (``hooks:`` in mkdocs.yml): the pages and assets generated at build time.
+
+- the metric pages, one per registry family, and the metrics overview (gen_metrics);
+- the CLI reference, the errors page and the performance page (gen_reference);
+- ``docs/conventions.md`` served from ``frame_metrics.conventions.markdown()`` (the
+  committed file is the same text: tests/test_generated_docs.py);
+- the notebooks of ``notebooks/`` as pages (mkdocs-jupyter renders their committed
+  outputs), and MathJax served from the site (from the django-static-mathjax wheel);
+- ``python exec`` code blocks run, with their output (gen_run).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import gen_metrics
+import gen_reference
+import gen_run
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The MathJax files the site serves, relative to the wheel's es5 folder: the TeX input
+#: with CommonHTML output, its fonts, and what it loads on demand.
+MATHJAX_PARTS = ("tex-chtml.js", "output/chtml/fonts/woff-v2", "input/tex/extensions", "ui", "a11y")
+QUICKSTART = "<!-- readme:quickstart -->"
+
+
+def _mathjax_dir() -> Path:
+    spec = importlib.util.find_spec("mathjax")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for location in locations:
+        es5 = Path(location) / "static" / "mathjax" / "es5"
+        if (es5 / "tex-chtml.js").is_file():
+            return es5
+    raise RuntimeError(
+        "docs: MathJax not found; install the docs extra: pip install -e '.[docs]' "
+        "(it brings django-static-mathjax, a wheel holding MathJax 3)"
+    )
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    """Add one nav entry per metric family under "Metrics"."""
+    gen_metrics.check_formulas()
+    nav: list[Any] = config.nav or []
+    for entry in nav:
+        if isinstance(entry, dict) and "Metrics" in entry:
+            section = entry["Metrics"]
+            for family in gen_metrics.families():
+                section.append({gen_metrics.family_title(family): gen_metrics.page_path(family)})
+            break
+    else:
+        raise RuntimeError("docs: mkdocs.yml's nav needs a 'Metrics' section")
+    return config
+
+
+@event_priority(100)  # before mkdocs-jupyter's on_files, which wraps the notebooks
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    """Add the generated pages, the notebooks and MathJax to the site's files."""
+    pages = {
+        "metrics/index.md": gen_metrics.index_page(),
+        **gen_metrics.family_pages(),
+        "cli.md": gen_reference.cli_page(),
+        "errors.md": gen_reference.errors_page(),
+        "performance.md": gen_reference.performance_page(),
+    }
+    for path, text in pages.items():
+        if files.get_file_from_path(path) is not None:
+            raise RuntimeError(f"docs: {path} is generated; remove docs/{path}")
+        files.append(File.generated(config, path, content=text))
+    # Real files under the repository root (not File.generated): mkdocs-jupyter's wrapper
+    # recomputes abs_src_path from src_dir.
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        files.append(
+            File(
+                f"notebooks/{notebook.name}",
+                src_dir=str(ROOT),
+                dest_dir=config.site_dir,
+                use_directory_urls=config.use_directory_urls,
+            )
+        )
+    es5 = _mathjax_dir()
+    for part in MATHJAX_PARTS:
+        source = es5 / part
+        for asset in [source] if source.is_file() else sorted(source.rglob("*")):
+            if asset.is_file():
+                rel = asset.relative_to(es5).as_posix()
+                files.append(
+                    File.generated(config, f"assets/mathjax/{rel}", abs_src_path=str(asset))
+                )
+    return files
+
+
+def on_page_read_source(page: Page, config: MkDocsConfig) -> str | None:
+    """The conventions page is what the presets generate (equal to the committed file)."""
+    if page.file.src_uri == "conventions.md":
+        from frame_metrics.conventions import markdown
+
+        return markdown()
+    return None
+
+
+def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    """Fill in README's Quickstart commands and run the ``python exec`` examples."""
+    if QUICKSTART in markdown:
+        markdown = markdown.replace(QUICKSTART, gen_reference.readme_quickstart())
+    return gen_run.run_blocks(markdown, page.file.src_uri)
+
+
+#: nbconvert's template loads MathJax 2 and mermaid from CDNs; the site serves MathJax 3
+#: itself (its config also typesets the notebooks' Markdown cells) and has no diagrams.
+_CDN_SCRIPTS = re.compile(
+    r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->"
+    r"|<script[^>]*\bsrc=\"https?://[^\"]*\"[^>]*>\s*</script>"
+    r"|<script type=\"module\">[^<]*https?://cdn[^<]*</script>",
+    re.S,
+)
+
+
+def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    """Notebook pages without nbconvert's CDN scripts."""
+    if page.file.src_uri.endswith(".ipynb"):
+        return _CDN_SCRIPTS.sub("", html)
+    return html

@@ -1,0 +1,390 @@
+"""The documentation site: ``mkdocs build --strict``, its generated pages, and a look at it.
+
+The site is built once into a temporary folder (about 15 s). Then:
+
+- the build printed no warning (strict: no broken link or anchor, no missing reference);
+- every registry metric has its LaTeX formula, its plain formula and an example output on
+  its family page; the CLI page lists every option of every command; the errors page every
+  case of tests/test_errors.py; every notebook is a page with all its plots;
+- no page loads a script or stylesheet from the network;
+- the README's Documentation section links to pages that exist;
+- headless Chromium (Debian's ``chromium``) renders the home page, a metric page and a
+  notebook page as a person sees them, served over HTTP on 127.0.0.1: a probe script added
+  to the page waits for MathJax and the fonts, scrolls to the element under test and
+  reports its box; the screenshot (PNG) is then cropped to that box and must show ink
+  there: a typeset formula (MathJax's own glyphs, not TeX source) and a drawn plot (a
+  loaded image with coloured marks).
+
+Skips when mkdocs is not installed (the ``docs`` extra, part of ``dev``); the browser check
+skips without ``chromium`` except on CI (``CI`` set), where .ci/run installs it.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import http.server
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from frame_metrics.cli import build_parser
+from frame_metrics.conventions import CONVENTIONS
+from frame_metrics.metrics.registry import REGISTRY
+
+pytest.importorskip("mkdocs", reason="the docs extra is not installed: pip install -e '.[docs]'")
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The browser window: wide enough for the three columns of the theme.
+WINDOW = (1280, 1800)
+
+
+@dataclass(frozen=True)
+class Build:
+    site: Path
+    log: str
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory: pytest.TempPathFactory) -> Build:
+    site = tmp_path_factory.mktemp("site")
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-8000:]
+    return Build(site, log)
+
+
+def page(build: Build, path: str) -> str:
+    return (build.site / path / "index.html").read_text(encoding="utf-8")
+
+
+def test_strict_build_has_no_warning(build: Build) -> None:
+    warnings = [line for line in build.log.splitlines() if re.match(r"(WARNING|ERROR)\b", line)]
+    assert not warnings, "\n".join(warnings)
+
+
+def _family(metric: Any) -> str:
+    module = getattr(metric.build, "__module__", None) or metric.reference.__module__
+    return str(module).rsplit(".", 1)[-1]
+
+
+def test_every_metric_has_formula_options_and_example(build: Build) -> None:
+    for name, metric in REGISTRY.items():
+        text = page(build, f"metrics/{_family(metric)}")
+        anchor = f'id="{name.replace("_", "-")}"'
+        assert anchor in text, name
+        section = text.split(anchor, 1)[1].split("<h2 ", 1)[0]
+        assert '<div class="arithmatex">\\[' in section, f"{name}: no LaTeX formula"
+        assert html.escape(metric.formula, quote=False) in section, f"{name}: no plain formula"
+        assert "Who is averaged" in section, name
+        for option in metric.reads():
+            assert f"#option-{option.replace('_', '-')}" in section, (name, option)
+        assert 'title="Output"' in section or '<span class="filename">Output' in section, (
+            f"{name}: no example output"
+        )
+        assert f"{name}" in section.split("Output", 1)[1], f"{name}: the output lacks its column"
+    overview = page(build, "metrics")
+    assert all(f"<code>{name}</code>" in overview for name in REGISTRY)
+
+
+def _options(parser: Any) -> Iterator[tuple[str, str]]:
+    for action in parser._actions:
+        if action.choices and hasattr(action, "_choices_actions"):
+            for name, sub in action.choices.items():
+                yield from ((name, o) for a in sub._actions for o in a.option_strings)
+                yield from (
+                    (name, a.metavar or a.dest) for a in sub._actions if not a.option_strings
+                )
+        else:
+            yield from (("", o) for o in action.option_strings)
+
+
+def test_cli_page_lists_every_option(build: Build) -> None:
+    text = page(build, "cli")
+    options = list(_options(build_parser()))
+    assert len(options) > 40
+    missing = [(c, o) for c, o in options if f"<code>{html.escape(o)}</code>" not in text]
+    assert not missing
+    assert "frame-metrics evaluate --help" in text
+
+
+def test_errors_page_has_every_case(build: Build) -> None:
+    from tests.test_errors import CASES
+
+    text = page(build, "errors")
+    for case in CASES:
+        assert f"<code>{case[0]}</code>" in text, case[0]
+        assert f"<code>{html.escape(case[5], quote=False)}</code>" in text, case[0]
+
+
+def test_conventions_and_peers_pages(build: Build) -> None:
+    conventions = page(build, "conventions")
+    peers = html.unescape(re.sub(r"<[^>]+>", "", page(build, "peers")))
+    for name in CONVENTIONS:
+        assert f'id="{name}"' in conventions, name
+        assert f'convention="{name}"' in peers, name
+
+
+def test_every_notebook_is_a_page_with_its_plots(build: Build) -> None:
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    assert notebooks
+    for notebook in notebooks:
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        plots = sum(
+            "image/png" in output.get("data", {})
+            for cell in cells
+            for output in cell.get("outputs", [])
+        )
+        text = page(build, f"notebooks/{notebook.stem}")
+        assert text.count('src="data:image/png;base64,') >= plots, notebook.name
+        assert "jp-Notebook" in text, notebook.name
+
+
+def test_no_page_loads_from_the_network(build: Build) -> None:
+    remote = re.compile(r"<(?:script|link)\b[^>]*\b(?:src|href)=\"(?:https?:)?//[^\"]+\"[^>]*>")
+    for path in build.site.rglob("*.html"):
+        text = path.read_text(encoding="utf-8")
+        found = [m for m in remote.findall(text) if "canonical" not in m]
+        assert not found, (path, found[:3])
+
+
+def test_readme_links_to_the_site(build: Build) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Documentation\n", 1)[1].split("\n## ", 1)[0]
+    assert readme.index("## Documentation") < readme.index("## Layout")
+    links = re.findall(r"\]\((docs/[^)#]+)", section)
+    assert "docs/index.md" in links
+    for link in links:
+        assert (ROOT / link).is_file(), link
+
+
+# -- the site in a browser ------------------------------------------------------------------
+
+#: Runs after load: waits for MathJax's first typeset and the fonts, scrolls the element
+#: under test into the middle of the window, and writes what it sees into #fm-probe.
+PROBE = """
+<script>
+window.addEventListener("load", function () {
+  var startup = window.MathJax && MathJax.startup ? MathJax.startup.promise : Promise.resolve();
+  startup.then(function () { return document.fonts.ready; }).then(function () {
+    var box = function (el) {
+      if (!el) return null;
+      var r = el.getBoundingClientRect();
+      return {x: r.left, y: r.top, w: r.width, h: r.height};
+    };
+    // Headless Chromium paints a scrolled window blank: bring the element under test to
+    // the window's top part by moving the page up instead of scrolling.
+    var target = %(scroll)s ? document.querySelector(%(scroll)s) : null;
+    if (target) {
+      var top = target.getBoundingClientRect().top;
+      if (top > 300) document.body.style.transform = "translateY(" + (300 - top) + "px)";
+    }
+    var formula = document.querySelector(%(formula)s);
+    var img = document.querySelector(%(image)s);
+    var fonts = Array.from(document.fonts).filter(function (f) {
+      return f.family.indexOf("MJX") >= 0 && f.status === "loaded";
+    });
+    var out = {
+      formulas: document.querySelectorAll("article mjx-container").length,
+      math_errors: document.querySelectorAll("mjx-merror").length,
+      tex_left: (document.querySelector("article").innerText.match(/\\\\\\[|\\\\\\(/g) || []).length,
+      mathjax_fonts: fonts.length,
+      formula: box(formula),
+      image: box(img),
+      image_loaded: !!(img && img.complete && img.naturalWidth > 0),
+      view: {w: window.innerWidth, h: window.innerHeight},
+    };
+    var pre = document.createElement("pre");
+    pre.id = "fm-probe";
+    pre.hidden = true;
+    pre.textContent = JSON.stringify(out);
+    document.body.appendChild(pre);
+  });
+});
+</script>
+"""
+
+
+PLOT = "article img[src^='data:image/png']"
+FORMULA = "article mjx-container[display='true']"
+#: The pages looked at: path, the element scrolled into view (none: the top), the formula
+#: and the plot the probe reports on.
+PAGES: dict[str, tuple[str, str | None, str, str]] = {
+    "home": ("/", None, FORMULA, PLOT),
+    "metric": (
+        f"/metrics/{_family(REGISTRY['ndcg'])}/",
+        "#ndcg ~ div.arithmatex mjx-container",
+        "#ndcg ~ div.arithmatex mjx-container",
+        PLOT,
+    ),
+    "notebook": ("/notebooks/01_quickstart_polars/", PLOT, FORMULA, PLOT),
+}
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    """Serves the built site; ``?probe=<name>`` adds the probe of :data:`PAGES` to a page."""
+
+    def do_GET(self) -> None:
+        path, _, query = self.path.partition("?")
+        if query.startswith("probe=") and path.endswith("/"):
+            _, scroll, formula, image = PAGES[query.removeprefix("probe=")]
+            body = (Path(self.directory) / path.lstrip("/") / "index.html").read_text(
+                encoding="utf-8"
+            )
+            script = PROBE % {
+                "scroll": json.dumps(scroll),
+                "formula": json.dumps(formula),
+                "image": json.dumps(image),
+            }
+            data = body.replace("</body>", script + "</body>").encode("utf-8")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        super().do_GET()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(build: Build) -> Iterator[str]:
+    handler = functools.partial(_Handler, directory=str(build.site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing on CI: .ci/run installs Debian's chromium")
+        pytest.skip("no chromium (Debian: apt-get install chromium) for the browser check")
+    return found
+
+
+@dataclass(frozen=True)
+class Seen:
+    probe: dict[str, Any]
+    pixels: Any  # numpy array, height x width x 3
+
+
+def look(chromium: str, url: str, tmp: Path) -> Seen:
+    """Render ``url`` headless: the probe's report and the screenshot's pixels."""
+    np = pytest.importorskip("numpy")
+    image = pytest.importorskip("PIL.Image")
+    shot = tmp / "shot.png"
+    done = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            f"--user-data-dir={tmp / 'profile'}",
+            f"--window-size={WINDOW[0]},{WINDOW[1]}",
+            "--virtual-time-budget=15000",
+            f"--screenshot={shot}",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    match = re.search(r'<pre id="fm-probe" hidden="">(.*?)</pre>', done.stdout, re.S)
+    assert match, f"the probe did not report on {url}: {done.stderr[-3000:]}"
+    probe = json.loads(html.unescape(match.group(1)))
+    with image.open(shot) as img:
+        pixels = np.asarray(img.convert("RGB"), dtype=np.int16)
+    assert pixels.shape[:2] == (WINDOW[1], WINDOW[0]), pixels.shape
+    return Seen(probe, pixels)
+
+
+def crop(seen: Seen, name: str) -> Any:
+    box = seen.probe[name]
+    assert box is not None, f"no {name} on the page"
+    x0, y0 = max(int(box["x"]), 0), max(int(box["y"]), 0)
+    x1, y1 = int(box["x"] + box["w"]), int(box["y"] + box["h"])
+    assert 0 <= x0 < x1 <= WINDOW[0], (name, box)
+    assert 0 <= y0 < y1 <= WINDOW[1], (name, box)
+    return seen.pixels[y0:y1, x0:x1]
+
+
+def assert_formula_drawn(seen: Seen) -> None:
+    probe = seen.probe
+    assert probe["formulas"] >= 1, "MathJax typeset nothing"
+    assert probe["math_errors"] == 0
+    assert probe["tex_left"] == 0, "TeX source left on the page"
+    assert probe["mathjax_fonts"] >= 1, "MathJax's fonts did not load"
+    region = crop(seen, "formula")
+    assert region.shape[0] >= 15, region.shape
+    assert region.shape[1] >= 60, region.shape
+    ink = (region.mean(axis=2) < 128).mean()
+    assert 0.01 < ink < 0.6, f"formula region: {ink:.3f} of it dark"
+    assert region.std() > 30
+
+
+def assert_plot_drawn(seen: Seen) -> None:
+    assert seen.probe["image_loaded"], "the plot image did not load"
+    region = crop(seen, "image")
+    assert region.shape[0] >= 100, region.shape
+    assert region.shape[1] >= 100, region.shape
+    ink = (region.mean(axis=2) < 200).mean()
+    assert ink > 0.01, f"plot region nearly blank: {ink:.4f}"
+    colour = (region.max(axis=2) - region.min(axis=2)) > 60
+    assert colour.mean() > 0.0005, "no coloured marks in the plot"
+
+
+def test_browser_sees_formula_and_plot(
+    build: Build, server: str, chromium: str, tmp_path: Path
+) -> None:
+    seen = {}
+    for name, (path, _, _, _) in PAGES.items():
+        (tmp_path / name).mkdir()
+        seen[name] = look(chromium, f"{server}{path}?probe={name}", tmp_path / name)
+
+    home = seen["home"]
+    grey = home.pixels.mean(axis=2)
+    assert grey.std() > 20, "the home page is blank"
+    assert_formula_drawn(home)
+    assert_plot_drawn(home)
+
+    metric_page = seen["metric"]
+    assert_formula_drawn(metric_page)
+
+    notebook = seen["notebook"]
+    assert_plot_drawn(notebook)
