@@ -270,7 +270,6 @@ class Request:
             r.metric.whole_list
             or (r.metric.name == "mrr" and r.options.mrr_cutoff == "none")
             or (r.metric.family == "ranking" and r.options.relevant_set == "listed")
-            or (r.metric.tie_average and r.options.ties == "average" and self.columns.score)
             for r in self.requests
         )
         return None if whole else self.max_k

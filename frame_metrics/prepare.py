@@ -404,16 +404,18 @@ def top_by_score(
 
     Score descending; equal scores by ``ties``: ``"item"`` item ascending, ``"item_desc"``
     item descending, ``"item_desc_text"`` item descending compared as text (trec_eval),
-    ``"input"`` input row order (a stable
-    sort), ``"average"`` item ascending plus each row's tie group (``TIE_FIRST``,
-    ``TIE_LAST``: the group's first and last position, over the whole list).
+    ``"input"`` input row order (a stable sort), ``"average"`` item ascending plus each
+    row's tie group (``TIE_FIRST``, ``TIE_LAST``: the group's first and last position),
+    with the whole group tied with the k-th row kept.
 
     A sort of each user's own rows (few) is far cheaper than ranking every row with a
     window, and needs no window over the whole frame (a polars 2.1 streaming window can
     deadlock when it spills to disk). The score comes along only with ``keep_score``
     (a second sorted column costs as much again).
     """
-    carried: list[str | pl.Expr] = [item, score] if keep_score else [item]
+    if ties == "average":
+        return _top_with_tie_groups(rows, keys, item, score, k, keep_score=keep_score)
+    carried = [item, score] if keep_score else [item]
     order: list[pl.Expr] = [pl.col(score), pl.col(item)]
     descending = [True, False]
     if ties == "item_desc":
@@ -422,23 +424,47 @@ def top_by_score(
         order, descending = [pl.col(score), pl.col(item).cast(pl.String)], [True, True]
     elif ties == "input":
         order = [pl.col(score), pl.col(_ROW)]
-    elif ties == "average":
-        carried += [
-            pl.col(score).rank("min", descending=True).cast(pl.Int64).alias(TIE_FIRST),
-            pl.col(score).rank("max", descending=True).cast(pl.Int64).alias(TIE_LAST),
-        ]
 
-    def best(col: str | pl.Expr) -> pl.Expr:
-        expr = pl.col(col) if isinstance(col, str) else col
-        ordered = expr.sort_by(order, descending=descending)
+    def best(col: str) -> pl.Expr:
+        ordered = pl.col(col).sort_by(order, descending=descending)
         return ordered if k is None else ordered.head(k)
 
-    names = [c if isinstance(c, str) else c.meta.output_name() for c in carried]
     return (
         rows.group_by(keys)
         .agg(best(col) for col in carried)
         .with_columns(pl.int_ranges(1, pl.col(item).list.len() + 1, dtype=pl.Int64).alias(RANK))
-        .explode(*names, RANK)
+        .explode(*carried, RANK)
+    )
+
+
+def _top_with_tie_groups(
+    rows: pl.LazyFrame, keys: list[str], item: str, score: str, k: int | None, *, keep_score: bool
+) -> pl.LazyFrame:
+    """``top_by_score`` for ``ties="average"``: the top k and every item tied with the k-th.
+
+    Items in item order within a group of equal scores, with the group's first and last
+    position (``TIE_FIRST``, ``TIE_LAST``): a group that straddles k is kept whole, since
+    each of its items may land within k. The positions come from ranking each user's
+    sorted scores once, inside the list (no second sort of the rows).
+    """
+    order = [pl.col(score), pl.col(item)]
+    lists = rows.group_by(keys).agg(
+        pl.col(item).sort_by(order, descending=[True, False]),
+        pl.col(score).sort_by(order, descending=[True, False]),
+    )
+    scores = pl.col(score)
+    first = scores.list.eval(pl.element().rank("min", descending=True).cast(pl.Int64))
+    last = scores.list.eval(pl.element().rank("max", descending=True).cast(pl.Int64))
+    lists = lists.with_columns(first.alias(TIE_FIRST), last.alias(TIE_LAST))
+    carried = [item, *([score] if keep_score else []), TIE_FIRST, TIE_LAST]
+    if k is not None:
+        # The list is sorted, so the items whose group starts within k are a prefix.
+        kept = pl.col(TIE_FIRST).list.eval((pl.element() <= k).sum()).list.first()
+        lists = lists.with_columns(pl.col(c).list.head(kept) for c in carried)
+    return (
+        lists.select(*keys, *carried)
+        .with_columns(pl.int_ranges(1, pl.col(item).list.len() + 1, dtype=pl.Int64).alias(RANK))
+        .explode(*carried, RANK)
     )
 
 
