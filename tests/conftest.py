@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import duckdb
@@ -86,3 +87,46 @@ def assert_kind(result: Any, constructor: Constructor) -> None:
     """The result is of the kind the input was."""
     probe = constructor(pl.DataFrame({"a": [1]}))
     assert type(result) is type(probe)
+
+
+def evaluate_as_polars(
+    constructor: Constructor, recs: pl.DataFrame, truth: pl.DataFrame | None, **kwargs: Any
+) -> pl.DataFrame:
+    """``fm.evaluate`` on the constructor's frame kind, as polars.
+
+    The result comes back in the kind of ``recs`` and equals the polars eager result to
+    the bit (same columns, same rows).
+    """
+    import frame_metrics as fm
+
+    out = fm.evaluate(constructor(recs), None if truth is None else constructor(truth), **kwargs)
+    assert_kind(out, constructor)
+    got = to_polars(out)
+    want = fm.evaluate(recs, truth, **kwargs)
+    assert isinstance(want, pl.DataFrame)
+    assert got.columns == want.columns
+    assert got.rows() == want.rows()
+    return got
+
+
+def user_values(frame: pl.DataFrame, column: str) -> dict[Any, float]:
+    """A per-user column as {user: value}, users with a null left out."""
+    return {
+        u: v
+        for u, v in zip(frame["user"].to_list(), frame[column].to_list(), strict=True)
+        if v is not None
+    }
+
+
+def assert_user_values(
+    got: Mapping[Any, float], want: Mapping[Any, float], label: str = "", tol: float = 1e-12
+) -> None:
+    """The same users, each value within ``tol`` (relative and absolute)."""
+    assert set(got) == set(want), (label, got, want)
+    for user, value in want.items():
+        assert math.isclose(got[user], value, rel_tol=tol, abs_tol=tol), (
+            label,
+            user,
+            got[user],
+            value,
+        )

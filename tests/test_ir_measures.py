@@ -29,48 +29,15 @@ from hypothesis import strategies as st
 import frame_metrics as fm
 from frame_metrics.metrics.registry import UserCase
 from frame_metrics.options import MetricOptions
-from tests.conftest import CONSTRUCTORS, Constructor, assert_kind, to_polars
+from tests.conftest import CONSTRUCTORS, Constructor
+from tests.conftest import assert_user_values as assert_close
+from tests.conftest import evaluate_as_polars as run
+from tests.conftest import user_values as values
 
 TOL = 1e-12
 
 
 # --- helpers -----------------------------------------------------------------------------------
-
-
-def run(
-    constructor: Constructor, recs: pl.DataFrame, truth: pl.DataFrame | None, **kwargs: Any
-) -> pl.DataFrame:
-    """``fm.evaluate`` on the constructor's frame kind, as polars; equal to the polars
-    eager result to the bit."""
-    given_recs = constructor(recs)
-    out = fm.evaluate(given_recs, None if truth is None else constructor(truth), **kwargs)
-    assert_kind(out, constructor)
-    got = to_polars(out)
-    want = fm.evaluate(recs, truth, **kwargs)
-    assert isinstance(want, pl.DataFrame)
-    assert got.columns == want.columns
-    assert got.rows() == want.rows()
-    return got
-
-
-def values(frame: pl.DataFrame, column: str) -> dict[Any, float]:
-    """A per-user column as {user: value}, users with a null left out."""
-    return {
-        u: v
-        for u, v in zip(frame["user"].to_list(), frame[column].to_list(), strict=True)
-        if v is not None
-    }
-
-
-def assert_close(got: Mapping[Any, float], want: Mapping[Any, float], label: str = "") -> None:
-    assert set(got) == set(want), (label, got, want)
-    for user, value in want.items():
-        assert math.isclose(got[user], value, rel_tol=TOL, abs_tol=TOL), (
-            label,
-            user,
-            got[user],
-            value,
-        )
 
 
 def long_table(recs: pl.DataFrame, truth: pl.DataFrame) -> pl.DataFrame:

@@ -25,7 +25,10 @@ import pytest
 import frame_metrics as fm
 from frame_metrics.cli import main
 from frame_metrics.errors import InvalidOptionError
-from tests.conftest import Constructor, assert_kind, to_polars
+from tests.conftest import Constructor
+from tests.conftest import assert_user_values as assert_close
+from tests.conftest import evaluate_as_polars as run
+from tests.conftest import user_values as values
 
 LOG3 = math.log2(3)  # the discount of position 2
 LOG5 = math.log2(5)  # position 4
@@ -34,40 +37,6 @@ TOL = 1e-12
 
 
 # --- helpers -----------------------------------------------------------------------------------
-
-
-def run(
-    constructor: Constructor, recs: pl.DataFrame, truth: pl.DataFrame | None, **kwargs: Any
-) -> pl.DataFrame:
-    """``fm.evaluate`` on the constructor's frame kind, as polars.
-
-    The result comes back in the kind of ``recs`` and equals the polars eager result to the
-    bit (same columns, same rows).
-    """
-    given = constructor(recs)
-    out = fm.evaluate(given, None if truth is None else constructor(truth), **kwargs)
-    assert_kind(out, constructor)
-    got = to_polars(out)
-    want = fm.evaluate(recs, truth, **kwargs)
-    assert isinstance(want, pl.DataFrame)
-    assert got.columns == want.columns
-    assert got.rows() == want.rows()
-    return got
-
-
-def values(frame: pl.DataFrame, column: str) -> dict[Any, float]:
-    """A per-user column as {user: value}, users with a null left out."""
-    return {
-        u: v
-        for u, v in zip(frame["user"].to_list(), frame[column].to_list(), strict=True)
-        if v is not None
-    }
-
-
-def assert_close(got: dict[Any, float], want: dict[Any, float]) -> None:
-    assert set(got) == set(want), (got, want)
-    for user, value in want.items():
-        assert math.isclose(got[user], value, rel_tol=TOL, abs_tol=TOL), (user, got[user], value)
 
 
 def raises_exactly(message: str) -> Any:
