@@ -17,6 +17,7 @@ from frame_metrics.options import (
     GainScope,
     Idcg,
     MrrCutoff,
+    RbpGain,
     RelevantSet,
     Similarity,
     Ties,
@@ -56,6 +57,7 @@ def evaluate(
     gain_scope: GainScope | None = None,
     persistence: float | None = None,
     max_relevance: float | None = None,
+    rbp_gain: RbpGain | None = None,
     on_duplicate: DuplicatePolicy | None = None,
     catalog: object | None = None,
     train: object | None = None,
@@ -157,6 +159,9 @@ def evaluate(
         (every relevance > 0 gains: trec_eval's ndcg).
     persistence
         rbp's p (default 0.8).
+    rbp_gain
+        What a relevant item adds to rbp: ``"binary"`` (1, default), ``"relevance"``
+        (ranx) or ``"relative"`` (relevance over the user's largest: trec_eval 10.0).
     max_relevance
         err's g_max (default: the largest relevance in truth).
     on_duplicate

@@ -354,6 +354,7 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
         metavar="P",
         help="rbp's persistence p in (0, 1) (default: 0.8)",
     )
+    _choice(opts, "rbp_gain", "what a relevant item adds to rbp: 1, its relevance, or relative")
     opts.add_argument(
         "--max-relevance",
         type=_number,

@@ -45,6 +45,7 @@ METRIC_OPTIONS: tuple[str, ...] = (
     "relevant_set",
     "persistence",
     "max_relevance",
+    "rbp_gain",
     "on_duplicate",
 )
 
@@ -146,6 +147,12 @@ CONVENTIONS: dict[str, Convention] = {
                     "zero", "a judged topic without a relevant document scores 0", _TE + "m_map.c"
                 ),
                 "persistence": _s(0.9, "rbp's p defaults to 0.9", _TE + "m_rbp.c", "rbp"),
+                "rbp_gain": _s(
+                    "relative",
+                    "rbp gains rel / the topic's largest judged level (ignoring -l, as ndcg)",
+                    _TE + "m_rbp.c",
+                    "rbp",
+                ),
             },
             (
                 "Gain tables (-m ndcg.1=3,2=9,4=4.5): gain={1: 3, 2: 9, 4: 4.5}.",
@@ -153,8 +160,6 @@ CONVENTIONS: dict[str, Convention] = {
                 "-M n: keep the top n rows of each run (trec_eval truncates after its sort).",
                 "Measures without a cutoff (map, ndcg, Rprec, bpref, recip_rank) read the whole "
                 "list: ap and ndcg at a k past the longest list, r_precision, bpref, mrr.",
-                "rbp: trec_eval 10.0 gains rel / (the topic's largest level), equal to the spec's "
-                "binary rbp for binary qrels only.",
                 "A repeated document is an error in trec_eval, as in frame_metrics by default.",
             ),
         ),
@@ -187,14 +192,19 @@ CONVENTIONS: dict[str, Convention] = {
                     "a query without a judgement >= N scores 0",
                     _RANX + "metrics/ndcg.py",
                 ),
+                "rbp_gain": _s(
+                    "relevance",
+                    "rbp adds each relevant document's relevance, not 1",
+                    _RANX + "metrics/rank_biased_precision.py",
+                    "rbp",
+                ),
             },
             (
                 "Raw dicts passed to ranx.evaluate give tied documents in reverse insertion "
                 "order, and pair queries by position, not id: build Run/Qrels objects.",
                 "ranx bpref is NaN for a query without a judged non-relevant document "
                 "(trec_eval and frame_metrics: 1 per retrieved relevant document).",
-                "ranx rbp gains the raw relevance and has no default p (rbp.95: "
-                "persistence=0.95); frame_metrics' rbp is binary, as the spec defines it.",
+                "ranx rbp has no default p: rbp.95 is persistence=0.95.",
                 "ndcg_burges: gain='exponential'.",
             ),
         ),

@@ -330,6 +330,7 @@ _EXPRESSION_OPTIONS = (
     "mrr_cutoff",
     "persistence",
     "max_relevance",
+    "rbp_gain",
 )
 
 

@@ -41,6 +41,7 @@ Idcg = Literal["relevant", "k"]
 MrrCutoff = Literal["k", "none"]
 RelevantSet = Literal["truth", "listed"]
 GainScope = Literal["relevant", "positive"]
+RbpGain = Literal["binary", "relevance", "relative"]
 
 #: The accepted values of every string option, first one the default.
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -56,6 +57,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "mrr_cutoff": ("k", "none"),
     "relevant_set": ("truth", "listed"),
     "gain_scope": ("relevant", "positive"),
+    "rbp_gain": ("binary", "relevance", "relative"),
 }
 
 #: The gains of ``gain=`` given by name (a mapping is a gain table).
@@ -153,6 +155,10 @@ class MetricOptions:
         ``ndcg`` ignores ``-l``).
     persistence
         rbp's p in (0, 1): the chance the user reads on to the next item.
+    rbp_gain
+        What a relevant item adds to rbp: ``"binary"`` = 1 (the spec's), ``"relevance"``
+        = its relevance (ranx), ``"relative"`` = its relevance over the user's largest
+        judged relevance (trec_eval 10.0).
     max_relevance
         err's g_max (P_i = (2^g_i - 1) / 2^g_max); ``None``: the largest relevance in
         truth.
@@ -189,6 +195,7 @@ class MetricOptions:
     gain_scope: GainScope = "relevant"
     persistence: float = 0.8
     max_relevance: float | None = None
+    rbp_gain: RbpGain = "binary"
 
     def __post_init__(self) -> None:
         t = self.threshold

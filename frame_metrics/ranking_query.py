@@ -37,6 +37,7 @@ from frame_metrics.metrics.user_stats import (
     N_NONRELEVANT,
     N_RELEVANT,
     SOURCES,
+    USER_MAX_RELEVANCE,
     Source,
     UserStats,
 )
@@ -273,7 +274,10 @@ def _with_user_counts(
     needs: set[str],
     options: MetricOptions,
 ) -> pl.LazyFrame:
-    """``rows`` with the user's number of relevant (and judged non-relevant) items."""
+    """``rows`` with the user's number of relevant (and judged non-relevant) items.
+
+    And, for rbp's relative gain, the user's largest judged relevance.
+    """
     counts: list[pl.LazyFrame] = []
     if N_RELEVANT in needs:
         counts.append(relevant.group_by(inputs.truth_keys).agg(pl.len().alias(HIT_N_RELEVANT)))
@@ -282,6 +286,14 @@ def _with_user_counts(
         nonrelevant = ~is_relevant(pl.col(inputs.relevance), options)
         counts.append(
             inputs.judged.group_by(inputs.truth_keys).agg(nonrelevant.sum().alias(N_NONRELEVANT))
+        )
+    if USER_MAX_RELEVANCE in needs:
+        # rbp's relative gain: over the user's largest judged relevance.
+        judged = inputs.truth if inputs.judged is None else inputs.judged
+        counts.append(
+            judged.group_by(inputs.truth_keys).agg(
+                pl.col(inputs.relevance).max().alias(USER_MAX_RELEVANCE)
+            )
         )
     for frame in counts:
         rows = rows.join(frame, on=inputs.truth_keys, how="left", nulls_equal=True)

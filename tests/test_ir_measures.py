@@ -170,11 +170,36 @@ def test_rbp_by_hand(constructor: Constructor, form: str) -> None:
 
 
 def test_rbp_under_trec_eval(constructor: Constructor) -> None:
-    # trec_eval: p = 0.9, users in both truth and recs (not 4), a judged user without a
-    # relevant item scores 0 (user 3).
+    # trec_eval 10.0: p = 0.9, users in both truth and recs (not 4), a judged user without a
+    # relevant item scores 0 (user 3), and each relevant item gains rel / the user's largest
+    # judged relevance (user 1: a 1/2 at 2, b 2/2 at 5, d 1/2 at 7; user 2: p 3/3 at 1,
+    # q 1/3 at 4).
     got = run(constructor, IR_RECS, IR_TRUTH, metrics="rbp", convention="trec_eval")
     assert_close(
-        values(got, "rbp"), {1: 0.1 * (0.9 + 0.9**4 + 0.9**6), 2: 0.1 * (1 + 0.9**3), 3: 0.0}
+        values(got, "rbp"),
+        {
+            1: 0.1 * (0.5 * 0.9 + 1.0 * 0.9**4 + 0.5 * 0.9**6),
+            2: 0.1 * (1.0 + 0.9**3 / 3),
+            3: 0.0,
+        },
+    )
+    # The spec's binary rbp under the same preset: each relevant item adds 1.
+    binary = run(
+        constructor, IR_RECS, IR_TRUTH, metrics="rbp", convention="trec_eval", rbp_gain="binary"
+    )
+    assert_close(
+        values(binary, "rbp"), {1: 0.1 * (0.9 + 0.9**4 + 0.9**6), 2: 0.1 * (1 + 0.9**3), 3: 0.0}
+    )
+    # ranx rbp.9: the relevance itself (1, 2, 1; 3, 1), users of the truth (4 scores 0).
+    ranx = run(constructor, IR_RECS, IR_TRUTH, metrics="rbp(persistence=0.9)", convention="ranx")
+    assert_close(
+        values(ranx, "rbp(persistence=0.9)"),
+        {
+            1: 0.1 * (0.9 + 2 * 0.9**4 + 0.9**6),
+            2: 0.1 * (3 + 0.9**3),
+            3: 0.0,
+            4: 0.0,
+        },
     )
 
 
@@ -272,6 +297,7 @@ def err_reference(
     kind=st.sampled_from(list(CONSTRUCTORS)),
     threshold=st.sampled_from([None, 1.0, 2.0]),
     persistence=st.sampled_from([None, 0.5, 0.95]),
+    rbp_gain=st.sampled_from(["binary", "relevance", "relative"]),
     max_relevance=st.sampled_from([None, 5.0]),
     empty=st.sampled_from(["skip", "zero"]),
     k=st.integers(1, 9),
@@ -281,6 +307,7 @@ def test_ir_measures_match_references(
     kind: str,
     threshold: float | None,
     persistence: float | None,
+    rbp_gain: str,
     max_relevance: float | None,
     empty: str,
     k: int,
@@ -291,6 +318,7 @@ def test_ir_measures_match_references(
     options: dict[str, Any] = {
         "threshold": threshold,
         "persistence": persistence,
+        "rbp_gain": rbp_gain,
         "max_relevance": max_relevance,
         "empty": empty,
     }
@@ -301,6 +329,7 @@ def test_ir_measures_match_references(
         threshold=threshold,
         persistence=0.8 if persistence is None else persistence,
         max_relevance=g_max if g_max > 0 else None,
+        rbp_gain=rbp_gain,  # type: ignore[arg-type]
     )
     expected: dict[int, dict[str, float]] = {}
     for u in sorted(set(table.ranks) | set(table.rels)):

@@ -332,7 +332,7 @@ def test_variant_values_by_hand(constructor: Constructor) -> None:
 _EXPECTED = "metrics: expected '<name>', '<name>@<k>' or '<name>(<option>=<value>, ...)@<k>'"
 _KNOWN = (
     "ap_denominator, convention, empty, gain, gain_scope, idcg, max_relevance, mrr_cutoff, "
-    "persistence, relevant_set, threshold, ties, users"
+    "persistence, rbp_gain, relevant_set, threshold, ties, users"
 )
 _CONVENTIONS = (
     "'trec_eval', 'ranx', 'rectools', 'recommenders', 'sklearn', 'torchmetrics', 'replay'"
@@ -586,6 +586,7 @@ def test_conventions_table() -> None:
         "relevant_set": "truth",
         "gain_scope": "relevant",
         "persistence": "0.8",
+        "rbp_gain": "binary",
     }
     for option, default in zip(table["option"], table["default"], strict=True):
         assert spec_defaults[option] == default, option

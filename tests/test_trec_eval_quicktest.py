@@ -26,7 +26,7 @@ ideal list):
     recip_rank -> mrr@10 (the preset has no MRR cutoff: topic 303's first hit is at 19)
     Rprec -> r_precision        Rprec_mult_1.00 -> r_precision (P at 1.0 * R)
     bpref -> bpref              set_recall -> recall@D
-    rbp -> rbp (binary qrels; graded: see test_rbp_graded_from_binary_levels)
+    rbp -> rbp (the preset's rbp_gain="relative": rel / the topic's largest judged level)
     num_q -> n_users (and the number of per-topic rows)
     num_rel_ret -> recall@D * num_rel (per topic; summed for all)
     num_rel, num_ret -> counted from the inputs (checks the reading of the files)
@@ -35,8 +35,7 @@ Not computed by frame_metrics, listed in ``NOT_COMPUTED`` with the reason, and c
 ``test_every_measure_is_accounted_for`` (a measure neither reproduced nor listed fails):
 runid, relstring (strings), gm_map, gm_bpref, infAP, iprec_at_recall_*, 11pt_avg*,
 Rprec_mult_x for x != 1, relative_P_k, set_P, set_map, set_F, set_relative_P, utility*,
-Rndcg, ndcg_rel, binG, G, unj_k, rbp_resid, num_nonrel_judged_ret, and rbp on graded qrels
-(trec_eval 10.0 gains rel / the topic's largest level; the package's rbp is binary).
+Rndcg, ndcg_rel, binG, G, unj_k, rbp_resid and num_nonrel_judged_ret.
 """
 
 from __future__ import annotations
@@ -96,10 +95,6 @@ NOT_COMPUTED: dict[str, str] = {
     r"rbp_resid": "RBP residual: not a package metric",
     r"num_nonrel_judged_ret": "not a package metric",
 }
-
-#: rbp on graded qrels: trec_eval 10.0 gains rel / (the topic's largest level); the
-#: package's rbp is binary (documented in the trec_eval convention's notes).
-GRADED_RBP = "rbp on graded qrels: trec_eval gains rel / max level, the package's rbp is binary"
 
 
 # ---------------------------------------------------------------------------------------
@@ -263,7 +258,7 @@ def spec_for(name: str, deep: int, graded: bool) -> Spec | str:
     if name in simple:
         return simple[name]
     if name == "rbp":
-        return GRADED_RBP if graded else Column("rbp")
+        return Column("rbp")
     for pattern, why in NOT_COMPUTED.items():
         if re.fullmatch(pattern, name):
             return why
@@ -433,17 +428,25 @@ def test_every_measure_is_accounted_for(data: Path, config: str) -> None:
 
 
 def test_rbp_graded_from_binary_levels(data: Path) -> None:
-    """out.test.aql's rbp (graded qrels), rebuilt from the package's binary rbp.
+    """out.test.aql's rbp (graded qrels), rebuilt from the spec's binary rbp.
 
-    trec_eval 10.0 gains rel / m, m the topic's largest judged level (when m > 1). As
-    rel = Σ_{l >= 1} [rel >= l], that rbp is Σ_l rbp(threshold=l) / m: the binary rbp the
-    package computes, at every level, shows that only the gain differs.
+    trec_eval 10.0 gains rel / m, m the topic's largest judged level (the preset's
+    ``rbp_gain="relative"``). As rel = Σ_{l >= 1} [rel >= l], that rbp is also
+    Σ_l rbp(threshold=l) / m with the spec's binary rbp at every level: an independent
+    check of the relative gain, and of what it changes.
     """
     c = computed("out.test.aql")
     top = _largest(c.truth["relevance"])
     levels = [
         fm.evaluate(
-            c.run, c.truth, metrics=["rbp"], score="score", convention="trec_eval", threshold=level
+            c.run,
+            c.truth,
+            metrics=["rbp"],
+            score="score",
+            convention="trec_eval",
+            threshold=level,
+            rbp_gain="binary",
+            gain_scope="relevant",  # the threshold applies (the preset's rbp ignores it)
         )
         .sort("user")
         .rename({"rbp": f"rbp_{level}"})
@@ -460,7 +463,7 @@ def test_rbp_graded_from_binary_levels(data: Path) -> None:
     assert set(got) == set(want)
     wrong = {q: (want[q], got[q]) for q in want if not math.isclose(got[q], want[q], abs_tol=TOL)}
     assert not wrong
-    # ... and the package's own rbp, binary, is not trec_eval's on these graded qrels.
+    # ... and the spec's binary rbp is not trec_eval's on these graded qrels.
     binary = levels[c.config.relevance_level - 1].filter(pl.col("user") == "301")
     assert not math.isclose(float(binary.item(0, 1)), want["301"], abs_tol=TOL)
 

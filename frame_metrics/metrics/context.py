@@ -282,8 +282,12 @@ class RankingContext:
 
     def rbp_sum(self) -> pl.Expr:  # noqa: D102
         listed = self.is_rel & self.rank.is_not_null()
-        p = self.options.persistence
+        p, gain = self.options.persistence, self.options.rbp_gain
         terms = rbp_weight(self.rank, p)
+        if gain != "binary":
+            terms = terms * self.relevance.cast(pl.Float64)
+        if gain == "relative":
+            terms = terms / self.relevance.cast(pl.Float64).max()
         return self._ordered_sum(terms.filter(listed), self.rank.filter(listed))
 
     def err_sum(self, k: int) -> pl.Expr:  # noqa: D102

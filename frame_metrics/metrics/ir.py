@@ -84,8 +84,16 @@ def _rbp(ctx: RankingPieces, k: int) -> pl.Expr:
 
 
 def _ref_rbp(u: UserCase, k: int, o: MetricOptions) -> float:
-    p = o.persistence
-    return (1 - p) * sum(p ** (u.ranks[i] - 1) for i in _ordered(u) if i in u.relevant(o))
+    p, rel = o.persistence, u.relevant(o)
+
+    def gain(i: object) -> float:
+        if o.rbp_gain == "binary":
+            return 1.0
+        if o.rbp_gain == "relevance":
+            return float(u.relevance[i])
+        return float(u.relevance[i]) / max(u.relevance.values())
+
+    return (1 - p) * sum(p ** (u.ranks[i] - 1) * gain(i) for i in _ordered(u) if i in rel)
 
 
 # --- judged@k ----------------------------------------------------------------------------------
@@ -146,10 +154,11 @@ register(
         "(1 - p)·Σ_r rel(L[r])·p^(r-1) over the whole list, p = persistence (Moffat and Zobel 2008)",
         takes_k=False,
         whole_list=True,
-        options=frozenset({"persistence"}),
-        notes="ir_measures RBP(p=0.8, rel=1): the same. trec_eval 10.0 rbp: p = 0.9 and "
-        "gain rel / (the user's largest relevance), equal for binary relevance. ranx rbp.p: "
-        "the raw relevance as gain, no default p.",
+        options=frozenset({"persistence", "rbp_gain", "gain_scope"}),
+        notes="ir_measures RBP(p=0.8, rel=1): the same. trec_eval 10.0 rbp: p = 0.9, gain "
+        "rel / (the user's largest judged relevance), every rel > 0 (rbp_gain='relative', "
+        "gain_scope='positive'). ranx rbp.p: the relevance as gain (rbp_gain='relevance'), "
+        "no default p.",
     )
 )
 register(

@@ -46,6 +46,7 @@ __all__ = [
     "N_RELEVANT",
     "RANK",
     "SOURCES",
+    "USER_MAX_RELEVANCE",
     "Source",
     "UserStats",
 ]
@@ -70,6 +71,7 @@ _IDEAL_GAINS = "_fm_ideal_gains"
 HIT_N_RELEVANT = "_fm_hit_n_relevant"
 N_NONRELEVANT = "_fm_n_nonrelevant"
 MAX_GAIN = "_fm_g_max"
+USER_MAX_RELEVANCE = "_fm_user_max_relevance"
 IS_REL = "_fm_is_rel"
 #: Population flags: the user has a truth row / a recommendation.
 IN_TRUTH = "_fm_in_truth"
@@ -195,9 +197,15 @@ class UserStats:
         return self._agg("hits", "_fm_hits_within_r", within)
 
     def rbp_sum(self) -> pl.Expr:  # noqa: D102
-        p = self.options.persistence
+        p, gain = self.options.persistence, self.options.rbp_gain
         term = rbp_weight(pl.col(RANK), p)
-        return self._term_sum("hits", f"_fm_rbp_{p!r}", term)
+        if gain != "binary":
+            self.row_needs["hits"].add(REL)
+            term = term * pl.col(REL)
+        if gain == "relative":
+            self.row_needs["hits"].add(USER_MAX_RELEVANCE)
+            term = term / pl.col(USER_MAX_RELEVANCE)
+        return self._term_sum("hits", f"_fm_rbp_{p!r}_{gain}", term)
 
     def err_sum(self, k: int) -> pl.Expr:  # noqa: D102
         g_max = self.options.max_relevance
