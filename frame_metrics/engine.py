@@ -302,14 +302,22 @@ class Request:
             needs_relevance="truth" in self.needs and self.max_k > 0,
             groups=None if self.global_tables is None else self.global_tables.groups,
             gains=self.gains,
-            row_order=any(q.options.ties == "input" for q in self.requests),
+            row_order=any(o.ties == "input" for o in self.all_options),
         )
+
+    @property
+    def all_options(self) -> list[MetricOptions]:
+        """The call's options and every metric's: what the prepared rows must serve.
+
+        The call's count even when every metric overrides them: ``prepared.top`` is
+        ranked by the call's tie rule.
+        """
+        return [self.options, *(q.options for q in self.requests)]
 
     @property
     def gains(self) -> frozenset[str]:
         """The gains in use, for the relevance checks (a gain table counts as linear)."""
-        options = [self.options, *(q.options for q in self.requests)]
-        gains = {o.gain if isinstance(o.gain, str) else "linear" for o in options}
+        gains = {o.gain if isinstance(o.gain, str) else "linear" for o in self.all_options}
         if any(q.metric.name == "err" for q in self.requests):
             gains.add("exponential")  # 2^rel
         return frozenset(gains)

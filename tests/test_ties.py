@@ -147,6 +147,20 @@ def test_trec_eval_tie_order(constructor: Constructor) -> None:
     assert values(got, "precision@1") == {int(q): trec[q]["P_1"] for q in qrels}
 
 
+def test_call_rule_input_when_every_metric_overrides_it(constructor: Constructor) -> None:
+    # The call's rule ranks the shared rows even when each metric names its own: with
+    # ties="input" at the call and "item" on one metric, both rules must be computable.
+    # Rows b, a tied at 0.5 (input order b, a), b relevant.
+    recs = pl.DataFrame({"user": 1, "item": ["b", "a", "c"], "score": [0.5, 0.5, 0.1]})
+    truth = pl.DataFrame({"user": [1], "item": ["b"], "relevance": [1]})
+    metrics = ["ndcg(ties=item)@2", "ndcg@1"]
+    got = run(constructor, recs, truth, score="score", metrics=metrics, ties="input")
+    # Item order a, b: b at position 2, ndcg = (1/log2 3) / 1.
+    assert math.isclose(values(got, "ndcg(ties=item)@2")[1], 1 / LOG3, rel_tol=TOL)
+    # Input order b, a: b at position 1.
+    assert values(got, "ndcg@1") == {1: 1.0}
+
+
 # --- ties="average": by hand --------------------------------------------------------------------
 
 
