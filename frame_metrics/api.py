@@ -86,8 +86,8 @@ def evaluate(
     truth
         One row per (user, item) the user is known to like, with a numeric
         ``relevance`` of 0 or more. Any supported frame kind (as for ``recs``; the kinds
-        may differ: the result takes the kind of ``recs``). Truth without the ``by`` columns applies to every
-        ``by`` group (e.g. the same test set for every model).
+        may differ: the result takes the kind of ``recs``). Truth without the ``by``
+        columns applies to every ``by`` group (e.g. the same test set for every model).
     metrics
         Names (``"ndcg"``, ``"map"`` as an alias of ``"ap"``) or names with a cutoff
         (``"ndcg@10"``); a name may carry its own options, which replace the call's for
@@ -139,8 +139,8 @@ def evaluate(
         Equal scores (with ``score``): ``"item"`` (item ascending, default),
         ``"item_desc"`` (item descending: RePlay), ``"item_desc_text"`` (item descending
         compared as text: trec_eval's docnos), ``"input"`` (input row order: a stable
-        sort, as Recommenders and ranx) or ``"average"`` (dcg, ndcg, precision, recall, f1 and hit_rate take their
-        expected value over every order of the tied items).
+        sort, as Recommenders and ranx) or ``"average"`` (dcg, ndcg, precision, recall,
+        f1 and hit_rate take their expected value over every order of the tied items).
     users
         Who may be evaluated: ``"all"`` (every user seen, default), ``"truth"`` (users
         with a truth row), ``"recs"`` (users with a recommendation) or ``"both"``; then

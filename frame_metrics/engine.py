@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from frame_metrics import conventions
 from frame_metrics.columns import Columns, as_names, check_roles
 from frame_metrics.conventions import OPTION_NAMES, resolve_options
 from frame_metrics.diagnostics import Diagnostics
@@ -61,7 +60,7 @@ from frame_metrics.metrics.diversity import (
 from frame_metrics.metrics.rating import ABS_ERRORS, N_PAIRS, SQUARED_ERRORS, RatingContext
 from frame_metrics.metrics.registry import REGISTRY, Requested, resolve_requests
 from frame_metrics.metrics.user_stats import UserStats
-from frame_metrics.options import MetricOptions
+from frame_metrics.options import MetricOptions, other_tie_rules
 from frame_metrics.prepare import (
     PREDICTION,
     RANK,
@@ -118,11 +117,9 @@ class Request:
                 f"options: expected keywords among {', '.join(OPTION_NAMES)}, "
                 f"got {', '.join(unknown)}"
             )
-        if convention is not None:
-            conventions.get(convention)
-        #: The call's options: those of a metric named without options of its own.
+        #: The call's options: those of a metric named without options of its own (an
+        #: unknown convention is refused here).
         self.options = resolve_options(options, convention=convention)
-        self.convention = convention
         self.columns = Columns(
             as_names(user, "user"),
             item,
@@ -187,7 +184,7 @@ class Request:
             if scored and q.options.ties == "average" and not q.metric.tie_average:
                 averaged = sorted(m.name for m in REGISTRY.values() if m.tie_average)
                 raise InvalidOptionError(
-                    f"ties: expected 'item', 'item_desc', 'item_desc_text' or 'input' for "
+                    f"ties: expected {other_tie_rules('average')} for "
                     f"{q.column} (ties='average' is defined for {', '.join(averaged)}), "
                     "got 'average'"
                 )

@@ -23,6 +23,7 @@ __all__ = [
     "MetricOptions",
     "is_int",
     "is_real",
+    "other_tie_rules",
     "validate_k",
 ]
 
@@ -71,6 +72,18 @@ def _check_choice(name: str, value: object) -> None:
         if name == "gain":
             shown += " or a {relevance level: gain} table such as {2: 3, 3: 7}"
         raise InvalidOptionError(f"{name}: expected one of {shown}, got {value!r}")
+
+
+def other_tie_rules(rule: str) -> str:
+    """The tie rules but ``rule``, as an error message lists them.
+
+    Examples
+    --------
+    >>> other_tie_rules("average")
+    "'item', 'item_desc', 'item_desc_text' or 'input'"
+    """
+    rules = [repr(r) for r in CHOICES["ties"] if r != rule]
+    return f"{', '.join(rules[:-1])} or {rules[-1]}"
 
 
 def _gain_table(value: object) -> GainTable:

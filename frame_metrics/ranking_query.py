@@ -205,10 +205,14 @@ def user_statistics(
         if levels is not None:
             stats.use_gain_levels(levels)
     frame: pl.LazyFrame | None = None
+    per_user_truth: pl.LazyFrame | None = None
     if stats.uses("truth"):
-        truth = _aggregate(relevant, inputs.truth_keys, stats, "truth")
-        if inputs.groups is not None:
-            truth = truth.join(inputs.groups, how="cross")
+        per_user_truth = _aggregate(relevant, inputs.truth_keys, stats, "truth")
+        truth = (
+            per_user_truth
+            if inputs.groups is None
+            else per_user_truth.join(inputs.groups, how="cross")
+        )
         frame = truth.select(*keys, *stats.columns("truth"))
         if any(stats.zero):
             # Users without a relevant item may score 0: every user seen gets a row.
@@ -218,7 +222,7 @@ def user_statistics(
         hit_rows = _hit_rows(inputs.top.select(columns), relevant, on, inputs.packed)
         for extra, join_on in inputs.hit_columns:
             hit_rows = hit_rows.join(extra, on=join_on, how="left", nulls_equal=True)
-        hit_rows = _with_user_counts(hit_rows, relevant, inputs, hit_needs, options)
+        hit_rows = _with_user_counts(hit_rows, per_user_truth, inputs, hit_needs, options)
         if MAX_GAIN in hit_needs:
             # err's g_max by default: the largest relevance in all of truth.
             whole = inputs.truth if inputs.all_truth is None else inputs.all_truth
@@ -239,7 +243,7 @@ def user_statistics(
         )
         judged_rows = inputs.top.select(*keys, item, RANK).join(judged, on=on, how="inner")
         judged_rows = _with_user_counts(
-            judged_rows, relevant, inputs, stats.row_needs["judged"], options
+            judged_rows, per_user_truth, inputs, stats.row_needs["judged"], options
         )
         frame = frame.join(
             _aggregate(judged_rows, keys, stats, "judged"), on=keys, how="left", nulls_equal=True
@@ -269,18 +273,22 @@ def user_statistics(
 
 def _with_user_counts(
     rows: pl.LazyFrame,
-    relevant: pl.LazyFrame,
+    per_user_truth: pl.LazyFrame | None,
     inputs: RankingInputs,
     needs: set[str],
     options: MetricOptions,
 ) -> pl.LazyFrame:
     """``rows`` with the user's number of relevant (and judged non-relevant) items.
 
-    And, for rbp's relative gain, the user's largest judged relevance.
+    And, for rbp's relative gain, the user's largest judged relevance. The number of
+    relevant items is the truth statistics' own (``per_user_truth``, per truth key).
     """
     counts: list[pl.LazyFrame] = []
     if N_RELEVANT in needs:
-        counts.append(relevant.group_by(inputs.truth_keys).agg(pl.len().alias(HIT_N_RELEVANT)))
+        assert per_user_truth is not None  # |R| is a truth statistic, so truth is read
+        counts.append(
+            per_user_truth.select(*inputs.truth_keys, pl.col(N_RELEVANT).alias(HIT_N_RELEVANT))
+        )
     if N_NONRELEVANT in needs:
         assert inputs.judged is not None
         nonrelevant = ~is_relevant(pl.col(inputs.relevance), options)

@@ -33,6 +33,7 @@ from tests.conftest import CONSTRUCTORS, Constructor
 from tests.conftest import assert_user_values as assert_close
 from tests.conftest import evaluate_as_polars as run
 from tests.conftest import user_values as values
+from tests.test_reference import Table
 
 TOL = 1e-12
 
@@ -229,26 +230,6 @@ def test_err_g_max_ignores_relevant_set(constructor: Constructor) -> None:
 
 
 # --- hypothesis: the registry references and an ERR written from the spec --------------------
-
-
-@dataclass(frozen=True)
-class Table:
-    ranks: dict[int, dict[int, int]]  # user -> item -> rank (gaps allowed)
-    rels: dict[int, dict[int, float]]  # user -> item -> relevance (0 included: judged)
-
-    def recs(self) -> pl.DataFrame:
-        rows = [(u, i, r) for u, d in self.ranks.items() for i, r in d.items()]
-        return pl.DataFrame(
-            rows, schema={"user": pl.Int64, "item": pl.Int64, "rank": pl.Int64}, orient="row"
-        )
-
-    def truth(self) -> pl.DataFrame:
-        rows = [(u, i, v) for u, d in self.rels.items() for i, v in d.items()]
-        return pl.DataFrame(
-            rows,
-            schema={"user": pl.Int64, "item": pl.Int64, "relevance": pl.Float64},
-            orient="row",
-        )
 
 
 @st.composite

@@ -36,6 +36,7 @@ from frame_metrics.extras import N_TRAIN_USERS, popularity_levels, train_counts
 from frame_metrics.global_tables import GlobalTables
 from frame_metrics.metrics.corpus import exposure_column, users_column
 from frame_metrics.metrics.rating import N_PAIRS
+from frame_metrics.options import other_tie_rules
 from frame_metrics.validation import Failure, find_failures
 
 __all__ = [
@@ -160,7 +161,7 @@ def refuse_row_order(job: Job, library: str) -> None:
     for q in request.requests:
         if q.options.ties == "input":
             raise errors.InvalidOptionError(
-                f"ties: expected 'item', 'item_desc', 'item_desc_text' or 'average' for "
+                f"ties: expected {other_tie_rules('input')} for "
                 f"{q.column} on {library} (its rows have no order to break ties by), got "
                 "'input'; pass ties= to override the convention's"
             )

@@ -38,6 +38,7 @@ __all__ = [
     "RankingContext",
     "RankingPieces",
     "discount",
+    "discount_sums",
     "gain_expr",
     "is_relevant",
     "over_constant",
@@ -103,6 +104,20 @@ def rbp_weight(rank: pl.Expr, persistence: float) -> pl.Expr:
     its last bit would depend on how rows are grouped; ``exp`` and ``log`` do not.
     """
     return ((rank.cast(pl.Float64) - 1.0) * math.log(persistence)).exp()
+
+
+def discount_sums(k: int) -> list[float]:
+    """H(n) for n = 0..k: the DCG discounts 1/log2(p + 1) of positions 1..n, added in order.
+
+    Examples
+    --------
+    >>> discount_sums(3)[1:] == [1.0, 1.0 + 1 / math.log2(3), 1.0 + 1 / math.log2(3) + 0.5]
+    True
+    """
+    table = [0.0]
+    for p in range(1, k + 1):
+        table.append(table[-1] + 1.0 / math.log2(p + 1))
+    return table
 
 
 def discount(position: pl.Expr | int) -> pl.Expr:

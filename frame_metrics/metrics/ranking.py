@@ -11,7 +11,7 @@ import math
 
 import polars as pl
 
-from frame_metrics.metrics.context import RankingPieces, over_constant
+from frame_metrics.metrics.context import RankingPieces, discount_sums, over_constant
 from frame_metrics.metrics.registry import Metric, UserCase, register
 from frame_metrics.options import MetricOptions
 
@@ -109,10 +109,7 @@ def _dcg(ctx: RankingPieces, k: int) -> pl.Expr:
 
 def _ideal_k(k: int) -> float:
     """Σ_{p<=k} 1/log2(p + 1): k slots of gain 1 (RecTools' IDCG), added in order."""
-    total = 0.0
-    for p in range(1, k + 1):
-        total += 1.0 / math.log2(p + 1)
-    return total
+    return discount_sums(k)[-1]
 
 
 def _idcg(ctx: RankingPieces, k: int) -> pl.Expr:

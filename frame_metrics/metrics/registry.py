@@ -281,10 +281,6 @@ def resolve_requests(
     if not names:
         raise InvalidOptionError("metrics: expected at least one metric name, got an empty list")
     ks = validate_k(k, required=False) or None
-    call = {
-        name: m.effective(resolve_options(given, convention=convention, metric=name))
-        for name, m in REGISTRY.items()
-    }
     known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
     known.pop("on_duplicate")
     out: list[Requested] = []
@@ -313,16 +309,12 @@ def resolve_requests(
         )
         # An option is written out when it changes the metric's value from what the metric
         # would have without it: the call's options, under the metric's own convention.
-        base = (
-            call[metric.name]
-            if metric_convention is None
-            else metric.effective(
-                resolve_options(
-                    given,
-                    convention=convention,
-                    metric=metric.name,
-                    metric_convention=metric_convention,
-                )
+        base = metric.effective(
+            resolve_options(
+                given,
+                convention=convention,
+                metric=metric.name,
+                metric_convention=metric_convention,
             )
         )
         shown = {

@@ -31,7 +31,7 @@ from typing import Literal
 
 import polars as pl
 
-from frame_metrics.metrics.context import BOUNDED_FLOATS, discount, rbp_weight
+from frame_metrics.metrics.context import BOUNDED_FLOATS, discount, discount_sums, rbp_weight
 from frame_metrics.options import MetricOptions
 from frame_metrics.prepare import RANK, REL, TIE_FIRST, TIE_LAST
 
@@ -76,7 +76,6 @@ IS_REL = "_fm_is_rel"
 #: Population flags: the user has a truth row / a recommendation.
 IN_TRUTH = "_fm_in_truth"
 IN_RECS = "_fm_in_recs"
-_BPREF_TERMS = "_fm_bpref_terms"
 
 
 def _prefix(terms: pl.Expr, length: pl.Expr) -> pl.Expr:
@@ -118,7 +117,8 @@ class UserStats:
         #: summed whole or over a prefix of ``hits@k`` terms.
         self._terms: dict[str, tuple[Source, pl.Expr]] = {}
         self._prefix_sums: dict[str, tuple[str, int | None]] = {}
-        #: Columns the hit / judged rows need joined: N_RELEVANT, N_NONRELEVANT, MAX_GAIN.
+        #: Columns the hit / judged rows need: REL, and joined per user or overall
+        #: N_RELEVANT, N_NONRELEVANT, USER_MAX_RELEVANCE, MAX_GAIN.
         self.row_needs: dict[Source, set[str]] = {"hits": set(), "judged": set()}
 
     @property
@@ -232,10 +232,7 @@ class UserStats:
             .then(1.0 - pl.min_horizontal(above.cast(pl.Float64), r) / pl.min_horizontal(r, n))
             .otherwise(1.0)
         )
-        terms = term.filter(pl.col(IS_REL))
-        self._terms.setdefault(_BPREF_TERMS, ("judged", terms))
-        self._prefix_sums.setdefault("_fm_bpref", (_BPREF_TERMS, None))
-        return pl.col("_fm_bpref")
+        return self._term_sum("judged", "_fm_bpref", term.filter(pl.col(IS_REL)))
 
     def judged_count(self, k: int) -> pl.Expr:  # noqa: D102
         return self._agg("judged", f"_fm_judged@{k}", (pl.col(RANK) <= k).sum())
@@ -251,7 +248,7 @@ class UserStats:
             # A tie group over positions a..b spreads each item's gain evenly over its
             # positions: gain / (b - a + 1) · Σ_{p=a..min(b,k)} 1/log2(p + 1).
             a, b = pl.col(TIE_FIRST), pl.col(TIE_LAST)
-            h = pl.lit(pl.Series("_fm_h", _discount_sums(k), dtype=pl.Float64))
+            h = pl.lit(pl.Series("_fm_h", discount_sums(k), dtype=pl.Float64))
             span = h.gather(pl.min_horizontal(b, k)) - h.gather(pl.min_horizontal(a - 1, k))
             term = pl.col(GAIN) / (b - a + 1).cast(pl.Float64) * span
             return self._term_sum("hits", f"_fm_expected_dcg@{k}", term)
@@ -416,10 +413,7 @@ class UserStats:
     def _ideal_from_levels(self, k: int) -> pl.Expr:
         assert self._levels is not None
         # H(n) for n = 0..k: the discounts of the first n ideal positions, added in order.
-        table = [0.0]
-        for p in range(1, k + 1):
-            table.append(table[-1] + 1.0 / math.log2(p + 1))
-        h = pl.lit(pl.Series("_fm_h", table, dtype=pl.Float64))
+        h = pl.lit(pl.Series("_fm_h", discount_sums(k), dtype=pl.Float64))
         total: pl.Expr = pl.lit(0.0)
         before: pl.Expr = pl.lit(0, pl.Int64)
         for j, g in enumerate(self._levels):
@@ -459,11 +453,3 @@ class UserStats:
         """Columns that are 0 (not null) for a user without rows in ``source``."""
         straddle = ("_fm_across_n@", "_fm_across_s@")
         return [c for c in self.columns(source) if c != _FIRST_HIT and not c.startswith(straddle)]
-
-
-def _discount_sums(k: int) -> list[float]:
-    """H(n) for n = 0..k: the DCG discounts of positions 1..n, added in order."""
-    table = [0.0]
-    for p in range(1, k + 1):
-        table.append(table[-1] + 1.0 / math.log2(p + 1))
-    return table
