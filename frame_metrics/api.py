@@ -261,6 +261,20 @@ def evaluate(
     (1, 0.3333333333333333, 1.0, 0.25)
 
     (coverage: items a and b of the 8 seen in recs (a-e), truth (h, i, j too) and train.)
+
+    Variants side by side, each in its own column: AP over min(|R|, k) = 2 (the default)
+    and over |R| = 6, as trec_eval and ranx divide; a whole preset for one metric.
+
+    >>> fm.evaluate(recs, truth, metrics=["ap@2", "ap(ap_denominator=relevant)@2",
+    ...                                   "ap(convention=trec_eval)@2"]).row(0)
+    (1, 1.0, 0.3333333333333333, 0.3333333333333333)
+
+    Equal scores: with ``ties="average"`` a tie is worth its expected value over the
+    orders of the tied items (here a relevant and an irrelevant item tie for rank 1).
+
+    >>> scored = pl.DataFrame({"user": 1, "item": ["x", "b"], "score": [0.5, 0.5]})
+    >>> fm.evaluate(scored, truth, metrics="precision@1", score="score", ties="average").row(0)
+    (1, 0.5)
     """
     n_buckets = _buckets(recs, buckets)
     if n_buckets > 1:
