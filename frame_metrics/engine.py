@@ -181,6 +181,14 @@ class Request:
                     "(relevance 0 marks a recommended item outside truth there; pass truth= "
                     "to make every truth row relevant), got 0"
                 )
+            gain = q.metric.effective(q.options).gain
+            if q.metric.name == "ndcg" and q.options.idcg == "k" and gain != "binary":
+                shown = gain if isinstance(gain, str) else dict(gain)
+                raise InvalidOptionError(
+                    f"idcg: expected 'relevant' for {q.column} under gain={shown!r} "
+                    "(idcg='k' is k ideal slots of gain 1, an upper bound of DCG only under "
+                    "gain='binary': pass gain='binary' with it), got 'k'"
+                )
             if scored and q.options.ties == "average" and not q.metric.tie_average:
                 averaged = sorted(m.name for m in REGISTRY.values() if m.tie_average)
                 raise InvalidOptionError(
@@ -299,6 +307,7 @@ class Request:
             needs_relevance="truth" in self.needs and self.max_k > 0,
             groups=None if self.global_tables is None else self.global_tables.groups,
             gains=self.gains,
+            largest_relevance=self.largest_relevance,
             row_order=any(o.ties == "input" for o in self.all_options),
         )
 
@@ -318,6 +327,16 @@ class Request:
         if any(q.metric.name == "err" for q in self.requests):
             gains.add("exponential")  # 2^rel
         return frozenset(gains)
+
+    @property
+    def largest_relevance(self) -> float | None:
+        """The smallest ``max_relevance`` err is given, which no relevance may exceed."""
+        given = [
+            q.options.max_relevance
+            for q in self.requests
+            if q.metric.name == "err" and q.options.max_relevance is not None
+        ]
+        return min(given, default=None)
 
     def extra(self, name: str, names: Sequence[str]) -> ExtraFrame:
         """An extra input, checked to have its join columns (typed like recs' already)."""

@@ -27,6 +27,7 @@ _BIN = "_fm_bin"
 _HI = "_fm_hi"
 _LO = "_fm_lo"
 _COUNT = "_fm_count"
+_NONFINITE = "_fm_nonfinite"
 _VALUE = "_fm_v"
 #: Bits of a mantissa above the value's binary exponent (52 would do; 60 leaves room for
 #: the log2 estimate of the exponent to be off by one either way).
@@ -51,19 +52,23 @@ def exact_partials(frame: pl.LazyFrame, by: Sequence[str], columns: Sequence[str
         index=by, on=list(columns), variable_name=NAME, value_name=_VALUE
     )
     v = pl.col(_VALUE)
-    nonzero = v.is_not_null() & (v != 0.0)
-    exponent = pl.when(nonzero).then(v.abs().log(2).floor()).otherwise(0.0).cast(pl.Int64)
+    finite = v.is_finite().fill_null(False)
+    # NaN and ±inf have no mantissa: they are added as floats on their own (_NONFINITE;
+    # any order gives the same NaN or inf), so the query never fails on them and a check
+    # collected beside it can report them first (validate=False gets NaN or inf back).
+    exponent = pl.when(finite & (v != 0.0)).then(v.abs().log(2).floor()).otherwise(0.0)
     shift = _SHIFT - pl.col(_BIN)
     # Two power-of-two factors, each finite for any float exponent: the product is exact.
     half = shift // 2
     scaled = v * pl.lit(2.0).pow(half) * pl.lit(2.0).pow(shift - half)
-    mantissa = scaled.cast(pl.Int128)
+    mantissa = scaled.filter(finite).cast(pl.Int128, strict=False)
     per_bin = (
-        long.with_columns(exponent.alias(_BIN))
+        long.with_columns(exponent.cast(pl.Int64, strict=False).alias(_BIN))
         .group_by([*by, NAME, _BIN])
         .agg(
-            mantissa.filter(v.is_not_null()).sum().alias("_fm_m"),
+            mantissa.sum().alias("_fm_m"),
             v.count().cast(pl.Int64).alias(_COUNT),
+            v.filter(v.is_not_null() & ~finite).sum().alias(_NONFINITE),
         )
     )
     m = pl.col("_fm_m")
@@ -75,13 +80,14 @@ def exact_partials(frame: pl.LazyFrame, by: Sequence[str], columns: Sequence[str
         high.cast(pl.Int64).alias(_HI),
         (m - high * (2**_LOW_BITS)).cast(pl.Int64).alias(_LO),
         _COUNT,
+        _NONFINITE,
     )
 
 
 def sum_partials(partials: pl.LazyFrame, by: Sequence[str]) -> pl.LazyFrame:
     """Partials of several buckets or partitions added up (still partials)."""
     return partials.group_by([*by, NAME, _BIN]).agg(
-        pl.col(_HI).sum(), pl.col(_LO).sum(), pl.col(_COUNT).sum()
+        pl.col(_HI).sum(), pl.col(_LO).sum(), pl.col(_COUNT).sum(), pl.col(_NONFINITE).sum()
     )
 
 
@@ -107,6 +113,10 @@ def exact_totals(partials: pl.LazyFrame, by: Sequence[str], columns: Sequence[st
             mantissa = int(row[_HI]) * 2**_LOW_BITS + int(row[_LO])
             exact = Fraction(mantissa) * Fraction(2) ** (int(row[_BIN]) - _SHIFT)
             out[name] = out.get(name, Fraction(0)) + exact  # type: ignore[operator]
+            if row[_NONFINITE]:  # NaN or ±inf among the values: the sum is that
+                out[f"{name}.nonfinite"] = float(row[_NONFINITE]) + float(
+                    out.get(f"{name}.nonfinite", 0.0)  # type: ignore[arg-type]
+                )
             out[f"{name}.n"] = int(out.get(f"{name}.n", 0)) + int(row[_COUNT])  # type: ignore[call-overload]
         rows = []
         for group, out in totals.items():
@@ -115,9 +125,10 @@ def exact_totals(partials: pl.LazyFrame, by: Sequence[str], columns: Sequence[st
                 n = int(out.get(f"{c}.n", 0))  # type: ignore[call-overload]
                 total = out.get(c, Fraction(0))
                 assert isinstance(total, Fraction)
-                row_out[c] = float(total) if n else None
+                odd = out.get(f"{c}.nonfinite")
+                row_out[c] = (float(total) if odd is None else odd) if n else None
                 row_out[f"{c}.n"] = n
-                row_out[f"{c}.mean"] = float(total / n) if n else None
+                row_out[f"{c}.mean"] = (float(total / n) if odd is None else odd) if n else None
             rows.append(row_out)
         return pl.DataFrame(rows, schema=schema, orient="row")
 

@@ -27,6 +27,7 @@ from frame_metrics.validation import (
     nonintegral_check,
     null_checks,
     rank_below_one_check,
+    upper_bound_check,
 )
 
 __all__ = [
@@ -136,14 +137,27 @@ def _require_dtype(label: str, column: str, dtype: pl.DataType, expected: str) -
 _MAX_GAIN_EXPONENT = 1000
 
 
-def relevance_checks(column: str, dtype: pl.DataType, gains: Collection[str]) -> list[Check]:
+def relevance_checks(
+    column: str, dtype: pl.DataType, gains: Collection[str], largest: float | None = None
+) -> list[Check]:
     """Relevance is a finite number >= 0 whose gain keeps every DCG sum finite.
 
     ``gains``: the gains in use (``"linear"``, ``"exponential"``, ``"binary"``; a gain
     table keeps the relevance of levels outside it, so it counts as linear; err reads
-    2^rel, so it counts as exponential).
+    2^rel, so it counts as exponential). ``largest``: the largest relevance allowed (err's
+    ``max_relevance``, when given: above it err's stopping "probability" would exceed 1).
     """
     checks = [negative_check(column), *finite_check(column, dtype)]
+    if largest is not None:
+        checks.append(
+            upper_bound_check(
+                column,
+                largest,
+                "err reads P = (2^rel - 1) / 2^max_relevance, a probability: pass a "
+                "max_relevance of at least the largest relevance, or leave it out to use "
+                "the largest relevance in truth",
+            )
+        )
     if "linear" in gains:
         checks.append(
             magnitude_check(
@@ -212,6 +226,7 @@ def prepare(
     needs_relevance: bool = True,
     groups: pl.DataFrame | None = None,
     gains: Collection[str] = ("linear",),
+    largest_relevance: float | None = None,
     row_order: bool = False,
 ) -> Prepared:
     """Build the long table from recommendations and truth, or from a long table alone.
@@ -220,8 +235,9 @@ def prepare(
     reads relevance (``needs_relevance``); recommendations alone (for novelty, coverage
     and the like) then have relevance 0 everywhere. ``groups``: the distinct values of
     the ``by`` columns truth lacks, when known beforehand (one partition of a larger run).
-    ``max_k``: the depth to read (``None``: whole lists); ``gains``: see
-    :func:`relevance_checks`; ``row_order``: keep the input row number for ties="input".
+    ``max_k``: the depth to read (``None``: whole lists); ``gains`` and
+    ``largest_relevance``: see :func:`relevance_checks`; ``row_order``: keep the input row
+    number for ties="input".
     """
     if truth is None:
         return _prepare_long(
@@ -232,6 +248,7 @@ def prepare(
             validate=validate,
             needs_relevance=needs_relevance,
             gains=gains,
+            largest_relevance=largest_relevance,
         )
     return _prepare_pair(
         recs,
@@ -243,6 +260,7 @@ def prepare(
         tie_cutoffs=tie_cutoffs,
         known_groups=groups,
         gains=gains,
+        largest_relevance=largest_relevance,
         row_order=row_order,
     )
 
@@ -258,6 +276,7 @@ def _prepare_pair(
     tie_cutoffs: tuple[int, ...],
     known_groups: pl.DataFrame | None,
     gains: Collection[str],
+    largest_relevance: float | None,
     row_order: bool,
 ) -> Prepared:
     c = columns
@@ -279,8 +298,12 @@ def _prepare_pair(
         row = [pl.int_range(pl.len(), dtype=pl.Int64).alias(_ROW)] if row_order else []
         scored = recs.select(*keys, item, pl.col(c.score).alias(_SCORE), *row)
         if options.on_duplicate == "first":
+            # The kept row is the best-scored one, whole: its score and its input
+            # position (the earliest of the rows with that score), not the best score of
+            # one row with the position of another.
+            best = pl.col(_SCORE) == pl.col(_SCORE).max()
             scored = scored.group_by([*keys, item]).agg(
-                pl.col(_SCORE).max(), *([pl.col(_ROW).min()] if row_order else [])
+                pl.col(_SCORE).max(), *([pl.col(_ROW).filter(best).min()] if row_order else [])
             )
         scan_k = max_k + 1 if tie_cutoffs and max_k is not None else max_k
         top = top_by_score(
@@ -342,7 +365,7 @@ def _prepare_pair(
         truth_checks = [
             *null_checks([*c.user, *truth_by, item], "key"),
             *null_checks([c.relevance], "relevance"),
-            *relevance_checks(c.relevance, ts[c.relevance], gains),
+            *relevance_checks(c.relevance, ts[c.relevance], gains, largest_relevance),
         ]
         if options.on_duplicate == "error":
             truth_checks.append(
@@ -529,6 +552,7 @@ def _prepare_long(
     validate: bool,
     needs_relevance: bool,
     gains: Collection[str],
+    largest_relevance: float | None,
 ) -> Prepared:
     c = columns
     keys, item = c.keys, c.item
@@ -545,7 +569,7 @@ def _prepare_long(
     if validate:
         checks = [
             *null_checks([*keys, item, *([] if has_relevance else [c.rank])], "key"),
-            *relevance_checks(c.relevance, schema[c.relevance], gains),
+            *relevance_checks(c.relevance, schema[c.relevance], gains, largest_relevance),
             rank_below_one_check(c.rank),
             *nonintegral_check(c.rank, schema[c.rank]),
             duplicate_check([*keys, c.rank], "rank within a user", "", often_sorted=True),

@@ -172,7 +172,7 @@ def _gain_levels(relevant: pl.LazyFrame) -> list[float] | None:
 def _aggregate(
     rows: pl.LazyFrame, keys: list[str], stats: UserStats, source: Source
 ) -> pl.LazyFrame:
-    extra = stats.row_columns(source)
+    extra = stats.row_columns(source, keys)
     if extra:
         rows = rows.with_columns(extra)
     if stats.ordered(source):

@@ -144,6 +144,18 @@ def magnitude_check(column: str, bound: float, shown: str, why: str) -> Check:
     )
 
 
+def upper_bound_check(column: str, bound: float, why: str) -> Check:
+    """``value <= bound`` (a definition's bound, not a finiteness one); ``why`` says whose."""
+    bad = pl.col(column).cast(pl.Float64, strict=False) > bound
+    return Check(
+        bad.sum(),
+        bad,
+        InvalidValueError,
+        f"expected values of at most {bound!r} in column {column!r} ({why}), "
+        "found {n} larger, e.g. {example}",
+    )
+
+
 def rank_below_one_check(column: str) -> Check:
     """Ranks start at 1."""
     return Check(

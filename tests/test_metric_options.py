@@ -89,7 +89,7 @@ CANONICAL: list[tuple[str, str]] = [
     ("ndcg(gain={3: 7, 2: 3})@5", "ndcg(gain={2:3,3:7})@5"),  # sorted, spaces removed
     ("ndcg(gain={2.0: 4, 3.0: 10.0})@3", "ndcg(gain={2:4,3:10})@3"),
     ("ndcg( threshold = 2 , gain = binary )@3", "ndcg(gain=binary,threshold=2)@3"),
-    ("ndcg(gain={2:3},threshold=2,idcg=k)@5", "ndcg(gain={2:3},idcg=k,threshold=2)@5"),
+    ("ndcg(gain=binary,threshold=2,idcg=k)@5", "ndcg(gain=binary,idcg=k,threshold=2)@5"),
     ("NDCG(gain=exponential)@3", "ndcg(gain=exponential)@3"),
     ("map(ap_denominator=k)@3", "ap(ap_denominator=k)@3"),  # the alias takes the name
     ("ndcg(convention=rectools)@10", "ndcg(convention=rectools)@10"),
@@ -153,22 +153,23 @@ def test_options_equal_to_the_call_are_omitted(
 
 
 def test_an_option_overriding_the_metric_convention_is_named(constructor: Constructor) -> None:
-    # Alone, each computes its own value (user 1, rectools: every truth row relevant, the
-    # ideal is 3 slots of gain 1): binary gain 1.0, linear gain EX2_DCG / the same ideal.
+    # Alone, each computes its own value (user 1, rectools: every truth row relevant,
+    # binary gain, the ideal is 3 slots of gain 1): 1.0; at threshold=2 only a and b of
+    # the list are relevant: (1 + 1/log2(3)) / the same ideal.
     ideal = 1 + 1 / LOG3 + 1 / 2
     binary = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics="ndcg(convention=rectools)@3")
-    assert math.isclose(values(binary, "ndcg(convention=rectools)@3")[1], 1.0, rel_tol=TOL)
-    linear = run(
-        constructor, SPEC_RECS, SPEC_TRUTH, metrics="ndcg(convention=rectools, gain=linear)@3"
+    assert values(binary, "ndcg(convention=rectools)@3")[1] == 1.0
+    graded = run(
+        constructor, SPEC_RECS, SPEC_TRUTH, metrics="ndcg(convention=rectools, threshold=2)@3"
     )
-    assert math.isclose(linear[linear.columns[1]][0], EX2_DCG / ideal, rel_tol=TOL)
-    # Two meanings, so two columns: gain=linear differs from what rectools sets.
-    metrics = ["ndcg(convention=rectools)@3", "ndcg(convention=rectools, gain=linear)@3"]
+    assert math.isclose(graded[graded.columns[1]][0], (1 + 1 / LOG3) / ideal, rel_tol=TOL)
+    # Two meanings, so two columns: threshold=2 differs from what rectools sets.
+    metrics = ["ndcg(convention=rectools)@3", "ndcg(convention=rectools, threshold=2)@3"]
     got = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics=metrics)
     assert got.columns == [
         "user",
         "ndcg(convention=rectools)@3",
-        "ndcg(convention=rectools,gain=linear)@3",
+        "ndcg(convention=rectools,threshold=2)@3",
     ]
 
 
@@ -200,7 +201,12 @@ VARIANTS: list[tuple[str, str, dict[str, Any], str]] = [
     ("ndcg(gain={3:10,2:4})@3", "ndcg(gain={2:4,3:10})@3", {"gain": {2: 4, 3: 10}}, "ndcg@3"),
     ("ndcg(threshold=2)@3", "ndcg(threshold=2)@3", {"threshold": 2}, "ndcg@3"),
     ("ndcg(threshold=0)@3", "ndcg(threshold=0)@3", {"threshold": 0}, "ndcg@3"),
-    ("ndcg(idcg=k)@3", "ndcg(idcg=k)@3", {"idcg": "k"}, "ndcg@3"),
+    (
+        "ndcg(idcg=k,gain=binary)@3",
+        "ndcg(gain=binary,idcg=k)@3",
+        {"idcg": "k", "gain": "binary"},
+        "ndcg@3",
+    ),
     (
         "ndcg(relevant_set=listed)@3",
         "ndcg(relevant_set=listed)@3",
@@ -301,10 +307,8 @@ def test_variant_values_by_hand(constructor: Constructor) -> None:
     assert math.isclose(
         values(got, "ndcg(threshold=2)@3")[1], (3 + 2 / LOG3) / (3 + 3 / LOG3 + 2 / 2), rel_tol=TOL
     )
-    # idcg="k": three slots of gain 1.
-    assert math.isclose(
-        values(got, "ndcg(idcg=k)@3")[1], EX2_DCG / (1 + 1 / LOG3 + 1 / 2), rel_tol=TOL
-    )
+    # idcg="k" (binary gain only): three slots of gain 1, filled by a, b and c.
+    assert values(got, "ndcg(gain=binary,idcg=k)@3")[1] == 1.0
     # relevant_set="listed": user 1's ideal list is a, b, c (d was not recommended).
     assert math.isclose(values(got, "ndcg(relevant_set=listed)@3")[1], 1.0, rel_tol=TOL)
     # RecTools (threshold 0, binary gain, ideal = k slots of gain 1, users in truth).
@@ -853,13 +857,15 @@ def test_users_and_empty_as_metric_options(constructor: Constructor) -> None:
 
 
 def test_idcg_k(constructor: Constructor) -> None:
-    # Spec example 2 (user 1), list of 3: at k = 5 the ideal is five slots of gain 1.
-    got = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics=["ndcg@3", "ndcg@5"], idcg="k")
-    ndcg = got.filter(pl.col("user") == 1).row(0, named=True)
-    assert math.isclose(ndcg["ndcg@3"], EX2_DCG / (1 + 1 / LOG3 + 1 / 2), rel_tol=TOL)
-    assert math.isclose(
-        ndcg["ndcg@5"], EX2_DCG / (1 + 1 / LOG3 + 1 / 2 + 1 / LOG5 + 1 / LOG6), rel_tol=TOL
+    # Spec example 2 (user 1), list of 3 relevant items, binary gain: at k = 3 they fill
+    # the three ideal slots of gain 1; at k = 5 the ideal is five slots.
+    got = run(
+        constructor, SPEC_RECS, SPEC_TRUTH, metrics=["ndcg@3", "ndcg@5"], idcg="k", gain="binary"
     )
+    ndcg = got.filter(pl.col("user") == 1).row(0, named=True)
+    assert ndcg["ndcg@3"] == 1.0
+    dcg = 1 + 1 / LOG3 + 1 / 2
+    assert math.isclose(ndcg["ndcg@5"], dcg / (dcg + 1 / LOG5 + 1 / LOG6), rel_tol=TOL)
 
 
 def test_mrr_cutoff_none(constructor: Constructor) -> None:

@@ -711,10 +711,10 @@ def test_metric_convention_overrides_call_convention() -> None:
     assert close(
         _value(recs, truth, "ndcg(convention=rectools)@3", convention="trec_eval"), expected
     )
-    # The metric's own option beats its convention: linear gains over RecTools' ideal
-    # of k slots of gain 1 (a at rank 1 gains 1, c at rank 3 gains 2).
-    linear = _value(recs, truth, "ndcg(convention=rectools, gain=linear)@3")
-    assert close(linear, (1 + 2 / math.log2(4)) / ideal)
+    # The metric's own option beats its convention: threshold=2 over RecTools' ideal of
+    # k slots of gain 1 (c at rank 3 is the one relevant item listed).
+    graded = _value(recs, truth, "ndcg(convention=rectools, threshold=2)@3")
+    assert close(graded, (1 / math.log2(4)) / ideal)
     # An explicit option on the call beats the metric's convention: idcg="relevant" at
     # threshold=2 (c and e relevant) makes the ideal two slots.
     achievable = _value(recs, truth, "ndcg(convention=rectools)@3", idcg="relevant", threshold=2)

@@ -37,9 +37,12 @@ __all__ = [
     "SELF_INFORMATION",
     "RankingContext",
     "RankingPieces",
+    "dcg_term",
+    "dcg_terms",
     "discount",
     "discount_sums",
     "gain_expr",
+    "ideal_slots",
     "is_relevant",
     "over_constant",
     "rbp_weight",
@@ -126,6 +129,38 @@ def discount(position: pl.Expr | int) -> pl.Expr:
     return (p.cast(pl.Float64) + 1.0).log(2)
 
 
+def dcg_term(gain: pl.Expr, position: pl.Expr) -> pl.Expr:
+    """``gain / log2(position + 1)``: one item's DCG term.
+
+    The one arithmetic for every DCG and ideal DCG: a list in ideal order has exactly the
+    ideal's terms, and both are added in position order by the same summation, so its
+    NDCG is exactly 1.0.
+    """
+    return gain.cast(pl.Float64) / discount(position)
+
+
+def dcg_terms(gains: pl.Expr) -> pl.Expr:
+    """The DCG terms of a list column of gains held at positions 1, 2, ... (:func:`dcg_term`)."""
+    positions = pl.int_ranges(1, gains.list.len() + 1, dtype=pl.Int64)
+    return gains / positions.list.eval(discount(pl.element()))
+
+
+def ideal_slots(k: int) -> float:
+    """``Σ_{p<=k} 1/log2(p + 1)``: the DCG of k items of gain 1 (RecTools' ideal DCG).
+
+    Computed with the terms and the list summation of :class:`UserStats` DCG, so a list
+    of k relevant items under a binary gain scores exactly 1.
+
+    Examples
+    --------
+    >>> abs(ideal_slots(3) - (1 + 1 / math.log2(3) + 0.5)) < 1e-15
+    True
+    """
+    gains = pl.DataFrame({"gain": [[1.0] * k]}, schema={"gain": pl.List(pl.Float64)})
+    total = gains.select(dcg_terms(pl.col("gain")).list.sum()).item()
+    return float(total) + 0.0
+
+
 class RankingPieces(Protocol):
     """What ranking and list metrics are written against (one user, one cutoff k)."""
 
@@ -152,6 +187,14 @@ class RankingPieces(Protocol):
 
     def ideal_gain_sum(self, k: int) -> pl.Expr:
         """The DCG of the best k relevant items: ``Σ_{p<=k} gain_(p) / log2(p + 1)``."""
+        ...
+
+    def ideal_slots_sum(self, k: int) -> pl.Expr:
+        """``Σ_{p<=k} 1 / log2(p + 1)``: k ideal slots of gain 1 (``idcg="k"``).
+
+        Added as :meth:`gain_sum` adds, so k relevant items under a binary gain give
+        exactly this value.
+        """
         ...
 
     def precision_at_hits_sum(self, k: int) -> pl.Expr:
@@ -258,13 +301,15 @@ class RankingContext:
 
     def gain_sum(self, k: int) -> pl.Expr:  # noqa: D102
         hit = self.is_rel & self.in_k(k)
-        return self._ordered_sum(
-            (self.gain / discount(self.rank)).filter(hit), self.rank.filter(hit)
-        )
+        return self._ordered_sum(dcg_term(self.gain, self.rank).filter(hit), self.rank.filter(hit))
 
     def ideal_gain_sum(self, k: int) -> pl.Expr:  # noqa: D102
         best = self.gain.filter(self.is_rel).sort(descending=True).head(k)
-        return (best / discount(pl.int_range(1, best.len() + 1))).cum_sum().last().fill_null(0.0)
+        terms = dcg_term(best, pl.int_range(1, best.len() + 1))
+        return terms.cum_sum().last().fill_null(0.0)
+
+    def ideal_slots_sum(self, k: int) -> pl.Expr:  # noqa: D102
+        return dcg_term(pl.lit(1.0), pl.int_range(1, k + 1)).cum_sum().last()
 
     def precision_at_hits_sum(self, k: int) -> pl.Expr:  # noqa: D102
         ranks = self.rank.filter(self.is_rel & self.in_k(k)).sort()
@@ -302,7 +347,8 @@ class RankingContext:
         if gain != "binary":
             terms = terms * self.relevance.cast(pl.Float64)
         if gain == "relative":
-            terms = terms / self.relevance.cast(pl.Float64).max()
+            top = self.relevance.cast(pl.Float64).max()
+            terms = pl.when(top > 0).then(terms / top).otherwise(0.0)
         return self._ordered_sum(terms.filter(listed), self.rank.filter(listed))
 
     def err_sum(self, k: int) -> pl.Expr:  # noqa: D102

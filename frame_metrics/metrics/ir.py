@@ -91,7 +91,8 @@ def _ref_rbp(u: UserCase, k: int, o: MetricOptions) -> float:
             return 1.0
         if o.rbp_gain == "relevance":
             return float(u.relevance[i])
-        return float(u.relevance[i]) / max(u.relevance.values())
+        top = max(u.relevance.values())
+        return float(u.relevance[i]) / top if top > 0 else 0.0
 
     return (1 - p) * sum(p ** (u.ranks[i] - 1) * gain(i) for i in _ordered(u) if i in rel)
 
@@ -155,6 +156,7 @@ register(
         takes_k=False,
         whole_list=True,
         options=frozenset({"persistence", "rbp_gain", "gain_scope"}),
+        unbounded_under=frozenset({("rbp_gain", "relevance")}),
         notes="ir_measures RBP(p=0.8, rel=1): the same. trec_eval 10.0 rbp: p = 0.9, gain "
         "rel / (the user's largest judged relevance), every rel > 0 (rbp_gain='relative', "
         "gain_scope='positive'). ranx rbp.p: the relevance as gain (rbp_gain='relevance'), "

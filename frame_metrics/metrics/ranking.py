@@ -11,7 +11,7 @@ import math
 
 import polars as pl
 
-from frame_metrics.metrics.context import RankingPieces, discount_sums, over_constant
+from frame_metrics.metrics.context import RankingPieces, over_constant
 from frame_metrics.metrics.registry import Metric, UserCase, register
 from frame_metrics.options import MetricOptions
 
@@ -107,14 +107,10 @@ def _dcg(ctx: RankingPieces, k: int) -> pl.Expr:
     return ctx.gain_sum(k)
 
 
-def _ideal_k(k: int) -> float:
-    """Σ_{p<=k} 1/log2(p + 1): k slots of gain 1 (RecTools' IDCG), added in order."""
-    return discount_sums(k)[-1]
-
-
 def _idcg(ctx: RankingPieces, k: int) -> pl.Expr:
     if ctx.options.idcg == "k":
-        return pl.lit(_ideal_k(k))
+        # k slots of gain 1 (RecTools' IDCG), added as the list's DCG is.
+        return ctx.ideal_slots_sum(k)
     # Built from ALL relevant truth items, recommended or not, best gains first.
     return ctx.ideal_gain_sum(k)
 
@@ -139,7 +135,7 @@ def _ref_dcg(u: UserCase, k: int, o: MetricOptions) -> float:
 
 def _ref_ndcg(u: UserCase, k: int, o: MetricOptions) -> float:
     if o.idcg == "k":
-        return _ref_dcg(u, k, o) / _ideal_k(k)
+        return _ref_dcg(u, k, o) / sum(1 / math.log2(p + 1) for p in range(1, k + 1))
     ideal = sorted((_ref_gain(u.relevance[i], o) for i in u.relevant(o)), reverse=True)[:k]
     idcg = sum(g / math.log2(pos + 2) for pos, g in enumerate(ideal))
     return _ref_dcg(u, k, o) / idcg if idcg > 0 else 0.0

@@ -106,6 +106,9 @@ class Metric:
     whole_list: bool = False
     #: Has a tie-averaged value (``ties="average"``): linear in the tied items' positions.
     tie_average: bool = False
+    #: (option, value) pairs under which the metric has no upper bound (rbp gaining the
+    #: relevance itself).
+    unbounded_under: frozenset[tuple[str, object]] = frozenset()
 
     def effective(self, options: MetricOptions) -> MetricOptions:
         """The options as this metric applies them.
@@ -128,9 +131,30 @@ class Metric:
         """The output column: ``"<name>@<k>"``, or the bare name for a metric without k."""
         return f"{self.name}@{k}" if self.takes_k else self.name
 
-    def value(self, ctx: Any, k: int) -> pl.Expr:
-        """The metric from its family's context, as Float64, named by :meth:`column`."""
-        return self.build(ctx, k).cast(pl.Float64).alias(self.column(k))
+    def range_under(self, options: MetricOptions | None) -> tuple[float, float | None]:
+        """The metric's range under ``options``.
+
+        Its :attr:`bounds`, less an upper bound that :attr:`unbounded_under` lifts.
+        """
+        low, high = self.bounds
+        if options is not None and any(
+            getattr(options, name) == value for name, value in self.unbounded_under
+        ):
+            high = None
+        return low, high
+
+    def value(self, ctx: Any, k: int, options: MetricOptions | None = None) -> pl.Expr:
+        """The metric from its family's context, as Float64, named by :meth:`column`.
+
+        Held within its range (:meth:`range_under`, with ``options`` or the context's):
+        a value computed in floating point may pass a bound that its exact value cannot
+        pass by a rounding error of a few units in the last place (a pair's cosine of
+        1 + 2^-52, an expected DCG a last bit above its ideal); the bound is then the
+        nearer float to the exact value.
+        """
+        low, high = self.range_under(options or getattr(ctx, "options", None))
+        value = self.build(ctx, k).cast(pl.Float64).clip(low, high)
+        return value.alias(self.column(k))
 
     def expr(self, ctx: RankingPieces, k: int) -> pl.Expr:
         """A ranking-family metric with its population policy applied, named by :meth:`column`.
@@ -165,7 +189,7 @@ class Requested(NamedTuple):
 
     def value(self, ctx: Any) -> pl.Expr:
         """The metric from its family's context, named by :attr:`column`."""
-        return self.metric.value(ctx, self.k).alias(self.column)
+        return self.metric.value(ctx, self.k, self.options).alias(self.column)
 
     def expr(self, ctx: RankingPieces) -> pl.Expr:
         """The ranking metric with its population policy, named by :attr:`column`."""

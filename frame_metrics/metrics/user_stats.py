@@ -31,7 +31,14 @@ from typing import Literal
 
 import polars as pl
 
-from frame_metrics.metrics.context import BOUNDED_FLOATS, discount, discount_sums, rbp_weight
+from frame_metrics.metrics.context import (
+    BOUNDED_FLOATS,
+    dcg_term,
+    dcg_terms,
+    discount_sums,
+    ideal_slots,
+    rbp_weight,
+)
 from frame_metrics.options import MetricOptions
 from frame_metrics.prepare import RANK, REL, TIE_FIRST, TIE_LAST
 
@@ -65,6 +72,7 @@ _DCG_TERMS = "_fm_dcg_terms"
 _HIT_RANKS = "_fm_hit_ranks"
 _AP_TERMS = "_fm_ap_terms"
 _IDEAL_GAINS = "_fm_ideal_gains"
+_SAME_GROUP = "_fm_uniform_tie_group"
 #: Columns joined onto hit or judged rows when a statistic reads them: the user's number
 #: of relevant items and of judged non-relevant ones, err's g_max, the relevance flag of
 #: a judged row.
@@ -118,7 +126,8 @@ class UserStats:
         self._terms: dict[str, tuple[Source, pl.Expr]] = {}
         self._prefix_sums: dict[str, tuple[str, int | None]] = {}
         #: Columns the hit / judged rows need: REL, and joined per user or overall
-        #: N_RELEVANT, N_NONRELEVANT, USER_MAX_RELEVANCE, MAX_GAIN.
+        #: N_RELEVANT, N_NONRELEVANT, USER_MAX_RELEVANCE, MAX_GAIN; the flag of a tie
+        #: group of one gain, all relevant (_SAME_GROUP, see gain_sum).
         self.row_needs: dict[Source, set[str]] = {"hits": set(), "judged": set()}
 
     @property
@@ -157,24 +166,40 @@ class UserStats:
         self._prefix_sums.setdefault(name, (list_name, prefix_k))
         return pl.col(name)
 
-    def hits(self, k: int) -> pl.Expr:  # noqa: D102 (documented in the protocol)
-        if self.tied and self.options.ties == "average":
-            # A tie group over positions a..b puts each of its items within k with
-            # probability |[a, b] ∩ [1, k]| / (b - a + 1).
-            a, b = pl.col(TIE_FIRST), pl.col(TIE_LAST)
-            share = (pl.min_horizontal(b, k) - a + 1).clip(lower_bound=0) / (b - a + 1)
-            return self._term_sum("hits", f"_fm_expected_hits@{k}", share.cast(pl.Float64))
-        return self._agg("hits", f"_fm_hits@{k}", (pl.col(RANK) <= k).sum())
+    @property
+    def _averaged(self) -> bool:
+        return self.tied and self.options.ties == "average"
 
-    def any_hit(self, k: int) -> pl.Expr:  # noqa: D102
-        if not (self.tied and self.options.ties == "average"):
-            return (self.hits(k) > 0).cast(pl.Float64)
+    def _straddle(self, k: int) -> tuple[pl.Expr, pl.Expr, pl.Expr, pl.Expr]:
+        """Hits in tie groups wholly within k, and the straddling group's m, n and s.
+
+        Under ``ties="average"``: the one group that straddles k has m relevant items, n
+        positions and s slots within k.
+        """
         a, b = pl.col(TIE_FIRST), pl.col(TIE_LAST)
         inside = self._agg("hits", f"_fm_inside@{k}", (b <= k).sum())
-        across = (a <= k) & (b > k)  # the one tie group that straddles k
+        across = (a <= k) & (b > k)
         m = self._agg("hits", f"_fm_across@{k}", across.sum())
         n = self._agg("hits", f"_fm_across_n@{k}", (b - a + 1).filter(across).first())
         slots = self._agg("hits", f"_fm_across_s@{k}", (k - a + 1).filter(across).first())
+        return inside, m, n, slots
+
+    def hits(self, k: int) -> pl.Expr:  # noqa: D102 (documented in the protocol)
+        if self._averaged:
+            # Groups wholly within k hold all their relevant items; the one group that
+            # straddles k puts each of its m relevant items within k with probability
+            # s / n. An integer plus one fraction m·s/n (not n shares of s/n, which need
+            # not add back up to s): a user whose tied items are all relevant gets
+            # exactly k hits, and hits@k never exceeds k or |R|.
+            inside, m, n, slots = self._straddle(k)
+            share = (m.cast(pl.Int64) * slots).cast(pl.Float64) / n.cast(pl.Float64)
+            return inside.cast(pl.Float64) + pl.when(m > 0).then(share).otherwise(0.0)
+        return self._agg("hits", f"_fm_hits@{k}", (pl.col(RANK) <= k).sum())
+
+    def any_hit(self, k: int) -> pl.Expr:  # noqa: D102
+        if not self._averaged:
+            return (self.hits(k) > 0).cast(pl.Float64)
+        inside, m, n, slots = self._straddle(k)
         # P(none of the group's m relevant items lands in its s slots within k), of its n
         # positions: C(n - m, s) / C(n, s) = Π_{j<m} (n - s - j) / (n - j).
         j = pl.int_ranges(0, m, dtype=pl.Int64)
@@ -203,8 +228,11 @@ class UserStats:
             self.row_needs["hits"].add(REL)
             term = term * pl.col(REL)
         if gain == "relative":
+            # rel / the user's largest judged relevance; a user whose judged rows are all
+            # 0 (relevant only under threshold=0) gains 0, not 0/0.
             self.row_needs["hits"].add(USER_MAX_RELEVANCE)
-            term = term / pl.col(USER_MAX_RELEVANCE)
+            top = pl.col(USER_MAX_RELEVANCE)
+            term = pl.when(top > 0).then(term / top).otherwise(0.0)
         return self._term_sum("hits", f"_fm_rbp_{p!r}_{gain}", term)
 
     def err_sum(self, k: int) -> pl.Expr:  # noqa: D102
@@ -244,14 +272,21 @@ class UserStats:
         return self._agg("listed", f"_fm_listed@{k}", (pl.col(RANK) <= k).sum())
 
     def gain_sum(self, k: int) -> pl.Expr:  # noqa: D102
-        if self.tied and self.options.ties == "average":
+        if self._averaged:
             # A tie group over positions a..b spreads each item's gain evenly over its
-            # positions: gain / (b - a + 1) · Σ_{p=a..min(b,k)} 1/log2(p + 1).
+            # positions: gain / (b - a + 1) · Σ_{p=a..min(b,k)} 1/log2(p + 1). A group
+            # whose positions all hold relevant items of one gain has that DCG in every
+            # order: its own terms are taken as they are (dcg_term), so a list in ideal
+            # order gets exactly the ideal's terms and its NDCG is exactly 1.
             a, b = pl.col(TIE_FIRST), pl.col(TIE_LAST)
             h = pl.lit(pl.Series("_fm_h", discount_sums(k), dtype=pl.Float64))
             span = h.gather(pl.min_horizontal(b, k)) - h.gather(pl.min_horizontal(a - 1, k))
-            term = pl.col(GAIN) / (b - a + 1).cast(pl.Float64) * span
-            return self._term_sum("hits", f"_fm_expected_dcg@{k}", term)
+            averaged = pl.col(GAIN) / (b - a + 1).cast(pl.Float64) * span
+            same = pl.col(_SAME_GROUP)
+            self.row_needs["hits"].add(_SAME_GROUP)
+            term = pl.when(same).then(dcg_term(pl.col(GAIN), pl.col(RANK))).otherwise(averaged)
+            counted = pl.when(same).then(pl.col(RANK) <= k).otherwise(a <= k)
+            return self._term_sum("hits", f"_fm_expected_dcg@{k}", term.filter(counted))
         self.hits(k)
         self._dcg.add(k)
         return pl.col(f"_fm_dcg@{k}")
@@ -260,6 +295,12 @@ class UserStats:
         self.n_relevant()
         self._ideal.add(k)
         return pl.col(f"_fm_idcg@{k}")
+
+    def ideal_slots_sum(self, k: int) -> pl.Expr:  # noqa: D102
+        # A column of the value, not a literal: polars divides a column by a scalar as a
+        # multiplication by its reciprocal, which is not the correctly rounded quotient
+        # (see over_constant), and a DCG equal to this ideal must give exactly 1.
+        return self.n_relevant().cast(pl.Float64) * 0.0 + ideal_slots(k)
 
     def precision_at_hits_sum(self, k: int) -> pl.Expr:  # noqa: D102
         self.hits(k)
@@ -312,22 +353,31 @@ class UserStats:
         """Compute the ideal DCG from counts of each distinct gain (call before building).
 
         With few distinct gains (a rating scale, binary relevance), a user's ideal list
-        is its count of each gain, best first: the ideal DCG is
-        ``Σ_j g_j · (H(min(C_j, k)) - H(min(C_{j-1}, k)))`` with ``C_j`` the number of
-        items with one of the j best gains and ``H(n) = Σ_{p<=n} 1 / log2(p + 1)``. That
-        needs one count per gain instead of sorting every user's truth rows.
+        is its count of each gain, best first: the list is rebuilt from the counts (each
+        gain repeated as often as it occurs) instead of sorting every user's truth rows,
+        and then summed exactly as the sorted list would be.
         """
-        self._levels = tuple(sorted(set(levels), reverse=True))
+        # No level (no relevant truth row here): the sorted path has nothing to sort.
+        self._levels = tuple(sorted(set(levels), reverse=True)) or None
 
     def uses(self, source: Source) -> bool:
         """Whether any recorded statistic reads ``source``."""
         return any(s == source for s, _ in [*self._aggs.values(), *self._terms.values()])
 
-    def row_columns(self, source: Source) -> list[pl.Expr]:
-        """Columns to add to the source's rows before aggregating them."""
+    def row_columns(self, source: Source, keys: Sequence[str]) -> list[pl.Expr]:
+        """Columns to add to the source's rows (of users ``keys``) before aggregating them."""
+        columns: list[pl.Expr] = []
         if source == "hits" and self._dcg:
-            return [(pl.col(GAIN) / discount(pl.col(RANK))).alias(_DCG_TERM)]
-        return []
+            columns.append(dcg_term(pl.col(GAIN), pl.col(RANK)).alias(_DCG_TERM))
+        if source == "hits" and _SAME_GROUP in self.row_needs["hits"]:
+            # The row's tie group is all hits (as many hit rows as positions) of one gain.
+            group = [*keys, TIE_FIRST]
+            size = pl.col(TIE_LAST) - pl.col(TIE_FIRST) + 1
+            uniform = (pl.len().over(group) == size) & (
+                pl.col(GAIN).min().over(group) == pl.col(GAIN).max().over(group)
+            )
+            columns.append(uniform.alias(_SAME_GROUP))
+        return columns
 
     def ordered(self, source: Source) -> bool:
         """Whether the source's rows must reach the aggregation sorted by (user, rank).
@@ -393,15 +443,21 @@ class UserStats:
             else:
                 length = pl.col(f"_fm_hits@{prefix_k}")
                 prefixes.append(_prefix(pl.col(list_name), length).alias(name))
-        if source == "truth" and self._ideal and self._levels is not None:
-            prefixes += [
-                self._ideal_from_levels(k).alias(f"_fm_idcg@{k}") for k in sorted(self._ideal)
-            ]
-        elif source == "truth" and self._ideal:
+        if source == "truth" and self._ideal:
             gains = pl.col(_IDEAL_GAINS)
-            positions = pl.int_ranges(2, gains.list.len() + 2, dtype=pl.Int64)
-            discounts = positions.list.eval(pl.element().cast(pl.Float64).log(2))
-            terms.append((gains / discounts).alias(_IDEAL_GAINS))
+            if self._levels is not None:
+                # The ideal list itself, from the counts: each gain repeated as often as it
+                # occurs, best first, cut at the largest cutoff (no per-user sort).
+                best = max(self._ideal)
+                gains = pl.concat_list(
+                    pl.lit(g, pl.Float64).repeat_by(
+                        pl.min_horizontal(pl.col(f"_fm_level_{j}"), pl.lit(best))
+                    )
+                    for j, g in enumerate(self._levels)
+                ).list.head(best)
+            # The same terms as the list's DCG (dcg_terms), summed the same way (_prefix):
+            # a list in ideal order has the ideal's terms, so its NDCG is exactly 1.
+            terms.append(dcg_terms(gains).alias(_IDEAL_GAINS))
             prefixes += [
                 _prefix(
                     pl.col(_IDEAL_GAINS), pl.min_horizontal(pl.col(N_RELEVANT), pl.lit(k))
@@ -410,29 +466,13 @@ class UserStats:
             ]
         return [stage for stage in (terms, prefixes) if stage]
 
-    def _ideal_from_levels(self, k: int) -> pl.Expr:
-        assert self._levels is not None
-        # H(n) for n = 0..k: the discounts of the first n ideal positions, added in order.
-        h = pl.lit(pl.Series("_fm_h", discount_sums(k), dtype=pl.Float64))
-        total: pl.Expr = pl.lit(0.0)
-        before: pl.Expr = pl.lit(0, pl.Int64)
-        for j, g in enumerate(self._levels):
-            upto = before + pl.col(f"_fm_level_{j}").cast(pl.Int64)
-            span = h.gather(pl.min_horizontal(upto, k)) - h.gather(pl.min_horizontal(before, k))
-            total = total + g * span
-            before = upto
-        return total
-
     def lists(self, source: Source) -> list[str]:
         """The list columns :meth:`aggregations` makes for ``source`` (dropped after use)."""
         terms = [name for name, (s, _) in self._terms.items() if s == source]
         names = {
             "hits": [_DCG_TERMS] * bool(self._dcg) + [_HIT_RANKS, _AP_TERMS] * bool(self._ap),
-            "truth": (
-                [f"_fm_level_{j}" for j in range(len(self._levels))]
-                if self._levels is not None
-                else [_IDEAL_GAINS] * bool(self._ideal)
-            ),
+            "truth": [_IDEAL_GAINS] * bool(self._ideal)
+            + [f"_fm_level_{j}" for j in range(len(self._levels or ()) * bool(self._ideal))],
             "listed": [],
             "judged": [],
         }
