@@ -22,6 +22,7 @@ from frame_metrics.errors import InvalidOptionError, InvalidValueError
 from frame_metrics.metrics.registry import REGISTRY
 from frame_metrics.options import MetricOptions
 from tests.conftest import Constructor, evaluate_as_polars
+from tests.test_beyond_reference import World, worlds
 from tests.test_reference import tables
 
 #: Relevance levels that make DCG terms with long binary expansions (0.1, 0.7, 2.5, ...).
@@ -458,3 +459,32 @@ def test_unchecked_nonfinite_values_give_nan_not_a_crash() -> None:
     truth = pl.DataFrame({"user": [1, 2], "item": ["a", "a"], "relevance": [1.0, 1.0]})
     got = fm.evaluate(recs, truth, metrics=["rmse"], aggregate=True, validate=False)
     assert math.isnan(got["rmse"].item())
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    world=worlds(),
+    ks=st.lists(st.integers(1, 12), min_size=1, max_size=3, unique=True),
+    kind=st.sampled_from(["cosine", "jaccard"]),
+)
+def test_beyond_accuracy_metrics_stay_in_range(world: World, ks: list[int], kind: str) -> None:
+    names = ["aplt", "diversity", "serendipity", "coverage", "personalization", "gini"]
+    for aggregate in [False, True]:
+        metrics = names if aggregate else names[:3]
+        got = fm.evaluate(
+            world.recs_frame(),
+            world.truth_frame(),
+            metrics=metrics,
+            k=ks,
+            aggregate=aggregate,
+            train=world.train_frame(),
+            item_features=world.features_frame(kind),
+            baseline=world.recs_frame(world.baseline),
+        )
+        assert isinstance(got, pl.DataFrame)
+        for name in metrics:
+            low, high = REGISTRY[name].bounds
+            assert high is not None
+            for k in ks:
+                for value in got[f"{name}@{k}"].drop_nulls():
+                    assert low <= value <= high, (name, k, value)
