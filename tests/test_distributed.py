@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import frame_metrics as fm
-from frame_metrics.errors import DuplicateRowsError, FrameMetricsError
+from frame_metrics.errors import DuplicateRowsError, FrameMetricsError, Keyword
 
 dd = pytest.importorskip("dask.dataframe", reason="the dask extra is part of the dev install")
 
@@ -172,6 +172,8 @@ def test_same_error(backend: Any) -> None:
     assert str(spread.value).startswith(head)
     example = str(spread.value).partition("e.g. ")[2]
     assert example in {tail, tail.replace("rank=1", "rank=3")}
+    # The argument it proposes stays apart from the text (the command line says it its way).
+    assert Keyword("on_duplicate", "first") in spread.value.parts
 
 
 def test_error_counts_summed_over_partitions(backend: Any) -> None:

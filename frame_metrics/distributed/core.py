@@ -37,7 +37,7 @@ from frame_metrics.global_tables import GlobalTables
 from frame_metrics.metrics.corpus import exposure_column, users_column
 from frame_metrics.metrics.rating import N_PAIRS
 from frame_metrics.options import other_tie_rules
-from frame_metrics.validation import Failure, find_failures
+from frame_metrics.validation import Failure, dump_parts, find_failures, load_parts
 
 __all__ = [
     "BUCKET",
@@ -242,7 +242,8 @@ def partition_checks(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.DataFra
 
 def _failure_frame(failures: list[Failure]) -> pl.DataFrame:
     rows = [
-        (f.index, f.error.__name__, f.label, f.message, f.n, f.example, f.more) for f in failures
+        (f.index, f.error.__name__, f.label, f.message, f.n, f.example, dump_parts(f.more))
+        for f in failures
     ]
     return pl.DataFrame(rows, schema=_FAILURE_SCHEMA, orient="row")
 
@@ -266,7 +267,7 @@ def raise_first(failures: pl.DataFrame) -> None:
         first["message"],
         int(rows["n"].sum()),
         first["example"],
-        first["more"],
+        load_parts(first["more"]),
     ).exception()
 
 
