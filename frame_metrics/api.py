@@ -380,6 +380,8 @@ def diagnose(recs: object, truth: object | None = None, **kwargs: Any) -> Diagno
     (2, 1, 1)
     >>> d.ties_at_cutoff   # user 1: "a" and "b" tie at 0.9, and "a" wins the tie
     {1: 1}
+    >>> d.users_not_in_truth, d.short_lists   # user 2 is only in recs; no list is below k
+    (1, {1: 0})
     """
     kwargs.pop("aggregate", None)
     unknown = sorted(set(kwargs) - set(_OPTION_DEFAULTS))

@@ -40,6 +40,7 @@ import importlib
 import inspect
 import os
 import re
+import shlex
 import sys
 import textwrap
 import warnings
@@ -52,7 +53,12 @@ import polars as pl
 import frame_metrics as fm
 from frame_metrics.conventions import CONVENTIONS, METRIC_OPTIONS
 from frame_metrics.datasets import synthetic
-from frame_metrics.errors import FrameMetricsError, InvalidOptionError, MissingColumnsError
+from frame_metrics.errors import (
+    FrameMetricsError,
+    InvalidOptionError,
+    Keyword,
+    MissingColumnsError,
+)
 from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.registry import split_names
 from frame_metrics.options import CHOICES, MetricOptions
@@ -1120,7 +1126,7 @@ def _report(exc: BaseException, args: argparse.Namespace) -> int:
     if isinstance(exc, MissingColumnsError):
         message, status = str(exc) + _column_hint(exc.missing, args), EXIT_USAGE
     elif isinstance(exc, (UsageError, InvalidOptionError)):
-        message, status = _in_cli_terms(str(exc)), EXIT_USAGE
+        message, status = _in_cli_terms(_in_cli_words(exc)), EXIT_USAGE
     elif isinstance(exc, ImportError):  # an optional dependency the command needs
         message, status = _missing_dependency(exc, args.command), EXIT_USAGE
     elif isinstance(exc, _DATA_ERRORS):
@@ -1160,9 +1166,45 @@ def _fail(message: str, status: int) -> int:
 
 
 def _first_line(exc: BaseException) -> str:
-    """The first non-blank line of an error (polars adds hints and plans below it)."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    """The first non-blank line of an error (polars adds hints and plans below it).
+
+    The arguments it proposes are said as this command line's (see :func:`_in_cli_words`).
+    """
+    lines = [line.strip() for line in _in_cli_words(exc).splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__
+
+
+def _in_cli_words(exc: BaseException) -> str:
+    """An error's message with the arguments it proposes said as this command line's.
+
+    Examples
+    --------
+    >>> _in_cli_words(FrameMetricsError("rows repeat; pass ", Keyword("by", "model")))
+    'rows repeat; pass --by model'
+    """
+    if not isinstance(exc, FrameMetricsError):
+        return str(exc)
+    return "".join(p if isinstance(p, str) else _cli_keyword(p) for p in exc.parts)
+
+
+#: The frames a message may propose, as this command line's arguments.
+_FRAME_ARGUMENTS = {"recs": "RECS", "truth": "TRUTH"}
+
+
+def _cli_keyword(keyword: Keyword) -> str:
+    """A keyword argument of ``fm.evaluate`` as this command line's option or argument.
+
+    Examples
+    --------
+    >>> [_cli_keyword(k) for k in (Keyword("by"), Keyword("on_duplicate", "first"))]
+    ['--by', '--on-duplicate first']
+    >>> _cli_keyword(Keyword("truth")), _cli_keyword(Keyword("by", "my model"))
+    ('TRUTH', "--by 'my model'")
+    """
+    if keyword.name in _FRAME_ARGUMENTS:
+        return _FRAME_ARGUMENTS[keyword.name]
+    flag = _FLAGS.get(keyword.name, "--" + keyword.name.replace("_", "-"))
+    return flag if keyword.value is None else f"{flag} {shlex.quote(keyword.value)}"
 
 
 #: evaluate's keyword names, as they begin its messages, and their options here.

@@ -9,7 +9,12 @@ import polars as pl
 __all__ = ["Diagnostics"]
 
 #: The count columns of ``Diagnostics.per_group``; the others are the ``by`` columns.
-_GROUP_COUNTS = ("users_with_relevant", "users_without_relevant", "users_without_recommendations")
+_GROUP_COUNTS = (
+    "users_with_relevant",
+    "users_without_relevant",
+    "users_without_recommendations",
+    "users_not_in_truth",
+)
 
 
 @dataclass(frozen=True)
@@ -25,7 +30,7 @@ class Diagnostics:
         having none.
     users_without_relevant
         Users seen in the inputs with no relevant item: left out under ``empty="skip"``,
-        scored 0 under ``empty="zero"``.
+        scored 0 under ``empty="zero"``. Among them ``users_not_in_truth``.
     users_without_recommendations
         Evaluated users with no recommended item within the largest cutoff: scored 0.
     duplicates_resolved
@@ -50,6 +55,18 @@ class Diagnostics:
         Rating metrics only: (user, item) pairs with a prediction but no true rating,
         and with a rating but no prediction. Errors are computed over the pairs with
         both; these are left out, and counted here.
+    users_not_in_truth
+        Users only in the recommendations: no truth row at all (in a long table, no row
+        with a relevance), so none relevant. Counted in ``users_without_relevant``.
+    short_lists
+        Per cutoff k, lists (users with a recommendation) with fewer than k items ranked
+        within k: each empty position reads as a miss (precision@k still divides by k),
+        so ``ndcg@20`` over lists of 10 items rates the first 10 only.
+    longest_list
+        The most items a list has within the largest cutoff; ``None`` without cutoffs.
+    lists_with_rank_gaps
+        Lists whose ranks within the largest cutoff skip a position (ranks 1, 2, 5: the
+        spec reads positions 3 and 4 as empty, not rank 5 as third). 0 for scores.
     """
 
     n_users: int
@@ -62,6 +79,10 @@ class Diagnostics:
     pairs_without_prediction: int = 0
     items_not_in_train: int | None = None
     ties_within_cutoff: dict[int, int] = field(default_factory=dict)
+    users_not_in_truth: int = 0
+    short_lists: dict[int, int] = field(default_factory=dict)
+    longest_list: int | None = None
+    lists_with_rank_gaps: int = 0
 
     def _groups(self) -> tuple[list[str], list[int]]:
         """The ``by`` columns and the users evaluated in each group (none without ``by``)."""
@@ -90,14 +111,36 @@ class Diagnostics:
         lines = [
             (f"users evaluated{first}", evaluated),
             (f"users without a relevant item{summed}", str(self.users_without_relevant)),
+        ]
+        if self.users_not_in_truth:
+            lines.append(("  of which not in truth (only in recs)", str(self.users_not_in_truth)))
+        lines.append(
             (
                 f"users without recommendations (scored 0){summed}",
                 str(self.users_without_recommendations),
-            ),
-        ]
+            )
+        )
         lines += [
             (f"duplicate rows resolved in {f}", str(n)) for f, n in self.duplicates_resolved.items()
         ]
+        # Short or gapped lists change no count above, only what a metric reads: said when
+        # they occur (a list of 10 read at k=20 rates 10 items).
+        for k, n in self.short_lists.items():
+            if n:
+                longest = self.longest_list
+                most = (
+                    f" (the longest has {longest} items)"
+                    if longest is not None and longest < k
+                    else ""
+                )
+                lines.append((f"lists shorter than k={k}{most}{summed}", str(n)))
+        if self.lists_with_rank_gaps:
+            lines.append(
+                (
+                    f"lists with gaps in their ranks (positions left empty){summed}",
+                    str(self.lists_with_rank_gaps),
+                )
+            )
         lines += [(f"score ties straddling k={k}", str(n)) for k, n in self.ties_at_cutoff.items()]
         lines += [
             (f"score ties reordering items within k={k}", str(n))

@@ -896,13 +896,24 @@ def diagnose(request: Request) -> Diagnostics:
         how="left",
         nulls_equal=True,
     ).with_columns(pl.col("n_rel").fill_null(0), pl.col("has_recs").fill_null(False))
+    in_truth = pl.lit(True)
+    if prepared.truth_user_keys is not None:
+        users = users.join(
+            prepared.truth_user_keys.with_columns(pl.lit(True).alias("_fm_in_truth")),
+            on=keys,
+            how="left",
+            nulls_equal=True,
+        )
+        in_truth = pl.col("_fm_in_truth").fill_null(False)
     counts = [
         (pl.col("n_rel") > 0).sum().alias("users_with_relevant"),
         (pl.col("n_rel") == 0).sum().alias("users_without_relevant"),
         ((pl.col("n_rel") > 0) & ~pl.col("has_recs")).sum().alias("users_without_recommendations"),
+        # Every key is in recs or in truth: one not in truth is only in recs.
+        (~in_truth).sum().alias("users_not_in_truth"),
     ]
     per_group_q = users.group_by(by).agg(counts).sort(by) if by else users.select(counts)
-    queries = [per_group_q, prepared.duplicates]
+    queries = [per_group_q, prepared.duplicates, _list_counts(prepared, request.cutoffs)]
     if prepared.ties is not None:
         queries.append(
             prepared.ties.select(
@@ -917,10 +928,11 @@ def diagnose(request: Request) -> Diagnostics:
     if request.options.empty == "zero":
         n_users += totals["users_without_relevant"]
     dups = dict(zip(results[1]["frame"], results[1]["rows_dropped"], strict=True))
+    lists = results[2].row(0, named=True)
     ties, within = {}, {}
     if prepared.ties is not None:
-        ties = {k: int(results[2][f"tie@{k}"][0]) for k in ties_wanted}
-        within = {k: int(results[2][f"within@{k}"][0]) for k in ties_wanted}
+        ties = {k: int(results[3][f"tie@{k}"][0]) for k in ties_wanted}
+        within = {k: int(results[3][f"within@{k}"][0]) for k in ties_wanted}
     unseen = None
     if "popularity" in request.needs:
         unseen = int(unseen_items(request, prepared).select(pl.len()).collect().item())
@@ -935,6 +947,36 @@ def diagnose(request: Request) -> Diagnostics:
         ties_within_cutoff=within,
         pairs_without_rating=one_sided["pairs_without_rating"],
         pairs_without_prediction=one_sided["pairs_without_prediction"],
+        users_not_in_truth=int(totals["users_not_in_truth"]),
+        short_lists={k: int(lists[f"short@{k}"]) for k in request.cutoffs},
+        longest_list=None if lists["longest"] is None else int(lists["longest"]),
+        lists_with_rank_gaps=int(lists["gaps"]),
+    )
+
+
+def _list_counts(prepared: Prepared, cutoffs: tuple[int, ...]) -> pl.LazyFrame:
+    """How full the lists are: one row of ``short@k`` per cutoff, ``longest`` and ``gaps``.
+
+    ``short@k``: lists (keys with a recommendation, at any rank) with fewer than k items
+    ranked within k; ``longest``: the most items a list has within the largest cutoff
+    (null without cutoffs); ``gaps``: lists whose ranks within it skip a position (ranks
+    1, 2, 5). Each empty position is read as a miss: precision@k still divides by k.
+    """
+    keys = prepared.keys
+    deepest = max(cutoffs, default=None)
+    top = prepared.top if deepest is None else prepared.top.filter(pl.col(RANK) <= deepest)
+    per_list = top.group_by(keys).agg(
+        *((pl.col(RANK) <= k).sum().alias(f"_fm_n@{k}") for k in cutoffs),
+        pl.len().alias("_fm_n"),
+        pl.col(RANK).max().alias("_fm_last"),
+    )
+    listed = prepared.recs_keys if prepared.recs_keys is not None else top.select(keys).unique()
+    per_list = listed.join(per_list, on=keys, how="left", nulls_equal=True)
+    n = pl.col("_fm_n").fill_null(0)
+    return per_list.select(
+        *((pl.col(f"_fm_n@{k}").fill_null(0) < k).sum().alias(f"short@{k}") for k in cutoffs),
+        (n.max() if cutoffs else pl.lit(None, pl.Int64)).alias("longest"),
+        (pl.col("_fm_last") > n).sum().alias("gaps"),
     )
 
 

@@ -9,20 +9,57 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 __all__ = [
     "DuplicateRowsError",
     "FrameMetricsError",
     "InvalidOptionError",
     "InvalidValueError",
+    "Keyword",
     "MissingColumnsError",
     "MissingDependencyError",
     "UndefinedMetricWarning",
 ]
 
 
+@dataclass(frozen=True)
+class Keyword:
+    """An argument a message proposes, kept apart from the text around it.
+
+    Python code reads it as ``name='value'`` (``name=`` when it names a frame or an
+    option to set); the command line says it as its own option or argument.
+
+    Examples
+    --------
+    >>> str(Keyword("by", "model")), str(Keyword("truth"))
+    ("by='model'", 'truth=')
+    """
+
+    name: str
+    value: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.name}=" if self.value is None else f"{self.name}={self.value!r}"
+
+
 class FrameMetricsError(ValueError):
-    """Base class of every error raised for bad input."""
+    """Base class of every error raised for bad input.
+
+    The message is given in ``parts``: text, and the arguments it proposes
+    (:class:`Keyword`), so that a front end other than Python (the command line) can
+    say them in its own terms.
+
+    Examples
+    --------
+    >>> error = FrameMetricsError("rows repeat; pass ", Keyword("by", "model"))
+    >>> str(error), error.parts[1]
+    ("rows repeat; pass by='model'", Keyword(name='by', value='model'))
+    """
+
+    def __init__(self, *parts: str | Keyword) -> None:
+        self.parts: tuple[str | Keyword, ...] = parts
+        super().__init__("".join(str(part) for part in parts))
 
 
 class MissingColumnsError(FrameMetricsError):

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, replace
+from functools import partial
 
 import polars as pl
 
 from frame_metrics.columns import Columns
-from frame_metrics.errors import InvalidValueError, MissingColumnsError
+from frame_metrics.errors import InvalidValueError, Keyword, MissingColumnsError
 from frame_metrics.options import MetricOptions
 from frame_metrics.validation import (
     Check,
     CheckedFrame,
+    Parts,
     duplicate_check,
     finite_check,
     magnitude_check,
@@ -187,31 +189,66 @@ def rating_checks(column: str, dtype: pl.DataType) -> list[Check]:
     ]
 
 
-def _likely_by(recs: pl.LazyFrame, key: list[str], roles: set[str]) -> str:
+def _likely_by(recs: pl.LazyFrame, key: list[str], roles: set[str]) -> Parts:
     """Name the columns that would make repeated rows unique: likely a missing ``by``.
 
     A frame of several models stacked and evaluated without ``by="model"`` repeats
     every (user, item) a model shares with another. Runs only when the check failed.
+    The columns come best first: a ``by`` column groups rows, so few values beat many
+    (a model column, not a request id), and a float (a score) is never proposed.
     """
-    others = [n for n in recs.collect_schema().names() if n not in roles]
+    schema = recs.collect_schema()
+    others = [n for n in schema.names() if n not in roles]
     if not others:
-        return ""
-    repeated = recs.filter(pl.struct(key).is_duplicated())
-    counts = repeated.select(
-        (pl.len() - pl.struct([*key, n]).n_unique()).alias(n) for n in others
+        return ()
+    # Rows with a null key repeat none (a long table's unranked truth rows).
+    keyed = pl.all_horizontal(pl.col(c).is_not_null() for c in key)
+    repeated = recs.filter(pl.struct(key).is_duplicated() & keyed)
+    stats = repeated.select(
+        *(
+            (pl.len() - pl.struct([*key, n]).n_unique()).alias(f"_fm_left{i}")
+            for i, n in enumerate(others)
+        ),
+        *(pl.col(n).n_unique().alias(f"_fm_values{i}") for i, n in enumerate(others)),
     ).collect()
-    unique_with = [n for n in others if counts[n].item() == 0]
-    if not unique_with:
-        return ""
-    shown = ", ".join(repr(n) for n in unique_with)
+    rank = {
+        n: (schema[n].is_float(), stats[f"_fm_values{i}"].item())
+        for i, n in enumerate(others)
+        if stats[f"_fm_left{i}"].item() == 0
+    }
+    if not rank:
+        return ()
+    unique_with = sorted(rank, key=rank.__getitem__)  # stable: ties keep column order
+    said = f"; the rows differ in column(s) {', '.join(repr(n) for n in unique_with)}"
+    if schema[unique_with[0]].is_float():
+        return (said,)
     return (
-        f"; the rows differ in column(s) {shown}: if they hold several models or "
-        f"segments, pass by={unique_with[0]!r}"
+        f"{said}: if they hold several models or segments, pass ",
+        Keyword("by", unique_with[0]),
     )
 
 
-def _dedup_hint(keep: str) -> str:
-    return f" (pass on_duplicate='first' to keep the {keep} row)"
+def _dedup_hint(keep: str) -> Parts:
+    return (" (pass ", Keyword("on_duplicate", "first"), f" to keep the {keep} row)")
+
+
+def _unranked_truth(long: pl.LazyFrame, column: str, rank: str) -> Parts:
+    """Say how to give truth rows per ``by`` group, when those without ``column`` are unranked.
+
+    A long table made by joining stacked lists with truth leaves a null model on each
+    relevant item no model recommended. Runs only when the null check failed.
+    """
+    null_group = long.filter(pl.col(column).is_null())
+    if null_group.select(pl.col(rank).is_not_null().any()).collect().item():
+        return ()  # a ranked row of no group: nothing to propose
+    return (
+        "; they have no rank (truth rows not recommended): with ",
+        Keyword("by"),
+        f", each {column!r} group of a long table needs its own truth rows, so repeat them "
+        f"once per {column!r} value, or pass truth separately (",
+        Keyword("truth"),
+        f", without {column!r}: it then applies to every {column!r} value)",
+    )
 
 
 def prepare(
@@ -567,17 +604,27 @@ def _prepare_long(
     _require_dtype("long table", c.relevance, schema[c.relevance], "numeric")
     checked: list[CheckedFrame] = []
     if validate:
+        by_checks = null_checks(c.by, "key")
+        if has_relevance:
+            by_checks = [
+                replace(check, explain=partial(_unranked_truth, long, b, c.rank))
+                for b, check in zip(c.by, by_checks, strict=True)
+            ]
         checks = [
-            *null_checks([*keys, item, *([] if has_relevance else [c.rank])], "key"),
+            *by_checks,
+            *null_checks([*c.user, item, *([] if has_relevance else [c.rank])], "key"),
             *relevance_checks(c.relevance, schema[c.relevance], gains, largest_relevance),
             rank_below_one_check(c.rank),
             *nonintegral_check(c.rank, schema[c.rank]),
-            duplicate_check([*keys, c.rank], "rank within a user", "", often_sorted=True),
         ]
+        # Stacked models' tables without by= repeat ranks and items: say which column differs.
+        roles = {*keys, item, c.rank, c.relevance}
+        rank_key, pair_key = [*keys, c.rank], [*keys, item]
+        rank_check = duplicate_check(rank_key, "rank within a user", often_sorted=True)
+        checks.append(replace(rank_check, explain=partial(_likely_by, long, rank_key, roles)))
         if options.on_duplicate == "error":
-            checks.append(
-                duplicate_check([*keys, item], "(user, item) pair", _dedup_hint("best-ranked"))
-            )
+            pair_check = duplicate_check(pair_key, "(user, item) pair", _dedup_hint("best-ranked"))
+            checks.append(replace(pair_check, explain=partial(_likely_by, long, pair_key, roles)))
         checked = [CheckedFrame("long table", long, checks, [*keys, item, c.rank, c.relevance])]
     rows = long.select(
         *keys,

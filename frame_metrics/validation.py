@@ -7,13 +7,14 @@ small query run to show an example row in the error message.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import polars as pl
 
-from frame_metrics.errors import DuplicateRowsError, FrameMetricsError, InvalidValueError
+from frame_metrics.errors import DuplicateRowsError, FrameMetricsError, InvalidValueError, Keyword
 
 if TYPE_CHECKING:
     from polars._typing import EngineType
@@ -22,9 +23,12 @@ __all__ = [
     "Check",
     "CheckedFrame",
     "Failure",
+    "Parts",
+    "dump_parts",
     "duplicate_check",
     "find_failures",
     "finite_check",
+    "load_parts",
     "magnitude_check",
     "nan_check",
     "negative_check",
@@ -39,6 +43,8 @@ __all__ = [
 
 #: A count over a frame: an expression, or a query of the frame giving one value.
 Screen = pl.Expr | Callable[[pl.LazyFrame], pl.LazyFrame]
+#: Text after a check's message: words, and the arguments it proposes.
+Parts = tuple[str | Keyword, ...]
 
 
 def _count_query(frame: pl.LazyFrame, count: Screen) -> pl.LazyFrame:
@@ -62,7 +68,9 @@ class Check:
     message: str  # formatted with n= and example=
     screens: tuple[Screen, ...] = ()
     #: On failure only: more to say, read from the data (a likely cause).
-    explain: Callable[[], str] | None = None
+    explain: Callable[[], Parts] | None = None
+    #: Said after the message on failure, before ``explain``'s (a way out that always applies).
+    advice: Parts = ()
 
 
 @dataclass(frozen=True)
@@ -222,12 +230,17 @@ def repeats_per_group(key: Sequence[str]) -> Callable[[pl.LazyFrame], pl.LazyFra
 
 
 def duplicate_check(
-    key: Sequence[str], what: str, hint: str, *, often_sorted: bool = False
+    key: Sequence[str],
+    what: str,
+    advice: Sequence[str | Keyword] = (),
+    *,
+    often_sorted: bool = False,
 ) -> Check:
     """The columns in ``key`` identify at most one row (null keys are not compared).
 
-    ``often_sorted``: frames usually come sorted by this key (user, rank), so a
-    sortedness count runs first, and the per-group count only when it is not 0.
+    ``advice``: said after the example (how to resolve repeats). ``often_sorted``:
+    frames usually come sorted by this key (user, rank), so a sortedness count runs
+    first, and the per-group count only when it is not 0.
     """
     dup = pl.struct(list(key)).is_duplicated() & pl.all_horizontal(
         pl.col(c).is_not_null() for c in key
@@ -239,8 +252,9 @@ def duplicate_check(
         dup.sum(),
         dup,
         DuplicateRowsError,
-        f"expected one row per {what}, found {{n}} rows that repeat one, e.g. {{example}}{hint}",
+        f"expected one row per {what}, found {{n}} rows that repeat one, e.g. {{example}}",
         screens=screens,
+        advice=tuple(advice),
     )
 
 
@@ -258,12 +272,30 @@ class Failure:
     message: str  # formatted with n= and example=
     n: int
     example: str
-    more: str = ""
+    more: Parts = ()
 
     def exception(self) -> FrameMetricsError:
         """The error to raise, its message naming the count and the example row."""
         text = self.message.format(n=self.n, example=self.example)
-        return self.error(f"{self.label}: {text}{self.more}")
+        return self.error(f"{self.label}: {text}", *self.more)
+
+
+def dump_parts(parts: Parts) -> str:
+    """``parts`` as text, to travel in a frame (a partition's failures); see :func:`load_parts`.
+
+    Examples
+    --------
+    >>> load_parts(dump_parts(("; pass ", Keyword("by", "model"))))
+    ('; pass ', Keyword(name='by', value='model'))
+    """
+    return json.dumps([p if isinstance(p, str) else [p.name, p.value] for p in parts])
+
+
+def load_parts(text: str | None) -> Parts:
+    """The parts :func:`dump_parts` wrote (none for ``None``)."""
+    if not text:
+        return ()
+    return tuple(p if isinstance(p, str) else Keyword(*p) for p in json.loads(text))
 
 
 def run_checks(
@@ -326,7 +358,7 @@ def find_failures(
             if n:
                 example = cf.frame.filter(check.offending).select(cf.show).head(1).collect()
                 shown = _describe(example.row(0, named=True)) if example.height else "(none)"
-                more = check.explain() if check.explain is not None else ""
+                more = check.advice + (check.explain() if check.explain is not None else ())
                 failures.append(
                     Failure(index, check.error, cf.label, check.message, int(n), shown, more)
                 )

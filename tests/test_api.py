@@ -185,6 +185,55 @@ def test_diagnostics_counts(constructor: Constructor) -> None:
     assert "users evaluated" in str(d)
 
 
+def _lines(d: fm.Diagnostics) -> list[str]:
+    """The printout's lines, the padding between label and count collapsed."""
+    return [" ".join(line.split()) for line in str(d).split("\n")]
+
+
+def test_diagnose_says_short_lists_and_rank_gaps(constructor: Constructor) -> None:
+    recs = pl.DataFrame(
+        {
+            "user": [1, 1, 2, 3, 3, 3, 4, 4, 4],
+            "item": ["a", "b", "a", "a", "b", "c", "b", "c", "d"],
+            "rank": [1, 2, 1, 1, 2, 3, 2, 5, 9],
+        }
+    )
+    truth = pl.DataFrame({"user": [1, 2, 3, 4], "item": ["a"] * 4, "relevance": [1] * 4})
+    d = fm.diagnose(constructor(recs), constructor(truth), k=[1, 2, 5])
+    # Items ranked within k, users 1 to 4: k=1: 1, 1, 1, 0; k=2: 2, 1, 2, 1; k=5: 2, 1, 3, 2.
+    assert d.short_lists == {1: 1, 2: 2, 5: 4}
+    assert d.longest_list == 3
+    # User 4's ranks within 5 are 2 and 5: positions 1, 3 and 4 are empty.
+    assert d.lists_with_rank_gaps == 1
+    lines = _lines(d)
+    assert "lists shorter than k=1: 1" in lines
+    assert "lists shorter than k=2: 2" in lines
+    assert "lists shorter than k=5 (the longest has 3 items): 4" in lines
+    assert "lists with gaps in their ranks (positions left empty): 1" in lines
+    # Lists as long as every k, without gaps: nothing to say.
+    full = fm.diagnose(constructor(recs), constructor(truth), k=1)
+    assert (full.short_lists, full.longest_list, full.lists_with_rank_gaps) == ({1: 1}, 1, 0)
+    assert not [line for line in _lines(full) if "gaps" in line]
+
+
+def test_diagnose_says_who_is_not_in_truth(constructor: Constructor) -> None:
+    recs = pl.DataFrame({"user": [1, 2, 3], "item": ["a", "a", "a"], "rank": [1, 1, 1]})
+    # User 2 is in truth with nothing relevant, user 3 only in recs, user 4 only in truth.
+    truth = pl.DataFrame({"user": [1, 2, 4], "item": ["a", "b", "c"], "relevance": [1, 0, 1]})
+    long = recs.join(truth, on=["user", "item"], how="full", coalesce=True)
+    for d in (
+        fm.diagnose(constructor(recs), constructor(truth), k=1),
+        fm.diagnose(constructor(long), k=1),
+    ):
+        assert (d.n_users, d.users_without_relevant, d.users_not_in_truth) == (2, 2, 1)
+        assert d.users_without_recommendations == 1  # user 4
+        lines = _lines(d)
+        assert lines[1:3] == [
+            "users without a relevant item: 2",
+            "of which not in truth (only in recs): 1",
+        ]
+
+
 def test_exprs_accept_expressions_and_match_evaluate() -> None:
     long = pl.DataFrame({"u": [1, 1, 1, 2, 2], "pos": [0, 1, None, 0, 1], "stars": [5, 0, 4, 0, 3]})
     got = (

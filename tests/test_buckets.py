@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import frame_metrics as fm
-from frame_metrics.errors import DuplicateRowsError, InvalidOptionError
+from frame_metrics.errors import DuplicateRowsError, InvalidOptionError, Keyword
 from frame_metrics.progress import Progress
 from tests.test_distributed import CASES, RECS, TRAIN, TRUTH, _sorted, _tables
 
@@ -57,6 +57,9 @@ def test_same_error() -> None:
     with pytest.raises(DuplicateRowsError) as bucketed:
         fm.evaluate(dup, TRUTH, k=3, buckets=2)
     assert str(bucketed.value) == str(single.value)
+    # The argument it proposes stays apart from the text (the command line says it its way).
+    assert bucketed.value.parts == single.value.parts
+    assert Keyword("on_duplicate", "first") in single.value.parts
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "many"])

@@ -105,6 +105,9 @@ def files(tmp_path: Path) -> dict[str, Path]:
         "empty.csv": "",
         "broken.parquet": "not a parquet file",
         "text_rank.csv": "user,item,rank\n1,a,1\n1,b,x\n",
+        "recs_dup.csv": "user,item,rank\n1,a,1\n1,a,2\n",
+        # Two models' lists joined with truth: the relevant item neither recommended has no model.
+        "long_by.csv": "model,user,item,rank,relevance\na,1,x,1,1\nb,1,y,1,\n,1,z,,1\n",
     }
     for name, text in texts.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
@@ -616,11 +619,31 @@ ERRORS: list[tuple[str, ArgsOf, int, str]] = [
         "--per-user: ...: corpus metrics have ...; leave out --per-user",
     ),
     # values the metrics cannot use
+    # the ways out a message proposes, as this command line's options and arguments
     (
         "duplicate ranks",
         _on("recs.parquet", "truth.csv", "-k", "3"),
         1,
-        "recs: expected one row per rank within a user...",
+        "recs: expected one row per rank within a user, found 24 rows that repeat one, e.g. "
+        "user=1, item='a', rank=1; the rows differ in column(s) 'model': if they hold several "
+        "models or segments, pass --by model",
+    ),
+    (
+        "duplicate pair",
+        _on("recs_dup.csv", "truth.csv", "-k", "3"),
+        1,
+        "recs: expected one row per (user, item) pair, found 2 rows that repeat one, e.g. "
+        "user=1, item='a', rank=1 (pass --on-duplicate first to keep the best-ranked row)",
+    ),
+    (
+        "long table by model with truth rows of no model",
+        _on("long_by.csv", None, "-k", "3", "--by", "model"),
+        1,
+        "long table: expected no nulls in key column 'model', found 1 null row(s), e.g. "
+        "model=None, user=1, item='z', rank=None, relevance=1; they have no rank (truth rows "
+        "not recommended): with --by, each 'model' group of a long table needs its own truth "
+        "rows, so repeat them once per 'model' value, or pass truth separately (TRUTH, without "
+        "'model': it then applies to every 'model' value)",
     ),
     (
         "text ranks",

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import frame_metrics as fm
-from frame_metrics.errors import DuplicateRowsError, FrameMetricsError
+from frame_metrics.errors import DuplicateRowsError, FrameMetricsError, Keyword
 
 dd = pytest.importorskip("dask.dataframe", reason="the dask extra is part of the dev install")
 
@@ -172,6 +172,8 @@ def test_same_error(backend: Any) -> None:
     assert str(spread.value).startswith(head)
     example = str(spread.value).partition("e.g. ")[2]
     assert example in {tail, tail.replace("rank=1", "rank=3")}
+    # The argument it proposes stays apart from the text (the command line says it its way).
+    assert Keyword("on_duplicate", "first") in spread.value.parts
 
 
 def test_error_counts_summed_over_partitions(backend: Any) -> None:
@@ -287,8 +289,10 @@ def test_input_order_ties_are_refused(backend: Any) -> None:
         {"k": 2, "by": "model", "empty": "zero"},
         {"metrics": ["novelty@2"], "train": TRAIN},
         {"k": 1, "score": "score"},
+        # Lists per model shorter than 5, one with a gap (user 2, model y: rank 2 only).
+        {"k": [2, 5], "by": "model"},
     ],
-    ids=["plain", "by", "unseen-items", "ties"],
+    ids=["plain", "by", "unseen-items", "ties", "short-lists"],
 )
 def test_diagnose(backend: Any, kwargs: dict[str, Any]) -> None:
     to_backend, _, _ = backend
@@ -305,6 +309,13 @@ def test_diagnose(backend: Any, kwargs: dict[str, Any]) -> None:
     assert found.ties_at_cutoff == expected.ties_at_cutoff
     assert found.ties_within_cutoff == expected.ties_within_cutoff
     assert found.items_not_in_train == expected.items_not_in_train
+    assert found.users_not_in_truth == expected.users_not_in_truth
+    assert found.short_lists == expected.short_lists
+    assert found.longest_list == expected.longest_list
+    assert found.lists_with_rank_gaps == expected.lists_with_rank_gaps
+    if kwargs.get("k") == [2, 5]:  # the counts of the comment above, not only equal ones
+        assert (found.short_lists, found.longest_list) == ({2: 3, 5: 6}, 3)
+        assert (found.lists_with_rank_gaps, found.users_not_in_truth) == (1, 1)
     assert_frame_equal(found.per_group, expected.per_group, check_dtypes=False)
 
 

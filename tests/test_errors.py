@@ -314,6 +314,43 @@ CASES: list[Case] = [
         "recs: expected one row per rank within a user, found 6 rows that repeat one, e.g. user=1, item=10, rank=1; the rows differ in column(s) 'model': if they hold several models or segments, pass by='model'",
     ),
     (
+        # A column of ids (one per row) and a float column differ as well; the hint proposes
+        # the column of fewest values that is not a float: a by column groups rows.
+        "stacked-models-with-ids-and-scores-without-by",
+        lambda r: pl.concat(
+            [
+                r.with_columns(
+                    request=pl.Series([1, 2, 3]),
+                    model=pl.lit("a"),
+                    score=pl.Series([0.9, 0.8, 0.7]),
+                ),
+                r.with_columns(
+                    request=pl.Series([4, 5, 6]),
+                    model=pl.lit("b"),
+                    score=pl.Series([0.6, 0.5, 0.4]),
+                ),
+            ]
+        ),
+        same,
+        {},
+        DuplicateRowsError,
+        "recs: expected one row per rank within a user, found 6 rows that repeat one, e.g. user=1, item=10, rank=1; the rows differ in column(s) 'model', 'request', 'score': if they hold several models or segments, pass by='model'",
+    ),
+    (
+        # Only scores differ: a float column is no segment, and is not proposed for by=.
+        "stacked-runs-differing-in-scores-only",
+        lambda r: pl.concat(
+            [
+                r.with_columns(score=pl.Series([0.9, 0.8, 0.7])),
+                r.with_columns(score=pl.Series([0.6, 0.5, 0.4])),
+            ]
+        ),
+        same,
+        {},
+        DuplicateRowsError,
+        "recs: expected one row per rank within a user, found 6 rows that repeat one, e.g. user=1, item=10, rank=1; the rows differ in column(s) 'score'",
+    ),
+    (
         "inf-relevance",
         same,
         lambda t: t.with_columns(relevance=pl.Series([1.0, float("inf")])),
@@ -454,6 +491,14 @@ LONG = pl.DataFrame(
             "e.g. user=1, item=10, rank=1, relevance=0.0 (pass on_duplicate='first' to keep the best-ranked row)",
         ),
         (
+            # Two models' long tables stacked: their unranked truth rows repeat no rank.
+            lambda df: pl.concat([df.with_columns(model=pl.lit(m)) for m in "ab"]),
+            DuplicateRowsError,
+            "long table: expected one row per rank within a user, found 4 rows that repeat one, "
+            "e.g. user=1, item=10, rank=1, relevance=0.0; the rows differ in column(s) 'model': "
+            "if they hold several models or segments, pass by='model'",
+        ),
+        (
             lambda df: df.with_columns(relevance=pl.Series([0.0, -1.0, 2.0])),
             InvalidValueError,
             "long table: expected relevance >= 0 in column 'relevance', found 1 negative value(s), "
@@ -465,7 +510,13 @@ LONG = pl.DataFrame(
             "long table: expected column 'relevance', not found; available columns: 'user', 'item', 'rank'",
         ),
     ],
-    ids=["duplicate-rank", "duplicate-pair", "negative-relevance", "missing-relevance"],
+    ids=[
+        "duplicate-rank",
+        "duplicate-pair",
+        "stacked-models-without-by",
+        "negative-relevance",
+        "missing-relevance",
+    ],
 )
 def test_bad_long_table(
     constructor: Constructor,
@@ -478,6 +529,51 @@ def test_bad_long_table(
         message = re.sub(r"rank=(\d+),", r"rank=\1.0,", message)
     with pytest.raises(error, match=f"^{re.escape(message)}$"):
         fm.evaluate(frame, k=2)
+
+
+#: Two models' lists in one long table; the truth row no model recommended has no model.
+LONG_BY = pl.DataFrame(
+    {
+        "model": ["a", "a", "b", None],
+        "user": [1, 1, 1, 1],
+        "item": [10, 11, 10, 12],
+        "rank": [1, 2, 1, None],
+        "relevance": [None, 1.0, None, 2.0],
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("frame", "message"),
+    [
+        pytest.param(
+            LONG_BY,
+            "long table: expected no nulls in key column 'model', found 1 null row(s), e.g. "
+            "model=None, user=1, item=12, rank=None, relevance=2.0; they have no rank (truth "
+            "rows not recommended): with by=, each 'model' group of a long table needs its own "
+            "truth rows, so repeat them once per 'model' value, or pass truth separately "
+            "(truth=, without 'model': it then applies to every 'model' value)",
+            id="unranked-truth-rows",
+        ),
+        pytest.param(
+            # A ranked row without a model is a list of no model: nothing to propose.
+            LONG_BY.with_columns(model=pl.Series(["a", None, "b", "b"])),
+            "long table: expected no nulls in key column 'model', found 1 null row(s), e.g. "
+            "model=None, user=1, item=11, rank=2, relevance=1.0",
+            id="ranked-row",
+        ),
+    ],
+)
+def test_long_table_by_with_null_groups(
+    constructor: Constructor, frame: pl.DataFrame, message: str
+) -> None:
+    """Truth rows of a long table carry the by columns too; say how to give them."""
+    long = constructor(frame)
+    if _is_pandas_numpy(long):  # a rank column holding a null is float64 in numpy pandas
+        message = re.sub(r"rank=(\d+),", r"rank=\1.0,", message)
+    for call in (fm.evaluate, fm.diagnose):
+        with pytest.raises(InvalidValueError, match=f"^{re.escape(message)}$"):
+            call(long, k=2, by="model")
 
 
 def test_score_on_long_table_is_refused() -> None:

@@ -37,7 +37,7 @@ from frame_metrics.global_tables import GlobalTables
 from frame_metrics.metrics.corpus import exposure_column, users_column
 from frame_metrics.metrics.rating import N_PAIRS
 from frame_metrics.options import other_tie_rules
-from frame_metrics.validation import Failure, find_failures
+from frame_metrics.validation import Failure, dump_parts, find_failures, load_parts
 
 __all__ = [
     "BUCKET",
@@ -242,7 +242,8 @@ def partition_checks(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.DataFra
 
 def _failure_frame(failures: list[Failure]) -> pl.DataFrame:
     rows = [
-        (f.index, f.error.__name__, f.label, f.message, f.n, f.example, f.more) for f in failures
+        (f.index, f.error.__name__, f.label, f.message, f.n, f.example, dump_parts(f.more))
+        for f in failures
     ]
     return pl.DataFrame(rows, schema=_FAILURE_SCHEMA, orient="row")
 
@@ -266,7 +267,7 @@ def raise_first(failures: pl.DataFrame) -> None:
         first["message"],
         int(rows["n"].sum()),
         first["example"],
-        first["more"],
+        load_parts(first["more"]),
     ).exception()
 
 
@@ -523,6 +524,8 @@ _TOTALS = (
     "users_without_recommendations",
     "pairs_without_rating",
     "pairs_without_prediction",
+    "users_not_in_truth",
+    "lists_with_rank_gaps",
 )
 
 
@@ -534,7 +537,14 @@ def partition_diagnostics(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.Da
     totals |= {f"dup:{f}": n for f, n in found.duplicates_resolved.items()}
     totals |= {f"tie@{k}": n for k, n in found.ties_at_cutoff.items()}
     totals |= {f"within@{k}": n for k, n in found.ties_within_cutoff.items()}
-    parts = [pl.DataFrame([totals]).with_columns(pl.lit("totals").alias(_PART))]
+    totals |= {f"short@{k}": n for k, n in found.short_lists.items()}
+    totals["longest_list"] = found.longest_list  # a maximum over partitions, not a sum
+    # Typed even when None (no list in the partition), so partitions' rows stack.
+    parts = [
+        pl.DataFrame([totals]).with_columns(
+            pl.col("longest_list").cast(pl.Int64), pl.lit("totals").alias(_PART)
+        )
+    ]
     if found.per_group.width:
         parts.append(found.per_group.with_columns(pl.lit("group").alias(_PART)))
     if "popularity" in request.needs:
@@ -549,10 +559,18 @@ def merge_diagnostics(rows: pl.DataFrame, job: Job) -> Diagnostics:
     request = job.request(job.empty(), validate=False)
     by, item = list(request.columns.by), request.columns.item
     totals = rows.filter(pl.col(_PART) == "totals")
-    names = [c for c in totals.columns if c in _TOTALS or c.startswith(("dup:", "tie@", "within@"))]
+    additive = ("dup:", "tie@", "within@", "short@")
+    names = [c for c in totals.columns if c in _TOTALS or c.startswith(additive)]
     total = {c: int(totals[c].fill_null(0).sum()) for c in names}
+    has_longest = "longest_list" in totals.columns
+    longest = totals.select(pl.col("longest_list").max()).item() if has_longest else None
     group_rows = rows.filter(pl.col(_PART) == "group")
-    order = ("users_with_relevant", "users_without_relevant", "users_without_recommendations")
+    order = (
+        "users_with_relevant",
+        "users_without_relevant",
+        "users_without_recommendations",
+        "users_not_in_truth",
+    )
     counts = [c for c in order if c in group_rows.columns]
     per_group = pl.DataFrame()
     if counts:
@@ -584,6 +602,12 @@ def merge_diagnostics(rows: pl.DataFrame, job: Job) -> Diagnostics:
         },
         pairs_without_rating=total.get("pairs_without_rating", 0),
         pairs_without_prediction=total.get("pairs_without_prediction", 0),
+        users_not_in_truth=total.get("users_not_in_truth", 0),
+        short_lists={
+            int(c.removeprefix("short@")): n for c, n in total.items() if c.startswith("short@")
+        },
+        longest_list=None if longest is None else int(longest),
+        lists_with_rank_gaps=total.get("lists_with_rank_gaps", 0),
     )
 
 
