@@ -224,6 +224,20 @@ class Request:
             self.truth = replace(self.truth, lazy=typed["truth"])
         return {name: replace(source, lazy=typed[name]) for name, source in extras.items()}
 
+    def check_call(self, *, aggregate: bool) -> None:
+        """What the call asks that no frame can answer: checked before reading any row.
+
+        Corpus metrics need ``aggregate=True``; no column may hold two roles
+        (:meth:`check_roles`). Every runner (one pass, buckets, Spark, Dask) calls it.
+        """
+        corpus = [r.column for r in self.requests if r.metric.population == "corpus"]
+        if corpus and not aggregate:
+            raise InvalidOptionError(
+                f"aggregate: expected True for corpus metrics (one value per by group, not per "
+                f"user), got False with {', '.join(corpus)}"
+            )
+        self.check_roles(aggregate=aggregate)
+
     def check_roles(self, *, aggregate: bool) -> None:
         """No column in two roles of one frame, reserved, or named like an output column."""
         c, families = self.columns, self.families()
@@ -828,13 +842,7 @@ def evaluate(request: Request, *, aggregate: bool) -> Any:
     every check passed. A LazyFrame stays lazy: its checks run now, its metrics when
     the caller collects.
     """
-    corpus = [r.column for r in request.requests if r.metric.population == "corpus"]
-    if corpus and not aggregate:
-        raise InvalidOptionError(
-            f"aggregate: expected True for corpus metrics (one value per by group, not per "
-            f"user), got False with {', '.join(corpus)}"
-        )
-    request.check_roles(aggregate=aggregate)
+    request.check_call(aggregate=aggregate)
     plan = Plan(request)
     per_user = plan.per_user()
     if aggregate:

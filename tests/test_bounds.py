@@ -488,3 +488,12 @@ def test_beyond_accuracy_metrics_stay_in_range(world: World, ks: list[int], kind
             for k in ks:
                 for value in got[f"{name}@{k}"].drop_nulls():
                     assert low <= value <= high, (name, k, value)
+
+
+def test_zero_is_positive_zero(constructor: Constructor) -> None:
+    # A user without a hit: DCG, AP and err sum no term (polars sums nothing to -0.0).
+    recs = pl.DataFrame({"user": [1, 1, 2], "item": ["a", "b", "c"], "rank": [1, 2, 1]})
+    truth = pl.DataFrame({"user": [1, 2], "item": ["a", "z"], "relevance": [1.0, 2.0]})
+    got = evaluate_as_polars(constructor, recs, truth, metrics=["dcg", "ap", "ndcg", "err"], k=2)
+    user_2 = got.filter(pl.col("user") == 2).row(0)[1:]
+    assert [math.copysign(1.0, v) for v in user_2] == [1.0] * 4, user_2

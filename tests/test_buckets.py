@@ -106,3 +106,29 @@ def test_random_tables(
     )
     got = _sorted(result.collect(), aggregate)
     assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"metrics": ["coverage@2"]},
+            "aggregate: expected True for corpus metrics (one value per by group, not per "
+            "user), got False with coverage@2",
+        ),
+        (
+            {"metrics": ["ndcg@2"], "by": "item"},
+            None,  # a column in two roles: the one-pass message, whatever it says
+        ),
+    ],
+    ids=["corpus-per-user", "two-roles"],
+)
+def test_call_checks_speak_before_any_bucket(kwargs: dict[str, Any], message: str | None) -> None:
+    # Buckets used to read the frames first and fail inside polars (ColumnNotFoundError).
+    with pytest.raises(InvalidOptionError) as one_pass:
+        fm.evaluate(RECS, TRUTH, **kwargs)
+    with pytest.raises(InvalidOptionError) as buckets:
+        fm.evaluate(RECS, TRUTH, buckets=3, **kwargs)
+    assert str(buckets.value) == str(one_pass.value)
+    if message is not None:
+        assert str(buckets.value) == message

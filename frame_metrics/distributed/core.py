@@ -150,7 +150,9 @@ def unified_job(
     """The job of a call whose user frames have ``schemas`` as read, keys unified."""
     probe = Job(options, aggregate, schemas)
     keys = [*probe.by, *probe.user, str(options.get("item", "item"))]
-    return Job(options, aggregate, key_dtypes(schemas, keys), broadcast)
+    job = Job(options, aggregate, key_dtypes(schemas, keys), broadcast)
+    job.request(job.empty(), validate=False).check_call(aggregate=aggregate)
+    return job
 
 
 def refuse_row_order(job: Job, library: str) -> None:

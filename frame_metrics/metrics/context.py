@@ -158,7 +158,7 @@ def ideal_slots(k: int) -> float:
     """
     gains = pl.DataFrame({"gain": [[1.0] * k]}, schema={"gain": pl.List(pl.Float64)})
     total = gains.select(dcg_terms(pl.col("gain")).list.sum()).item()
-    return float(total) + 0.0
+    return float(total)
 
 
 class RankingPieces(Protocol):

@@ -150,11 +150,13 @@ class Metric:
         a value computed in floating point may pass a bound that its exact value cannot
         pass by a rounding error of a few units in the last place (a pair's cosine of
         1 + 2^-52, an expected DCG a last bit above its ideal); the bound is then the
-        nearer float to the exact value.
+        nearer float to the exact value. Zero is always +0.0.
         """
         low, high = self.range_under(options or getattr(ctx, "options", None))
         value = self.build(ctx, k).cast(pl.Float64).clip(low, high)
-        return value.alias(self.column(k))
+        # A sum of nothing is -0.0 in polars; zero is written 0.0 whatever the path
+        # (-0.0 == 0.0, but its bits and its printed sign differ).
+        return pl.when(value == 0.0).then(0.0).otherwise(value).alias(self.column(k))
 
     def expr(self, ctx: RankingPieces, k: int) -> pl.Expr:
         """A ranking-family metric with its population policy applied, named by :meth:`column`.

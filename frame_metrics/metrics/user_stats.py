@@ -90,10 +90,10 @@ def _prefix(terms: pl.Expr, length: pl.Expr) -> pl.Expr:
     """The sum of a list's first ``length`` terms (0 for none).
 
     ``list.sum`` adds one list's values with a fixed algorithm, so equal lists give
-    equal sums to the last bit. It sums nothing to -0.0; adding 0.0 makes that 0.0 and
-    changes no other value.
+    equal sums to the last bit. It sums nothing to -0.0, which the metric's value turns
+    into 0.0 (``Metric.value``; polars simplifies ``x + 0.0`` away, so that cannot).
     """
-    return terms.list.head(length).list.sum() + 0.0
+    return terms.list.head(length).list.sum()
 
 
 class UserStats:
@@ -439,7 +439,7 @@ class UserStats:
             if self._terms[list_name][0] != source:
                 continue
             if prefix_k is None:
-                prefixes.append((pl.col(list_name).list.sum() + 0.0).alias(name))
+                prefixes.append(pl.col(list_name).list.sum().alias(name))
             else:
                 length = pl.col(f"_fm_hits@{prefix_k}")
                 prefixes.append(_prefix(pl.col(list_name), length).alias(name))
