@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from frame_metrics.errors import InvalidOptionError
+from frame_metrics.errors import InvalidOptionError, shown
 from frame_metrics.options import MetricOptions
 
 __all__ = [
@@ -501,7 +501,7 @@ def get(name: object) -> Convention:
         return CONVENTIONS[name]
     raise InvalidOptionError(
         f"convention: expected one of {', '.join(repr(n) for n in CONVENTIONS)} or None, "
-        f"got {name!r}"
+        f"got {shown(name)}"
     )
 
 

@@ -280,6 +280,8 @@ def errors_page() -> str:
     ]
     for name in errors.__all__:
         cls = getattr(errors, name)
+        if not isinstance(cls, type):  # errors.shown: how messages show values
+            continue
         bases = ", ".join(f"`{b.__name__}`" for b in cls.__bases__)
         doc = without_roles(inspect.cleandoc(cls.__doc__ or "").split("\n\n")[0])
         lines.append(f"| `{name}` | {bases} | {_cell(doc)} |")
