@@ -1,12 +1,11 @@
-"""Metric strings: ``name(option=value, ...)@k``, parsed and written back canonically.
+"""Metric strings: ``name(option=value, ...)@k``, taken apart; option values written out.
 
 A metric named with options in parentheses (the style ir_measures made familiar) is
 computed with those options replacing the call's for that metric alone, in the same
-query as the rest, in a column of its own (spec section 8). The column is the canonical
-string: options in alphabetical order, an option left out when it equals the value the
-metric would have without it, values written plainly
-(``ap(ap_denominator=relevant)@10``, ``ndcg(gain={2:3,3:7})@5``,
-``rbp(persistence=0.95)``).
+query as the rest, in a column of its own named by the string as written (spec
+section 8). Parsing is bounded: a string longer than :data:`MAX_NAME_CHARS` is refused,
+and values are read by hand (numbers, ``{level: gain}`` tables, words), never evaluated.
+:func:`format_value` writes an option value plainly (the conventions' tables use it).
 """
 
 from __future__ import annotations
@@ -171,7 +170,7 @@ def parse_name(raw: str, known_options: Mapping[str, object]) -> ParsedName:
 
 
 def format_value(value: object) -> str:
-    """An option value as the canonical metric string writes it.
+    """An option value written plainly, as the conventions' tables show it.
 
     Examples
     --------

@@ -95,6 +95,10 @@ def _sorted(frame: pl.DataFrame, aggregate: bool) -> pl.DataFrame:
     return frame if aggregate or not keys else frame.sort(keys)
 
 
+#: Metric strings whose columns are the strings as written (a name without @k: one per k).
+NAMED = ["map@2", "ap@2", "ap(ap_denominator=relevant) @2", "ndcg(gain={2: 3, 3: 7})"]
+NAMED_COLUMNS = [*NAMED[:3], "ndcg(gain={2: 3, 3: 7})@2", "ndcg(gain={2: 3, 3: 7})@3"]
+
 CASES: list[dict[str, Any]] = [
     {"k": [1, 2, 3]},
     {"k": 2, "by": "model"},
@@ -113,6 +117,8 @@ CASES: list[dict[str, Any]] = [
     },
     {"metrics": ["precision@2", "ndcg@3", "mrr@1", "ap@3"], "convention": "trec_eval"},
     {"metrics": ["ndcg@2", "recall@2", "ap@2"], "convention": "rectools", "by": "model"},
+    # Columns named as requested (spec section 8), two of them for one computation.
+    {"metrics": NAMED, "k": [2, 3]},
 ]
 
 
@@ -129,6 +135,15 @@ def test_equals_polars(backend: Any, case: dict[str, Any], aggregate: bool) -> N
     assert isinstance(result, kind)
     got = _sorted(to_polars(result), aggregate)
     assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
+
+
+@pytest.mark.parametrize("aggregate", [False, True], ids=["per-user", "aggregate"])
+def test_columns_as_written(backend: Any, aggregate: bool) -> None:
+    to_backend, to_polars, _ = backend
+    result = fm.evaluate(
+        to_backend(RECS, 3), to_backend(TRUTH, 2), metrics=NAMED, k=[2, 3], aggregate=aggregate
+    )
+    assert to_polars(result).columns == ["n_users" if aggregate else "user", *NAMED_COLUMNS]
 
 
 @pytest.mark.parametrize("by", [None, "model"])

@@ -215,7 +215,7 @@ Spec = Column | Count
 
 
 def _gain_table(text: str) -> str:
-    """``1=3,2=9,4=4.5`` -> ``{1:3,2:9,4:4.5}`` (the canonical option text)."""
+    """``1=3,2=9,4=4.5`` -> ``{1:3,2:9,4:4.5}`` (a gain table as a metric string writes it)."""
     pairs = []
     for pair in text.split(","):
         level, gain = pair.split("=")

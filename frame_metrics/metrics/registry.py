@@ -173,7 +173,7 @@ class Requested(NamedTuple):
 
 
 REGISTRY: dict[str, Metric] = {}
-#: Other accepted names; the output column uses the canonical name.
+#: Other accepted names (the output column is the name as written).
 ALIASES: dict[str, str] = {"map": "ap"}
 
 
@@ -248,8 +248,9 @@ def resolve_requests(
     A name carrying its own cutoff (``"ndcg@10"``) uses it; a plain name takes every k.
     A metric without a cutoff (``"rmse"``) ignores ``k`` and is paired with 0. A name
     may carry options (``"ap(ap_denominator=relevant)@10"``): they replace the call's
-    (``given``, ``None`` = not given, and ``convention``) for that metric alone, and
-    the column is the canonical string (see :mod:`frame_metrics.metric_names`).
+    (``given``, ``None`` = not given, and ``convention``) for that metric alone. The
+    column is the string as written (surrounding spaces aside), ``"@<k>"`` appended for
+    a name without its cutoff: two strings of one computation are two columns.
 
     Examples
     --------
@@ -258,8 +259,8 @@ def resolve_requests(
     [('ndcg', 5), ('ndcg', 10), ('ap', 3)]
     >>> [r.column for r in resolve_requests(["rmse", "mae"], None, [])]
     ['rmse', 'mae']
-    >>> [r.column for r in resolve_requests(["ap(ap_denominator = relevant, empty=skip)@10"], None, [])]
-    ['ap(ap_denominator=relevant)@10']
+    >>> [r.column for r in resolve_requests(["map@10", "ap(ap_denominator=min_k)"], None, [])]
+    ['map@10', 'ap(ap_denominator=min_k)@10']
     >>> resolve_requests("rmse@5", None, [])
     Traceback (most recent call last):
     ...
@@ -270,7 +271,7 @@ def resolve_requests(
     frame_metrics.errors.InvalidOptionError: metrics: expected options precision reads (convention, empty, relevant_set, threshold, ties, users), got gain in 'precision(gain=binary)@5'
     """
     from frame_metrics.conventions import METRIC_OPTIONS, resolve_options
-    from frame_metrics.metric_names import format_value, parse_name
+    from frame_metrics.metric_names import parse_name
 
     given = dict(given or {})
     given_raw = (
@@ -307,28 +308,6 @@ def resolve_requests(
                 metric_given=own,
             )
         )
-        # An option is written out when it changes the metric's value from what the metric
-        # would have without it: the call's options, under the metric's own convention.
-        base = metric.effective(
-            resolve_options(
-                given,
-                convention=convention,
-                metric=metric.name,
-                metric_convention=metric_convention,
-            )
-        )
-        shown = {
-            name: getattr(options, name)
-            for name in own
-            if getattr(options, name) != getattr(base, name)
-        }
-        if metric_convention is not None and metric_convention != convention:
-            shown["convention"] = metric_convention
-        label = metric.name
-        if shown:
-            label += (
-                "(" + ",".join(f"{n}={format_value(v)}" for n, v in sorted(shown.items())) + ")"
-            )
         if not metric.takes_k:
             if parsed.cut is not None:
                 raise InvalidOptionError(
@@ -347,8 +326,10 @@ def resolve_requests(
             if ks is None:
                 ks = (DEFAULT_K,)  # spec section 8; the column name says @10
             cuts = ks
+        # The column is the string as written (spec section 8): a user indexes the
+        # result by what they asked; a name without its cutoff gets "@k" per k.
         for kk in cuts:
-            column = f"{label}@{kk}" if metric.takes_k else label
+            column = raw if parsed.cut is not None or not metric.takes_k else f"{raw}@{kk}"
             request = Requested(metric, kk, options, column)
             if request not in out:
                 if any(r.column == column for r in out):
