@@ -1209,6 +1209,13 @@ def _in_cli_terms(message: str) -> str:
     message = re.sub(extra, lambda m: "--" + m[1].replace("_", "-"), message)
     message = re.sub(r"\bunexpected='(\w+)'", r"--unexpected \1", message)
     message = message.replace("pass truth= to", "give TRUTH to")
+    # A value a preset set: "set by convention='rectools' (pass threshold= to override it)".
+    message = re.sub(r"\bset by convention='(\w+)'", r"set by --convention \1", message)
+    message = re.sub(
+        r"\bpass (\w+)= to override it\)",
+        lambda m: f"pass --{m[1].replace('_', '-')} to override it)",
+        message,
+    )
     if message.startswith("-k: ") and message.endswith(", got None"):
         message = message.removesuffix("None") + (
             "none (every metric named without its own cutoff, like ndcg@10, needs -k)"

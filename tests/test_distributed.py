@@ -274,7 +274,14 @@ def test_tie_rules(backend: Any, ties: str) -> None:
     assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
 
 
-def test_input_order_ties_are_refused(backend: Any) -> None:
+@pytest.mark.parametrize(
+    ("options", "set_by"),
+    [
+        ({"convention": "ranx"}, ", set by convention='ranx' (pass ties= to override it)"),
+        ({"ties": "input"}, ""),  # the caller's own: nothing to override
+    ],
+)
+def test_input_order_ties_are_refused(backend: Any, options: dict[str, Any], set_by: str) -> None:
     # A Spark or Dask frame has no row order: ranx's and Recommenders' stable sort cannot
     # be reproduced there.
     to_backend, _, _ = backend
@@ -282,8 +289,7 @@ def test_input_order_ties_are_refused(backend: Any) -> None:
     library = "Dask" if backend[2].__module__.startswith("dask") else "Spark"
     message = (
         "ties: expected 'item', 'item_desc', 'item_desc_text' or 'average' for ndcg@2 on "
-        f"{library} (its rows have no order to break ties by), got 'input'; pass ties= to "
-        "override the convention's"
+        f"{library} (its rows have no order to break ties by), got 'input'{set_by}"
     )
     with pytest.raises(fm.InvalidOptionError, match=f"^{re.escape(message)}$"):
         fm.evaluate(
@@ -291,7 +297,7 @@ def test_input_order_ties_are_refused(backend: Any) -> None:
             to_backend(TRUTH, 2),
             score="score",
             metrics="ndcg@2",
-            convention="ranx",
+            **options,
         )
 
 

@@ -703,24 +703,52 @@ def test_threshold_zero_makes_every_truth_row_relevant(constructor: Constructor)
     assert both.rows() == [(1, 0.0, 1 / 2), (2, None, 1.0)]
 
 
+_LONG_TABLE_ZERO = (
+    "threshold: expected a number > 0 or None for {column} on a long table (relevance 0 "
+    "marks a recommended item outside truth there; pass truth= to make every truth row "
+    "relevant), got 0"
+)
+
+
 @pytest.mark.parametrize(
-    ("kwargs", "column"),
+    ("kwargs", "column", "set_by"),
     [
-        ({"metrics": "recall@2", "threshold": 0}, "recall@2"),
-        ({"metrics": "recall(threshold=0)@2"}, "recall(threshold=0)@2"),
+        ({"metrics": "recall@2", "threshold": 0}, "recall@2", ""),
+        ({"metrics": "recall(threshold=0)@2"}, "recall(threshold=0)@2", ""),
+        # The caller's own 0 is the caller's, preset or not.
+        ({"metrics": "recall@2", "threshold": 0, "convention": "rectools"}, "recall@2", ""),
+        # A preset's 0 is the preset's: name it (the "rectools on a long table").
+        (
+            {"metrics": "recall@2", "convention": "rectools"},
+            "recall@2",
+            ", set by convention='rectools' (pass threshold= to override it)",
+        ),
+        (
+            {"metrics": ["ndcg@2", "recall(convention=replay)@2"]},
+            "recall(convention=replay)@2",
+            ", set by 'recall(convention=replay)@2' (pass threshold= to override it)",
+        ),
+        (
+            {"metrics": "recall(convention=recommenders)@2", "convention": "trec_eval"},
+            "recall(convention=recommenders)@2",
+            ", set by 'recall(convention=recommenders)@2' (pass threshold= to override it)",
+        ),
     ],
 )
 def test_threshold_zero_on_a_long_table_is_an_error(
-    constructor: Constructor, kwargs: dict[str, Any], column: str
+    constructor: Constructor, kwargs: dict[str, Any], column: str, set_by: str
 ) -> None:
     long = ZERO_RECS.join(ZERO_TRUTH, on=["user", "item"], how="full", coalesce=True)
-    message = (
-        f"threshold: expected a number > 0 or None for {column} on a long table (relevance 0 "
-        "marks a recommended item outside truth there; pass truth= to make every truth row "
-        "relevant), got 0"
-    )
-    with raises_exactly(message):
+    with raises_exactly(_LONG_TABLE_ZERO.format(column=column) + set_by):
         fm.evaluate(constructor(long), **kwargs)
+
+
+def test_a_preset_threshold_overridden_on_a_long_table(constructor: Constructor) -> None:
+    # threshold=1 replaces rectools' 0 (call options win over presets): user 1's b is
+    # relevant and not listed; user 2 has no relevant item.
+    long = ZERO_RECS.join(ZERO_TRUTH, on=["user", "item"], how="full", coalesce=True)
+    got = run(constructor, long, None, metrics="recall@2", convention="rectools", threshold=1)
+    assert got.rows() == [(1, 0.0)]
 
 
 # --- gain tables ----------------------------------------------------------------------------------

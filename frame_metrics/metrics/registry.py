@@ -156,12 +156,27 @@ class Metric:
 
 
 class Requested(NamedTuple):
-    """One metric to compute: at cutoff ``k`` (0: none), with its options, in ``column``."""
+    """One metric to compute: at cutoff ``k`` (0: none), with its options, in ``column``.
+
+    ``presets`` pairs each option a preset set (and nothing overrode) with the preset,
+    as a message names it: ``("threshold", "convention='rectools'")``.
+    """
 
     metric: Metric
     k: int
     options: MetricOptions
     column: str
+    presets: tuple[tuple[str, str], ...] = ()
+
+    def set_by(self, option: str) -> str:
+        """Who set ``option``, as a message's tail: ``", set by <preset> (...)"``.
+
+        ``""`` when the caller did, or the spec's default stands.
+        """
+        preset = dict(self.presets).get(option)
+        if preset is None:
+            return ""
+        return f", set by {preset} (pass {option}= to override it)"
 
     def value(self, ctx: Any) -> pl.Expr:
         """The metric from its family's context, named by :attr:`column`."""
@@ -270,7 +285,7 @@ def resolve_requests(
     ...
     frame_metrics.errors.InvalidOptionError: metrics: expected options precision reads (convention, empty, relevant_set, threshold, ties, users), got gain in 'precision(gain=binary)@5'
     """
-    from frame_metrics.conventions import METRIC_OPTIONS, resolve_options
+    from frame_metrics.conventions import METRIC_OPTIONS, preset_settings, resolve_options
     from frame_metrics.metric_names import parse_name
 
     given = dict(given or {})
@@ -299,14 +314,16 @@ def resolve_requests(
                 f"got {', '.join(unread)} in {raw!r}"
             )
         metric_convention = own.pop("convention", None)
-        options = metric.effective(
-            resolve_options(
-                given,
-                convention=convention,
-                metric=metric.name,
-                metric_convention=metric_convention,
-                metric_given=own,
-            )
+        layers: dict[str, Any] = {
+            "convention": convention,
+            "metric": metric.name,
+            "metric_convention": metric_convention,
+            "metric_given": own,
+        }
+        options = metric.effective(resolve_options(given, **layers))
+        named = {"call": f"convention={convention!r}", "metric": repr(raw)}
+        presets = tuple(
+            (option, named[where]) for option, where in preset_settings(given, **layers).items()
         )
         if not metric.takes_k:
             if parsed.cut is not None:
@@ -330,7 +347,7 @@ def resolve_requests(
         # result by what they asked; a name without its cutoff gets "@k" per k.
         for kk in cuts:
             column = raw if parsed.cut is not None or not metric.takes_k else f"{raw}@{kk}"
-            request = Requested(metric, kk, options, column)
+            request = Requested(metric, kk, options, column, presets)
             if request not in out:
                 if any(r.column == column for r in out):
                     raise InvalidOptionError(
