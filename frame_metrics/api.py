@@ -95,6 +95,10 @@ def evaluate(
         ``"ndcg(gain={2: 3, 3: 7})"``). Each column is named by the string as written,
         ``"@<k>"`` appended per k to a name without its cutoff (``"map"`` with ``k=10``
         gives ``map@10``), so two strings of one computation give two columns.
+        trec_eval's and ir_measures' names (``"P_10"``, ``"ndcg_cut_10"``,
+        ``"recip_rank"``, ``"nDCG@10"``, ``"RR"``, ``"ERR@10"``) mean those measures as
+        the tools define them: the metric under ``convention="trec_eval"`` (see
+        :mod:`frame_metrics.measure_names`).
         Default: precision, recall, f1, hit_rate, mrr, ap, ndcg.
         Ranking metrics, beyond-accuracy metrics (novelty, diversity, serendipity, arp,
         aplt, coverage, personalization, gini) and rating errors (mse, rmse, mae: named

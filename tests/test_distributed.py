@@ -96,8 +96,27 @@ def _sorted(frame: pl.DataFrame, aggregate: bool) -> pl.DataFrame:
 
 
 #: Metric strings whose columns are the strings as written (a name without @k: one per k).
-NAMED = ["map@2", "ap@2", "ap(ap_denominator=relevant) @2", "ndcg(gain={2: 3, 3: 7})"]
-NAMED_COLUMNS = [*NAMED[:3], "ndcg(gain={2: 3, 3: 7})@2", "ndcg(gain={2: 3, 3: 7})@3"]
+#: trec_eval's and ir_measures' names among them (spec section 8).
+NAMED = [
+    "map@2",
+    "ap@2",
+    "ap(ap_denominator=relevant) @2",
+    "ndcg(gain={2: 3, 3: 7})",
+    "P_2",
+    "nDCG",
+    "RR",
+    "ERR@2",
+]
+NAMED_COLUMNS = [
+    *NAMED[:3],
+    "ndcg(gain={2: 3, 3: 7})@2",
+    "ndcg(gain={2: 3, 3: 7})@3",
+    "P_2",
+    "nDCG@2",
+    "nDCG@3",
+    "RR",
+    "ERR@2",
+]
 
 CASES: list[dict[str, Any]] = [
     {"k": [1, 2, 3]},

@@ -218,6 +218,57 @@ CASES: list[Case] = [
         "'personalization', 'precision', 'r_precision', 'rbp', 'recall', 'rmse', 'serendipity'",
     ),
     (
+        "unknown-metric-near-a-trec-eval-name",
+        same,
+        same,
+        {"metrics": ["ndcg_cut10"]},
+        InvalidOptionError,
+        "metrics: expected a known metric name, got 'ndcg_cut10' (did you mean 'ndcg_cut_<k>'?); "
+        "known metrics: 'ap', 'aplt', 'arp', 'bpref', 'coverage', 'dcg', 'diversity', 'err', "
+        "'f1', 'gini', 'hit_rate', 'judged', 'mae', 'map', 'mrr', 'mse', 'ndcg', 'novelty', "
+        "'personalization', 'precision', 'r_precision', 'rbp', 'recall', 'rmse', 'serendipity'",
+    ),
+    (
+        "trec-eval-measure-not-computed",
+        same,
+        same,
+        {"metrics": ["P_10", "gm_map"]},
+        InvalidOptionError,
+        "metrics: expected a measure frame_metrics computes, got 'gm_map': trec_eval's gm_map is a geometric mean over topics; frame_metrics means are arithmetic",
+    ),
+    (
+        "ir-measures-measure-not-computed",
+        same,
+        same,
+        {"metrics": ["nDCG@10", "SetP"]},
+        InvalidOptionError,
+        "metrics: expected a measure frame_metrics computes, got 'SetP': ir_measures' SetP is a measure of the retrieved set",
+    ),
+    (
+        "trec-eval-name-and-a-cutoff",
+        same,
+        same,
+        {"metrics": "P_10@5"},
+        InvalidOptionError,
+        "metrics: expected 'P_10' without a cutoff (trec_eval writes the cutoff in the name), got 'P_10@5'",
+    ),
+    (
+        "trec-eval-name-without-its-cutoff",
+        same,
+        same,
+        {"metrics": "map_cut"},
+        InvalidOptionError,
+        "metrics: expected trec_eval's map_cut with its cutoff (map_cut_<k>, such as map_cut_10), got 'map_cut'",
+    ),
+    (
+        "ir-measures-name-with-a-convention",
+        same,
+        same,
+        {"metrics": "nDCG(convention=rectools)@10"},
+        InvalidOptionError,
+        "metrics: expected options nDCG reads (empty, gain, gain_scope, idcg, relevant_set, threshold, ties, users), got convention in 'nDCG(convention=rectools)@10'",
+    ),
+    (
         "bad-metric-cutoff",
         same,
         same,

@@ -885,3 +885,131 @@ def test_gain_scope_positive(constructor: Constructor) -> None:
         threshold=2,
     )
     assert named.rows() == positive.rows()
+
+
+# --- trec_eval's and ir_measures' measure names (spec section 8) ---------------------------------
+# user 1: truth {a: 0, b: 2, d: 1, f: 3, g: 0.5}, list a b c d e (scores 5..1). trec_eval's
+#   conventions: relevant = rel >= 1 -> R = {b, d, f}, |R| = 3; judged non-relevant
+#   N = {a, g}; nDCG gains from every rel > 0 (f 3, b 2, d 1, g 0.5).
+# user 2: truth {q: 0}, list p q: no relevant item, scored 0 (empty="zero").
+# user 3: a list, no truth; user 4: truth {x: 1}, no list: neither is in both frames.
+
+TOOL_RECS = pl.DataFrame(
+    {
+        "user": [1, 1, 1, 1, 1, 2, 2, 3],
+        "item": ["a", "b", "c", "d", "e", "p", "q", "z"],
+        "score": [5.0, 4.0, 3.0, 2.0, 1.0, 2.0, 1.0, 1.0],
+    }
+)
+TOOL_TRUTH = pl.DataFrame(
+    {
+        "user": [1, 1, 1, 1, 1, 2, 4],
+        "item": ["a", "b", "d", "f", "g", "q", "x"],
+        "relevance": [0.0, 2.0, 1.0, 3.0, 0.5, 0.0, 1.0],
+    }
+)
+
+#: User 1's value of each name, written out; user 2 scores 0 everywhere.
+TOOL_VALUES: dict[str, float] = {
+    "P@3": 1 / 3,  # b within 3
+    "P_3": 1 / 3,
+    "R@3": 1 / 3,
+    "recall_3": 1 / 3,
+    "Success@1": 0.0,  # a is not relevant
+    "success_2": 1.0,
+    "AP@5": (1 / 2 + 2 / 4) / 3,  # b at 2, d at 4, D = |R|
+    "map_cut_5": (1 / 2 + 2 / 4) / 3,
+    "MAP@5": (1 / 2 + 2 / 4) / 3,
+    "nDCG@3": (2 / LOG3) / (3 + 2 / LOG3 + 1 / 2),  # ideal f, b, d
+    "ndcg_cut_3": (2 / LOG3) / (3 + 2 / LOG3 + 1 / 2),
+    "NDCG@2": (2 / LOG3) / (3 + 2 / LOG3),  # ir_measures' alias (nDCG@2 beside nDCG@3:
+    # DuckDB names are case-insensitive)
+    "RR": 1 / 2,  # b at 2, no cutoff
+    "MRR": 1 / 2,
+    "recip_rank": 1 / 2,
+    "RR@1": 0.0,  # ir_measures' RR@k stops at k
+    "Rprec": 1 / 3,  # R = 3: b among a, b, c
+    "Rprec_mult_1.00": 1 / 3,
+    "Bpref": (1 - 1 / 2 + 1 - 1 / 2) / 3,  # b and d each below a: 1 - min(1, 3) / min(3, 2)
+    "ERR@3": (1 / 2) * (2**2 - 1) / 2**4,  # gdeval: g_max = 4; only b gains within 3
+    "Judged@3": 2 / 3,  # a and b have truth rows
+}
+
+
+def test_tool_names_by_hand(constructor: Constructor) -> None:
+    """Each name is its tool's measure: trec_eval's conventions, whatever the call's."""
+    metrics = list(TOOL_VALUES)
+    for call in ({}, {"convention": "rectools"}, {"convention": "sklearn", "ties": "item"}):
+        got = run(constructor, TOOL_RECS, TOOL_TRUTH, metrics=metrics, score="score", **call)
+        assert got.columns == ["user", *metrics]
+        assert got["user"].to_list() == [1, 2]  # users in both frames
+        for name, want in TOOL_VALUES.items():
+            assert_close(values(got, name), {1: want, 2: 0.0})
+        means = run(
+            constructor, TOOL_RECS, TOOL_TRUTH, metrics=metrics, score="score", aggregate=True
+        )
+        assert means.columns == ["n_users", *metrics]
+        assert means["n_users"].item() == 2
+
+
+def test_tool_names_take_the_call_options(constructor: Constructor) -> None:
+    # threshold=2 is trec_eval's -l2: R = {b, f}; users="truth" its -c: user 4 (no list)
+    # is evaluated too, and scores 0.
+    got = run(
+        constructor,
+        TOOL_RECS,
+        TOOL_TRUTH,
+        metrics=["Rprec", "P_3", "AP@5"],
+        score="score",
+        threshold=2,
+        users="truth",
+    )
+    assert got["user"].to_list() == [1, 2, 4]
+    assert_close(values(got, "Rprec"), {1: 1 / 2, 2: 0.0, 4: 0.0})  # b among a, b
+    assert_close(values(got, "P_3"), {1: 1 / 3, 2: 0.0, 4: 0.0})
+    assert_close(values(got, "AP@5"), {1: (1 / 2) / 2, 2: 0.0, 4: 0.0})
+
+
+def test_the_package_names_keep_their_meaning(constructor: Constructor) -> None:
+    # "ap@5" is the spec's AP: R = every rel > 0 = {b, d, f, g}, D = min(4, 5); users with
+    # a relevant item (1, and 4 without a list); "AP@5" is trec_eval's (users 1 and 2).
+    metrics = ["ap@5", "AP@5"]
+    if _is_duckdb(constructor):
+        with raises_exactly(
+            "metrics: expected names that differ in more than case for a DuckDB result "
+            "(DuckDB matches column names case-insensitively), got 'ap@5' and 'AP@5'; ask "
+            "for them in two calls"
+        ):
+            fm.evaluate(
+                constructor(TOOL_RECS), constructor(TOOL_TRUTH), metrics=metrics, score="score"
+            )
+        return
+    got = run(constructor, TOOL_RECS, TOOL_TRUTH, metrics=metrics, score="score")
+    assert got["user"].to_list() == [1, 2, 4]
+    assert_close(values(got, "ap@5"), {1: (1 / 2 + 2 / 4) / 4, 4: 0.0})
+    assert_close(values(got, "AP@5"), {1: (1 / 2 + 2 / 4) / 3, 2: 0.0})
+
+
+def _is_duckdb(constructor: Constructor) -> bool:
+    return type(constructor(TOOL_RECS)).__name__ == "DuckDBPyRelation"
+
+
+def test_a_tool_name_without_cutoff_takes_every_k(constructor: Constructor) -> None:
+    got = run(constructor, TOOL_RECS, TOOL_TRUTH, metrics=["P", "RR"], k=[1, 3], score="score")
+    assert got.columns == ["user", "P@1", "P@3", "RR"]
+    assert_close(values(got, "P@1"), {1: 0.0, 2: 0.0})
+    assert_close(values(got, "P@3"), {1: 1 / 3, 2: 0.0})
+    assert_close(values(got, "RR"), {1: 1 / 2, 2: 0.0})
+
+
+def test_cli_tool_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    recs, truth = tmp_path / "recs.csv", tmp_path / "truth.csv"
+    TOOL_RECS.write_csv(recs)
+    TOOL_TRUTH.write_csv(truth)
+    got = _cli(
+        capsys, "evaluate", recs, truth, "--score-col", "score", "-m", "P_3,nDCG@3,RR,ERR@3",
+        "--format", "csv", "--per-user",
+    )  # fmt: skip
+    assert got.columns == ["user", "P_3", "nDCG@3", "RR", "ERR@3"]
+    for name in got.columns[1:]:
+        assert_close(dict(got.select("user", name).iter_rows()), {1: TOOL_VALUES[name], 2: 0.0})

@@ -218,9 +218,13 @@ def resolve(name: str) -> Metric:
     key = ALIASES.get(name.lower(), name.lower())
     if key in REGISTRY:
         return REGISTRY[key]
+    from frame_metrics.measure_names import spellings
+
     known = sorted([*REGISTRY, *ALIASES])
-    hint = difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.6)
-    suffix = f" (did you mean {hint[0]!r}?)" if hint else ""
+    # The hint also offers trec_eval's and ir_measures' names, compared in lower case.
+    candidates = {c.lower(): c for c in spellings()} | {c: c for c in known}
+    hint = difflib.get_close_matches(name.lower(), list(candidates), n=1, cutoff=0.6)
+    suffix = f" (did you mean {candidates[hint[0]]!r}?)" if hint else ""
     raise InvalidOptionError(
         f"metrics: expected a known metric name, got {name!r}{suffix}; "
         f"known metrics: {', '.join(repr(m) for m in known)}"
@@ -286,6 +290,7 @@ def resolve_requests(
     frame_metrics.errors.InvalidOptionError: metrics: expected options precision reads (convention, empty, relevant_set, threshold, ties, users), got gain in 'precision(gain=binary)@5'
     """
     from frame_metrics.conventions import METRIC_OPTIONS, preset_settings, resolve_options
+    from frame_metrics.measure_names import TOOL_CONVENTION, tool_measure
     from frame_metrics.metric_names import parse_name
 
     given = dict(given or {})
@@ -299,38 +304,54 @@ def resolve_requests(
     ks = validate_k(k, required=False) or None
     known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
     known.pop("on_duplicate")
+    package = {name.lower() for name in (*REGISTRY, *ALIASES)}
     out: list[Requested] = []
     for raw in names:
         if not isinstance(raw, str):
             raise InvalidOptionError(f"metrics: expected metric names as strings, got {raw!r}")
         parsed = parse_name(raw, known)
-        metric = resolve(parsed.name)
+        tool = tool_measure(parsed.name, parsed.cut, raw, package)
+        metric = resolve(parsed.name if tool is None else tool.metric)
+        label = metric.name if tool is None else tool.name  # as messages name it
         own = dict(parsed.options)
-        unread = sorted(set(own) - metric.reads())
+        # A tool's name fixes its conventions and some options: those are not the caller's.
+        readable = metric.reads() - ({"convention", *dict(tool.fixed)} if tool else set())
+        unread = sorted(set(own) - readable)
         if unread:
-            readable = ", ".join(sorted(metric.reads())) or "none"
             raise InvalidOptionError(
-                f"metrics: expected options {metric.name} reads ({readable}), "
+                f"metrics: expected options {label} reads ({', '.join(sorted(readable)) or 'none'}), "
                 f"got {', '.join(unread)} in {raw!r}"
             )
-        metric_convention = own.pop("convention", None)
-        layers: dict[str, Any] = {
-            "convention": convention,
-            "metric": metric.name,
-            "metric_convention": metric_convention,
-            "metric_given": own,
-        }
+        layers: dict[str, Any] = {"metric": metric.name}
+        if tool is None:
+            layers |= {"convention": convention, "metric_convention": own.pop("convention", None)}
+            layers["metric_given"] = own
+        else:
+            # The measure as the tool defines it: trec_eval's conventions, whatever the
+            # call's; the call's options over them (trec_eval's -l, -c); the name's own
+            # options (gdeval's g_max, RR@k's cutoff) over everything.
+            layers |= {"convention": None, "metric_convention": TOOL_CONVENTION}
+            layers["metric_given"] = own | dict(tool.fixed)
         options = metric.effective(resolve_options(given, **layers))
         named = {"call": f"convention={convention!r}", "metric": repr(raw)}
         presets = tuple(
             (option, named[where]) for option, where in preset_settings(given, **layers).items()
         )
-        if not metric.takes_k:
+        # The column is the string as written (spec section 8): a user indexes the
+        # result by what they asked; a name without its cutoff gets "@k" per k.
+        as_written = parsed.cut is not None or not metric.takes_k
+        if tool is not None and tool.k is not None:
+            cuts, as_written = validate_k(tool.k), True  # trec_eval's P_10
+        elif tool is not None and tool.whole_list:
+            # RR, recip_rank: the first relevant item anywhere (mrr_cutoff="none" above),
+            # whatever k; 1 keeps the query's depth and cutoffs as they are.
+            cuts, as_written = (1,), True
+        elif not metric.takes_k:
             if parsed.cut is not None:
                 raise InvalidOptionError(
-                    f"metrics: expected {metric.name!r} without a cutoff (it has none), got {raw!r}"
+                    f"metrics: expected {label!r} without a cutoff (it has none), got {raw!r}"
                 )
-            cuts: tuple[int, ...] = (0,)
+            cuts = (0,)
         elif parsed.cut is not None:
             try:
                 cut_k = int(parsed.cut)
@@ -343,10 +364,8 @@ def resolve_requests(
             if ks is None:
                 ks = (DEFAULT_K,)  # spec section 8; the column name says @10
             cuts = ks
-        # The column is the string as written (spec section 8): a user indexes the
-        # result by what they asked; a name without its cutoff gets "@k" per k.
         for kk in cuts:
-            column = raw if parsed.cut is not None or not metric.takes_k else f"{raw}@{kk}"
+            column = raw if as_written else f"{raw}@{kk}"
             request = Requested(metric, kk, options, column, presets)
             if request not in out:
                 if any(r.column == column for r in out):
