@@ -215,7 +215,8 @@ def _add_evaluate(commands: argparse._SubParsersAction[_Parser]) -> None:
         type=_metric_names,
         metavar="NAMES",
         help="comma-separated metric names, optionally with their own cutoff (ndcg@10) and "
-        "options ('ap(ap_denominator=relevant)@10'); repeatable "
+        "options ('ap(ap_denominator=relevant)@10'), or trec_eval's and ir_measures' names "
+        "(P_10, nDCG@10, RR), each a column as written; repeatable "
         f"(default: {','.join(DEFAULT_RANKING)})",
     )
     what.add_argument(

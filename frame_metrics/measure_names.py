@@ -95,7 +95,7 @@ _IR_MEASURES = {
 _IR_FIXED: dict[str, tuple[tuple[str, Any], ...]] = {"ERR": (("max_relevance", 4),)}
 
 _NO_GEOMETRIC = "a geometric mean over topics; frame_metrics means are arithmetic"
-_NOT_A_METRIC = "a count, not a metric; aggregate=True gives n_users"
+_NOT_A_METRIC = "a count, not a metric (an aggregate's n_users counts the users averaged)"
 
 #: trec_eval measures the package does not compute (full-name patterns), and why.
 _TREC_EVAL_NOT_COMPUTED: dict[str, str] = {
