@@ -92,8 +92,14 @@ def evaluate(
         Names (``"ndcg"``, ``"map"`` as an alias of ``"ap"``) or names with a cutoff
         (``"ndcg@10"``); a name may carry its own options, which replace the call's for
         it alone (``"ap(ap_denominator=relevant)@10"``, ``"ndcg(convention=rectools)@5"``,
-        ``"ndcg(gain={2: 3, 3: 7})"``): each such metric gets a column named by its
-        canonical string. Default: precision, recall, f1, hit_rate, mrr, ap, ndcg.
+        ``"ndcg(gain={2: 3, 3: 7})"``). Each column is named by the string as written,
+        ``"@<k>"`` appended per k to a name without its cutoff (``"map"`` with ``k=10``
+        gives ``map@10``), so two strings of one computation give two columns.
+        trec_eval's and ir_measures' names (``"P_10"``, ``"ndcg_cut_10"``,
+        ``"recip_rank"``, ``"nDCG@10"``, ``"RR"``, ``"ERR@10"``) mean those measures as
+        the tools define them: the metric under ``convention="trec_eval"`` (see
+        :mod:`frame_metrics.measure_names`).
+        Default: precision, recall, f1, hit_rate, mrr, ap, ndcg.
         Ranking metrics, beyond-accuracy metrics (novelty, diversity, serendipity, arp,
         aplt, coverage, personalization, gini) and rating errors (mse, rmse, mae: named
         without a cutoff) mix freely in one call; ``frame_metrics.REGISTRY`` lists them
@@ -208,8 +214,8 @@ def evaluate(
     -------
     A frame of the kind of ``recs`` (a LazyFrame stays lazy; Arrow input gives a
     ``pyarrow.Table``; a DuckDB relation gives a relation on DuckDB's default connection)
-    with the ``by`` and user columns and one ``"<metric>@<k>"`` column per metric and
-    cutoff, sorted by key; with ``aggregate=True``, the ``by`` columns, ``n_users`` and
+    with the ``by`` and user columns and one column per metric string and cutoff
+    (``"<metric>@<k>"``, named as requested), sorted by key; with ``aggregate=True``, the ``by`` columns, ``n_users`` and
     the means.
 
     Raises

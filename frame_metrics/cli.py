@@ -221,7 +221,8 @@ def _add_evaluate(commands: argparse._SubParsersAction[_Parser]) -> None:
         type=_metric_names,
         metavar="NAMES",
         help="comma-separated metric names, optionally with their own cutoff (ndcg@10) and "
-        "options ('ap(ap_denominator=relevant)@10'); repeatable "
+        "options ('ap(ap_denominator=relevant)@10'), or trec_eval's and ir_measures' names "
+        "(P_10, nDCG@10, RR), each a column as written; repeatable "
         f"(default: {','.join(DEFAULT_RANKING)})",
     )
     what.add_argument(
@@ -1251,6 +1252,13 @@ def _in_cli_terms(message: str) -> str:
     message = re.sub(extra, lambda m: "--" + m[1].replace("_", "-"), message)
     message = re.sub(r"\bunexpected='(\w+)'", r"--unexpected \1", message)
     message = message.replace("pass truth= to", "give TRUTH to")
+    # A value a preset set: "set by convention='rectools' (pass threshold= to override it)".
+    message = re.sub(r"\bset by convention='(\w+)'", r"set by --convention \1", message)
+    message = re.sub(
+        r"\bpass (\w+)= to override it\)",
+        lambda m: f"pass --{m[1].replace('_', '-')} to override it)",
+        message,
+    )
     if message.startswith("-k: ") and message.endswith(", got None"):
         message = message.removesuffix("None") + (
             "none (every metric named without its own cutoff, like ndcg@10, needs -k)"

@@ -243,7 +243,12 @@ def _numpy() -> Any:
 
 
 def _split_metric(column: str) -> tuple[str, int | None]:
-    name, sep, k = column.partition("@")
+    """A metric column as (metric, k), split at its last ``"@"``.
+
+    ``"ap(ap_denominator=relevant)@10"`` -> ``("ap(ap_denominator=relevant)", 10)``; a
+    column without ``@<k>`` (``"rmse"``, trec_eval's ``"P_10"``) has no k.
+    """
+    name, sep, k = column.rpartition("@")
     return (name, int(k)) if sep and k.isdigit() else (column, None)
 
 

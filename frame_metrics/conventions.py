@@ -19,7 +19,7 @@ from typing import Any
 
 import polars as pl
 
-from frame_metrics.errors import InvalidOptionError
+from frame_metrics.errors import InvalidOptionError, shown
 from frame_metrics.options import MetricOptions
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "OPTION_NAMES",
     "Convention",
     "conventions",
+    "preset_settings",
     "resolve_options",
 ]
 
@@ -501,7 +502,7 @@ def get(name: object) -> Convention:
         return CONVENTIONS[name]
     raise InvalidOptionError(
         f"convention: expected one of {', '.join(repr(n) for n in CONVENTIONS)} or None, "
-        f"got {name!r}"
+        f"got {shown(name)}"
     )
 
 
@@ -533,3 +534,31 @@ def resolve_options(
     values |= dict(metric_given or {})
     known = {f.name for f in fields(MetricOptions)}
     return MetricOptions(**{k: v for k, v in values.items() if k in known})
+
+
+def preset_settings(
+    given: Mapping[str, Any],
+    *,
+    convention: str | None = None,
+    metric: str | None = None,
+    metric_convention: str | None = None,
+    metric_given: Mapping[str, Any] | None = None,
+) -> dict[str, str]:
+    """The options a preset set and nothing later overrode, each with that preset.
+
+    ``"call"`` marks the call's ``convention``, ``"metric"`` the metric's own: a message
+    about such a value names the preset, not the caller, who never passed it.
+
+    Examples
+    --------
+    >>> preset_settings({"threshold": None}, convention="rectools", metric="ndcg")["threshold"]
+    'call'
+    >>> "threshold" in preset_settings({"threshold": 1}, convention="rectools", metric="ndcg")
+    False
+    """
+    out: dict[str, str] = {}
+    for where, name in (("call", convention), ("metric", metric_convention)):
+        if name is not None:
+            out |= dict.fromkeys(get(name).options_for(metric), where)
+    given_here = {k for k, v in given.items() if v is not None} | set(metric_given or {})
+    return {option: where for option, where in out.items() if option not in given_here}

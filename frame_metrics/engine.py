@@ -143,13 +143,13 @@ class Request:
             "item_features": item_features,
             "baseline": baseline,
         }
-        for metric, _, metric_options, _ in self.requests:
-            for need in sorted(metric.inputs(metric_options)):
+        for q in self.requests:
+            for need in sorted(q.metric.inputs(q.options)):
                 source = _EXTRA_OF_NEED.get(need)
                 if source is not None and given[source] is None:
                     raise InvalidOptionError(
-                        f"{metric.name}: expected {source}= ({EXTRA_INPUTS[source]}), got None"
-                        + _SERENDIPITY_HINT.get((metric.name, source), "")
+                        f"{q.metric.name}: expected {source}= ({EXTRA_INPUTS[source]}), "
+                        "got None" + _SERENDIPITY_HINT.get((q.metric.name, source), "")
                     )
         if truth is None and score is not None:
             raise InvalidOptionError(
@@ -179,7 +179,7 @@ class Request:
                 raise InvalidOptionError(
                     f"threshold: expected a number > 0 or None for {q.column} on a long table "
                     "(relevance 0 marks a recommended item outside truth there; pass truth= "
-                    "to make every truth row relevant), got 0"
+                    "to make every truth row relevant), got 0" + q.set_by("threshold")
                 )
             gain = q.metric.effective(q.options).gain
             if q.metric.name == "ndcg" and q.options.idcg == "k" and gain != "binary":
@@ -194,7 +194,7 @@ class Request:
                 raise InvalidOptionError(
                     f"ties: expected {other_tie_rules('average')} for "
                     f"{q.column} (ties='average' is defined for {', '.join(averaged)}), "
-                    "got 'average'"
+                    "got 'average'" + q.set_by("ties")
                 )
 
     def _type_inputs(self, extras: dict[str, Source]) -> dict[str, Source]:

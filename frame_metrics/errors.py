@@ -8,6 +8,8 @@ what was found and, for columns, which columns exist.
 from __future__ import annotations
 
 import difflib
+import math
+import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -20,6 +22,7 @@ __all__ = [
     "MissingColumnsError",
     "MissingDependencyError",
     "UndefinedMetricWarning",
+    "shown",
 ]
 
 
@@ -128,3 +131,41 @@ class UndefinedMetricWarning(UserWarning):
 
 def _quoted(names: Iterable[str]) -> str:
     return ", ".join(repr(n) for n in names) or "(none)"
+
+
+#: Longest value a message repeats whole: past it, its start and its length.
+_SHOWN_CHARS = 60
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` for a message, shortened when long (a 400-digit int, a huge string).
+
+    A message names the value it refuses; repeating a value of thousands of characters
+    would bury the message itself (and Python refuses to write an int of more than 4300
+    digits as text).
+
+    Examples
+    --------
+    >>> shown(0.5), shown("linear")
+    ('0.5', "'linear'")
+    >>> shown(10**400)
+    '10000000000000000000... (an integer of 401 digits)'
+    >>> shown("x" * 1000)
+    "'xxxxxxxxxxxxxxxxxxx... (1002 characters)"
+    """
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        magnitude = abs(int(value))
+        if magnitude >= 10**_SHOWN_CHARS:
+            # Digits from the logarithm, corrected at powers of ten where it may be off.
+            digits = int(math.log10(magnitude)) + 1
+            digits += (magnitude >= 10**digits) - (magnitude < 10 ** (digits - 1))
+            head = str(magnitude // 10 ** (digits - 20))
+            sign = "-" if value < 0 else ""
+            return f"{sign}{head}... (an integer of {digits} digits)"
+    try:
+        text = repr(value)
+    except ValueError:  # a container holding an int of more than 4300 digits
+        return f"a {type(value).__name__} too large to show"
+    if len(text) <= _SHOWN_CHARS:
+        return text
+    return f"{text[:20]}... ({len(text)} characters)"

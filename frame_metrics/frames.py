@@ -78,9 +78,34 @@ class Source:
         table = _without_int128(frame, "Arrow").to_arrow()
         if self.kind == "arrow":
             return table
+        _check_duckdb_names(frame.columns)
         # The caller passed a relation, so duckdb is imported; the table is held by the
         # relation, which can be read any number of times.
         return sys.modules["duckdb"].from_arrow(table)
+
+
+def _check_duckdb_names(columns: list[str]) -> None:
+    """Refuse result columns that differ only in case, which DuckDB cannot tell apart.
+
+    DuckDB matches column names case-insensitively: it would rename ``AP@5`` beside
+    ``ap@5`` (``AP@5_1``), and the caller could not find what they asked for.
+
+    Examples
+    --------
+    >>> _check_duckdb_names(["user", "ap@5", "AP@5"])
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: metrics: expected names that differ in more than case for a DuckDB result (DuckDB matches column names case-insensitively), got 'ap@5' and 'AP@5'; ask for them in two calls
+    """
+    seen: dict[str, str] = {}
+    for name in columns:
+        first = seen.setdefault(name.lower(), name)
+        if first != name:
+            raise InvalidOptionError(
+                "metrics: expected names that differ in more than case for a DuckDB result "
+                f"(DuckDB matches column names case-insensitively), got {first!r} and "
+                f"{name!r}; ask for them in two calls"
+            )
 
 
 def _without_int128(frame: pl.DataFrame, consumer: str) -> pl.DataFrame:

@@ -1,24 +1,23 @@
-"""Metric strings: ``name(option=value, ...)@k``, parsed and written back canonically.
+"""Metric strings: ``name(option=value, ...)@k``, taken apart; option values written out.
 
 A metric named with options in parentheses (the style ir_measures made familiar) is
 computed with those options replacing the call's for that metric alone, in the same
-query as the rest, in a column of its own (spec section 8). The column is the canonical
-string: options in alphabetical order, an option left out when it equals the value the
-metric would have without it, values written plainly
-(``ap(ap_denominator=relevant)@10``, ``ndcg(gain={2:3,3:7})@5``,
-``rbp(persistence=0.95)``).
+query as the rest, in a column of its own named by the string as written (spec
+section 8). Parsing is bounded: a string longer than :data:`MAX_NAME_CHARS` is refused,
+and values are read by hand (numbers, ``{level: gain}`` tables, words), never evaluated.
+:func:`format_value` writes an option value plainly (the conventions' tables use it).
 """
 
 from __future__ import annotations
 
-import ast
 import difflib
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from frame_metrics.errors import InvalidOptionError
+from frame_metrics.errors import InvalidOptionError, shown
 from frame_metrics.options import CHOICES
 
 __all__ = ["ParsedName", "format_value", "parse_name"]
@@ -48,6 +47,48 @@ def _split_top(text: str) -> list[str]:
     return parts
 
 
+#: A number as Python writes one: sign, digits, an optional fraction and exponent.
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+#: The longest metric string read: past it, a clear error rather than a slow or
+#: exhausting parse (a gain table of thousands of levels goes in ``gain=``).
+MAX_NAME_CHARS = 1000
+
+
+def _number(text: str) -> int | float | None:
+    """A decimal number as an int (no point, no exponent) or a float; None otherwise.
+
+    No ``ast.literal_eval``: the text is matched whole, so its cost is bounded by its
+    length and an int keeps every digit (the option's check decides what is too large).
+    """
+    if not _NUMBER.fullmatch(text):
+        return None
+    if any(ch in text for ch in ".eE"):
+        return float(text)
+    return int(text)
+
+
+def _table(text: str, raw: str) -> dict[int | float, int | float]:
+    """``{level: gain, ...}`` of numbers (a trailing comma allowed)."""
+    refused = InvalidOptionError(
+        f"{_EXPECTED}, got {raw!r}: {text!r} is not a {{level: gain}} table"
+    )
+    inner = text[1:-1].strip() if text.endswith("}") else None
+    if inner is None or any(ch in inner for ch in "{}[]()"):
+        raise refused
+    parts = inner.split(",")
+    if parts[-1].strip() == "" and len(parts) > 1:
+        parts.pop()
+    table: dict[int | float, int | float] = {}
+    for part in parts if inner else []:
+        level, colon, gain = part.partition(":")
+        level_n, gain_n = _number(level.strip()), _number(gain.strip())
+        if not colon or level_n is None or gain_n is None:
+            raise refused
+        table[level_n] = gain_n
+    return table
+
+
 def _value(text: str, raw: str, key: str) -> Any:
     """An option value: a number, a table, None, or a bare word (a string).
 
@@ -60,20 +101,9 @@ def _value(text: str, raw: str, key: str) -> Any:
     if lowered in ("none", "null"):
         return None
     if text.startswith("{"):
-        try:
-            table = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            table = None
-        if not isinstance(table, dict):
-            raise InvalidOptionError(
-                f"{_EXPECTED}, got {raw!r}: {text!r} is not a {{level: gain}} table"
-            )
-        return table
-    try:
-        number = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        number = None
-    if isinstance(number, (int, float)) and not isinstance(number, bool):
+        return _table(text, raw)
+    number = _number(text)
+    if number is not None:
         return number
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         return text[1:-1]
@@ -96,6 +126,11 @@ def parse_name(raw: str, known_options: Mapping[str, object]) -> ParsedName:
     ...
     frame_metrics.errors.InvalidOptionError: metrics: expected options among gain in 'ndcg(gian=binary)@5', got 'gian' (did you mean 'gain'?)
     """
+    if len(raw) > MAX_NAME_CHARS:
+        raise InvalidOptionError(
+            f"metrics: expected a metric string of at most {MAX_NAME_CHARS} characters (a "
+            f"longer gain table goes in gain=), got {shown(raw)}"
+        )
     text = raw.strip()
     options: list[tuple[str, Any]] = []
     if "(" in text:
@@ -135,7 +170,7 @@ def parse_name(raw: str, known_options: Mapping[str, object]) -> ParsedName:
 
 
 def format_value(value: object) -> str:
-    """An option value as the canonical metric string writes it.
+    """An option value written plainly, as the conventions' tables show it.
 
     Examples
     --------

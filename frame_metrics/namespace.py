@@ -78,7 +78,7 @@ class RecMetricsNamespace:
             return api.evaluate(frame, truth, metrics=[name], **kwargs)
 
         one_metric.__name__ = name
-        label = metric.column(0) if not metric.takes_k else f"{metric.name}@k"
+        label = name if not metric.takes_k else f"{name}@k"  # the column as called
         one_metric.__doc__ = f"``{label}``: {metric.formula}. See frame_metrics.evaluate." + (
             f"\n\nPeers: {metric.notes}" if metric.notes else ""
         )

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from frame_metrics.errors import InvalidOptionError
+from frame_metrics.errors import InvalidOptionError, shown
 
 __all__ = [
     "CHOICES",
@@ -68,10 +68,10 @@ GAIN_NAMES: tuple[str, ...] = ("linear", "exponential", "binary")
 def _check_choice(name: str, value: object) -> None:
     allowed = CHOICES[name]
     if not isinstance(value, str) or value not in allowed:
-        shown = ", ".join(repr(a) for a in allowed)
+        listed = ", ".join(repr(a) for a in allowed)
         if name == "gain":
-            shown += " or a {relevance level: gain} table such as {2: 3, 3: 7}"
-        raise InvalidOptionError(f"{name}: expected one of {shown}, got {value!r}")
+            listed += " or a {relevance level: gain} table such as {2: 3, 3: 7}"
+        raise InvalidOptionError(f"{name}: expected one of {listed}, got {shown(value)}")
 
 
 def other_tie_rules(rule: str) -> str:
@@ -86,25 +86,47 @@ def other_tie_rules(rule: str) -> str:
     return f"{', '.join(rules[:-1])} or {rules[-1]}"
 
 
+def _as_float(value: object) -> float | None:
+    """A real number as a float; ``None`` for anything else, or an int past the float range.
+
+    ``float(10**400)`` raises OverflowError: such a value is refused with the others.
+    """
+    if not is_real(value):
+        return None
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except OverflowError:
+        return None
+
+
+def _refused(value: object) -> str:
+    """A refused option value as a message shows it, saying when it has no float."""
+    past = " (past the float range)" if is_real(value) and _as_float(value) is None else ""
+    return shown(value) + past
+
+
 def _gain_table(value: object) -> GainTable:
     """A mapping of relevance levels to gains as a sorted tuple of float pairs."""
     items = list(value.items()) if isinstance(value, Mapping) else None
     expected = "gain: expected a {relevance level: gain} table of finite numbers >= 0"
     if not items:
-        raise InvalidOptionError(f"{expected}, got {value!r}")
-    pairs: dict[float, float] = {}
-    for level, gain in items:
-        for v in (level, gain):
-            if not is_real(v) or not math.isfinite(v) or v < 0:
-                raise InvalidOptionError(f"{expected}, got {v!r} in {value!r}")
-        pairs[float(level)] = float(gain)
+        raise InvalidOptionError(f"{expected}, got {shown(value)}")
+
+    def checked(v: object) -> float:
+        number = _as_float(v)
+        if number is None or not math.isfinite(number) or number < 0:
+            raise InvalidOptionError(f"{expected}, got {_refused(v)} in {shown(value)}")
+        return number
+
+    pairs = {checked(level): checked(gain) for level, gain in items}
     return tuple(sorted(pairs.items()))
 
 
-def _number(name: str, value: object, low: float, high: float, shown: str) -> float:
-    if not is_real(value) or not low < float(value) < high:  # type: ignore[arg-type]
-        raise InvalidOptionError(f"{name}: expected {shown}, got {value!r}")
-    return float(value)  # type: ignore[arg-type]
+def _number(name: str, value: object, low: float, high: float, expected: str) -> float:
+    number = _as_float(value)
+    if number is None or not low < number < high:
+        raise InvalidOptionError(f"{name}: expected {expected}, got {_refused(value)}")
+    return number
 
 
 @dataclass(frozen=True)
@@ -212,11 +234,14 @@ class MetricOptions:
 
     def __post_init__(self) -> None:
         t = self.threshold
-        if t is not None and (not is_real(t) or not math.isfinite(t) or t < 0):
-            raise InvalidOptionError(f"threshold: expected a finite number >= 0 or None, got {t!r}")
         if t is not None:
+            number = _as_float(t)
+            if number is None or not math.isfinite(number) or number < 0:
+                raise InvalidOptionError(
+                    f"threshold: expected a finite number >= 0 or None, got {_refused(t)}"
+                )
             # numpy scalars become Python numbers: polars reads them as literals of their own.
-            object.__setattr__(self, "threshold", float(t))
+            object.__setattr__(self, "threshold", number)
         h = _number("head_share", self.head_share, 0.0, 1.0, "a number in (0, 1)")
         object.__setattr__(self, "head_share", h)
         p = _number("persistence", self.persistence, 0.0, 1.0, "a number in (0, 1)")
@@ -299,8 +324,8 @@ def validate_k(k: int | Iterable[int] | None, *, required: bool = True) -> tuple
         raise InvalidOptionError(f"{_K_EXPECTED}, got an empty list")
     for v in values:
         if not is_int(v) or not 1 <= int(v) <= MAX_K:  # type: ignore[call-overload]
-            shown = v if len(values) > 1 or not isinstance(k, Iterable) else k
-            if is_int(shown):
-                shown = int(shown)  # type: ignore[call-overload]
-            raise InvalidOptionError(f"{_K_EXPECTED}, got {shown!r}")
+            given = v if len(values) > 1 or not isinstance(k, Iterable) else k
+            if is_int(given):
+                given = int(given)  # type: ignore[call-overload]
+            raise InvalidOptionError(f"{_K_EXPECTED}, got {shown(given)}")
     return tuple(sorted({int(v) for v in values}))  # type: ignore[call-overload]

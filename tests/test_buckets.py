@@ -17,7 +17,16 @@ from polars.testing import assert_frame_equal
 import frame_metrics as fm
 from frame_metrics.errors import DuplicateRowsError, InvalidOptionError, Keyword
 from frame_metrics.progress import Progress
-from tests.test_distributed import CASES, RECS, TRAIN, TRUTH, _sorted, _tables
+from tests.test_distributed import (
+    CASES,
+    NAMED,
+    NAMED_COLUMNS,
+    RECS,
+    TRAIN,
+    TRUTH,
+    _sorted,
+    _tables,
+)
 
 
 def _as_text(frame: pl.DataFrame) -> pl.DataFrame:
@@ -38,6 +47,12 @@ def test_equals_one_pass(case: dict[str, Any], aggregate: bool, keys: str) -> No
     assert isinstance(result, pl.LazyFrame)
     got = _sorted(result.collect(), aggregate)
     assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
+
+
+@pytest.mark.parametrize("aggregate", [False, True], ids=["per-user", "aggregate"])
+def test_columns_as_written(aggregate: bool) -> None:
+    result = fm.evaluate(RECS, TRUTH, metrics=NAMED, k=[2, 3], aggregate=aggregate, buckets=3)
+    assert result.columns == ["n_users" if aggregate else "user", *NAMED_COLUMNS]
 
 
 @pytest.mark.parametrize("by", [None, "model"])

@@ -522,6 +522,14 @@ ERRORS: list[tuple[str, ArgsOf, int, str]] = [
         "-m: expected a known metric name, got 'ndgc' (did you mean 'ndcg'?); known metrics: ...",
     ),
     (
+        "a preset's threshold 0 on a long table",
+        _on("long.parquet", None, "-m", "recall@2", "--convention", "rectools"),
+        2,
+        "--threshold: expected a number > 0 or None for recall@2 on a long table (relevance 0 "
+        "marks a recommended item outside truth there; give TRUTH to make every truth row "
+        "relevant), got 0, set by --convention rectools (pass --threshold to override it)",
+    ),
+    (
         "bad threshold",
         _with("-k", "3", "--threshold", "-1"),
         2,

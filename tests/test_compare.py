@@ -257,6 +257,28 @@ def test_from_recommendations_and_truth(constructor: Constructor) -> None:
     assert (personal["p_ttest_adj"] < 1e-6).all()
 
 
+def test_metric_strings_as_written(constructor: Constructor) -> None:
+    """Each metric is named as requested (spec section 8), split at its last "@"."""
+    recs, truth = synthetic(n_users=200)
+    metrics = ["map@5", "ap(ap_denominator=relevant)@5", "ndcg(gain={2: 3, 3: 7})@5"]
+    got = to_polars(
+        fm.compare(constructor(recs), constructor(truth), metrics=metrics, n_resamples=50, seed=3)
+    )
+    assert sorted(set(got["metric"])) == [
+        "ap(ap_denominator=relevant)",
+        "map",
+        "ndcg(gain={2: 3, 3: 7})",
+    ]
+    assert set(got["k"]) == {5}
+    # The per-user frame of evaluate has those columns, and compare finds them by name.
+    per_user = fm.evaluate(recs, truth, metrics=metrics, by="model")
+    assert per_user.columns == ["model", "user", *metrics]
+    again = fm.compare(per_user, metrics=metrics[:1], n_resamples=50, seed=3)
+    assert again["metric"].unique().to_list() == ["map"]
+    means = per_user.group_by("model").agg(pl.col("map@5").mean()).sort("model")
+    assert again.sort("model")["mean"].to_list() == pytest.approx(means["map@5"].to_list())
+
+
 def test_segments_in_one_call() -> None:
     frame = per_user_frame(300).with_columns(
         activity=pl.when(pl.col("user") % 3 == 0).then(pl.lit("heavy")).otherwise(pl.lit("light"))

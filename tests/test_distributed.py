@@ -95,6 +95,29 @@ def _sorted(frame: pl.DataFrame, aggregate: bool) -> pl.DataFrame:
     return frame if aggregate or not keys else frame.sort(keys)
 
 
+#: Metric strings whose columns are the strings as written (a name without @k: one per k).
+#: trec_eval's and ir_measures' names among them (spec section 8).
+NAMED = [
+    "map@2",
+    "ap@2",
+    "ap(ap_denominator=relevant) @2",
+    "ndcg(gain={2: 3, 3: 7})",
+    "P_2",
+    "nDCG",
+    "RR",
+    "ERR@2",
+]
+NAMED_COLUMNS = [
+    *NAMED[:3],
+    "ndcg(gain={2: 3, 3: 7})@2",
+    "ndcg(gain={2: 3, 3: 7})@3",
+    "P_2",
+    "nDCG@2",
+    "nDCG@3",
+    "RR",
+    "ERR@2",
+]
+
 CASES: list[dict[str, Any]] = [
     {"k": [1, 2, 3]},
     {"k": 2, "by": "model"},
@@ -113,6 +136,8 @@ CASES: list[dict[str, Any]] = [
     },
     {"metrics": ["precision@2", "ndcg@3", "mrr@1", "ap@3"], "convention": "trec_eval"},
     {"metrics": ["ndcg@2", "recall@2", "ap@2"], "convention": "rectools", "by": "model"},
+    # Columns named as requested (spec section 8), two of them for one computation.
+    {"metrics": NAMED, "k": [2, 3]},
 ]
 
 
@@ -129,6 +154,15 @@ def test_equals_polars(backend: Any, case: dict[str, Any], aggregate: bool) -> N
     assert isinstance(result, kind)
     got = _sorted(to_polars(result), aggregate)
     assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
+
+
+@pytest.mark.parametrize("aggregate", [False, True], ids=["per-user", "aggregate"])
+def test_columns_as_written(backend: Any, aggregate: bool) -> None:
+    to_backend, to_polars, _ = backend
+    result = fm.evaluate(
+        to_backend(RECS, 3), to_backend(TRUTH, 2), metrics=NAMED, k=[2, 3], aggregate=aggregate
+    )
+    assert to_polars(result).columns == ["n_users" if aggregate else "user", *NAMED_COLUMNS]
 
 
 @pytest.mark.parametrize("by", [None, "model"])
@@ -261,7 +295,14 @@ def test_tie_rules(backend: Any, ties: str) -> None:
     assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
 
 
-def test_input_order_ties_are_refused(backend: Any) -> None:
+@pytest.mark.parametrize(
+    ("options", "set_by"),
+    [
+        ({"convention": "ranx"}, ", set by convention='ranx' (pass ties= to override it)"),
+        ({"ties": "input"}, ""),  # the caller's own: nothing to override
+    ],
+)
+def test_input_order_ties_are_refused(backend: Any, options: dict[str, Any], set_by: str) -> None:
     # A Spark or Dask frame has no row order: ranx's and Recommenders' stable sort cannot
     # be reproduced there.
     to_backend, _, _ = backend
@@ -269,8 +310,7 @@ def test_input_order_ties_are_refused(backend: Any) -> None:
     library = "Dask" if backend[2].__module__.startswith("dask") else "Spark"
     message = (
         "ties: expected 'item', 'item_desc', 'item_desc_text' or 'average' for ndcg@2 on "
-        f"{library} (its rows have no order to break ties by), got 'input'; pass ties= to "
-        "override the convention's"
+        f"{library} (its rows have no order to break ties by), got 'input'{set_by}"
     )
     with pytest.raises(fm.InvalidOptionError, match=f"^{re.escape(message)}$"):
         fm.evaluate(
@@ -278,7 +318,7 @@ def test_input_order_ties_are_refused(backend: Any) -> None:
             to_backend(TRUTH, 2),
             score="score",
             metrics="ndcg@2",
-            convention="ranx",
+            **options,
         )
 
 

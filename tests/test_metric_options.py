@@ -1,6 +1,6 @@
 """Per-metric options ``name(option=value, ...)@k`` and the options they reach (spec section 8).
 
-Covered here: the canonical column names; variants in one call agreeing with separate
+Covered here: the column names (the string as written); variants in one call agreeing with separate
 calls that pass the options at call level; the exact error messages; the resolution order
 (spec defaults < call convention < metric convention < call options < metric options);
 ``fm.conventions()`` and the CLI's ``--convention`` / ``--gain``; and the values of
@@ -78,43 +78,74 @@ EX2_IDCG = 5.892789260714372
 EX2_NDCG = 0.808082437104775
 
 
-# --- canonical column names ------------------------------------------------------------------
+# --- column names: the string the caller wrote (spec section 8) -------------------------------
 
-#: (metric string, canonical column) pairs that can share one call.
-CANONICAL: list[tuple[str, str]] = [
-    ("ap(ap_denominator=min_k)@10", "ap@10"),  # the call's value: omitted
-    ("ap(ap_denominator=relevant)@10", "ap(ap_denominator=relevant)@10"),
-    ("ndcg(threshold=4)@5", "ndcg(threshold=4)@5"),  # numbers written plainly
-    ("ndcg(threshold=2.50)@5", "ndcg(threshold=2.5)@5"),
-    ("ndcg(gain={3: 7, 2: 3})@5", "ndcg(gain={2:3,3:7})@5"),  # sorted, spaces removed
-    ("ndcg(gain={2.0: 4, 3.0: 10.0})@3", "ndcg(gain={2:4,3:10})@3"),
-    ("ndcg( threshold = 2 , gain = binary )@3", "ndcg(gain=binary,threshold=2)@3"),
-    ("ndcg(gain=binary,threshold=2,idcg=k)@5", "ndcg(gain=binary,idcg=k,threshold=2)@5"),
-    ("NDCG(gain=exponential)@3", "ndcg(gain=exponential)@3"),
-    ("map(ap_denominator=k)@3", "ap(ap_denominator=k)@3"),  # the alias takes the name
-    ("ndcg(convention=rectools)@10", "ndcg(convention=rectools)@10"),
-    ("rbp(persistence=.95)", "rbp(persistence=0.95)"),
-    ("rbp(persistence=0.8)", "rbp"),
-    ("err(max_relevance=4.0)@5", "err(max_relevance=4)@5"),
-    ("recall(empty=skip)@5", "recall@5"),
-    ("precision()@3", "precision@3"),
-    ("mrr(mrr_cutoff='none')@2", "mrr(mrr_cutoff=none)@2"),
+#: Metric strings that can share one call: each names its own column, exactly as written.
+AS_WRITTEN: list[str] = [
+    "ap(ap_denominator=min_k)@10",  # the call's value: still its own column
+    "ap(ap_denominator=relevant)@10",
+    "ndcg(threshold=4)@5",
+    "ndcg(threshold=2.50)@5",
+    "ndcg(gain={3: 7, 2: 3})@5",
+    "ndcg(gain={2.0: 4, 3.0: 10.0})@3",
+    "ndcg( threshold = 2 , gain = binary )@3",
+    "ndcg(gain=binary,threshold=2,idcg=k)@5",
+    "Ndcg(gain=exponential)@3",  # the package's names in any case
+    "map(ap_denominator=k)@3",
+    "ndcg(convention=rectools)@10",
+    "rbp(persistence=.95)",
+    "rbp(persistence=0.8)",
+    "err(max_relevance=4.0)@5",
+    "recall(empty=skip)@5",
+    "precision()@3",
+    "mrr(mrr_cutoff='none')@2",
+    "ap @5",
 ]
 
 
-def test_canonical_column_names(constructor: Constructor) -> None:
-    got = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics=[m for m, _ in CANONICAL])
-    assert got.columns == ["user", *(c for _, c in CANONICAL)]
+def test_columns_are_the_strings_as_written(constructor: Constructor) -> None:
+    got = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics=AS_WRITTEN)
+    assert got.columns == ["user", *AS_WRITTEN]
+    means = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics=AS_WRITTEN, aggregate=True)
+    assert means.columns == ["n_users", *AS_WRITTEN]
 
 
-def test_a_variant_equal_to_the_plain_metric_is_one_column(constructor: Constructor) -> None:
-    got = run(
-        constructor,
-        SPEC_RECS,
-        SPEC_TRUTH,
-        metrics=["ap@10", "ap(ap_denominator=min_k)@10", "ap(ap_denominator=min_k, empty=skip)@10"],
-    )
-    assert got.columns == ["user", "ap@10"]
+@pytest.mark.parametrize(
+    ("call", "metric"),
+    [
+        ({}, "map@10"),
+        ({}, "ndcg(gain={2: 3, 3: 7})@10"),
+        ({"convention": "trec_eval"}, "ap(ap_denominator=relevant)@10"),
+        ({"convention": "rectools"}, "ap(ap_denominator=relevant)@10"),
+        ({"ap_denominator": "relevant"}, "ap(ap_denominator=relevant)@10"),
+        ({"convention": "rectools"}, "ndcg(convention=rectools)@10"),
+        ({"convention": "trec_eval"}, "rbp(persistence=0.9)"),
+    ],
+)
+def test_a_column_is_named_by_the_string_requested(
+    constructor: Constructor, call: dict[str, Any], metric: str
+) -> None:
+    """The issue's cases: the result is indexed by what was asked, whatever it means."""
+    got = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics=[metric], **call)
+    assert got.columns == ["user", metric]
+    means = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics=metric, aggregate=True, **call)
+    assert means.columns == ["n_users", metric]
+
+
+def test_two_strings_of_one_computation_give_two_columns(constructor: Constructor) -> None:
+    metrics = ["ap@10", "map@10", "ap(ap_denominator=min_k)@10", "ap(empty=skip) @10"]
+    # The same string twice is one column.
+    got = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics=[*metrics, "map@10"])
+    assert got.columns == ["user", *metrics]
+    # Each is AP@10 with D = min(|R|, 10). User 1: hits at 1, 2, 3 (a, b, c), |R| = 4.
+    # Users 2 and 3: spec example 3, 1/3 and (1/4 + 2/5) / 3. User 4: no recommendations.
+    want = {1: 3 / 4, 2: (1 / 2 + 2 / 4) / 3, 3: (1 / 4 + 2 / 5) / 3, 4: 0.0}
+    for column in metrics:
+        assert_close(values(got, column), want)
+    means = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics=metrics, aggregate=True)
+    assert means.columns == ["n_users", *metrics]
+    assert means.row(0) == (4, *[means.row(0)[1]] * 4)
+    assert math.isclose(means.row(0)[1], math.fsum(want.values()) / 4, rel_tol=TOL)
 
 
 def test_a_name_without_cutoff_takes_every_k(constructor: Constructor) -> None:
@@ -122,121 +153,46 @@ def test_a_name_without_cutoff_takes_every_k(constructor: Constructor) -> None:
     assert both.columns == ["user", "ndcg(gain=binary)@3", "ndcg(gain=binary)@5"]
     default = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics="ndcg(gain=binary)")
     assert default.columns == ["user", "ndcg(gain=binary)@10"]  # spec section 8: k = 10
+    alias = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics=["map", "ap"], k=[3])
+    assert alias.columns == ["user", "map@3", "ap@3"]
 
 
-@pytest.mark.parametrize(
-    ("call", "metric", "column"),
-    [
-        # An option equal to the call's value is omitted...
-        ({"ap_denominator": "relevant"}, "ap(ap_denominator=relevant)@10", "ap@10"),
-        ({"gain": {3: 7, 2: 3}}, "ndcg(gain={2: 3, 3: 7})@5", "ndcg@5"),
-        # ... also when the call's value comes from its convention,
-        ({"convention": "trec_eval"}, "ap(ap_denominator=relevant)@10", "ap@10"),
-        # and shown when it differs from it, even if it is the spec's default.
-        ({"convention": "trec_eval"}, "ap(ap_denominator=min_k)@10", "ap(ap_denominator=min_k)@10"),
-        ({"convention": "trec_eval"}, "rbp(persistence=0.8)", "rbp(persistence=0.8)"),
-        ({"convention": "trec_eval"}, "rbp(persistence=0.9)", "rbp"),
-        # A metric's convention equal to the call's is omitted.
-        ({"convention": "rectools"}, "ndcg(convention=rectools)@10", "ndcg@10"),
-        (
-            {"convention": "rectools"},
-            "ndcg(convention=trec_eval)@10",
-            "ndcg(convention=trec_eval)@10",
-        ),
-    ],
-)
-def test_options_equal_to_the_call_are_omitted(
-    constructor: Constructor, call: dict[str, Any], metric: str, column: str
-) -> None:
-    got = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics=metric, **call)
-    assert got.columns == ["user", column]
-
-
-def test_an_option_overriding_the_metric_convention_is_named(constructor: Constructor) -> None:
-    # Alone, each computes its own value (user 1, rectools: every truth row relevant,
-    # binary gain, the ideal is 3 slots of gain 1): 1.0; at threshold=2 only a and b of
-    # the list are relevant: (1 + 1/log2(3)) / the same ideal.
+def test_an_option_overriding_the_metric_convention(constructor: Constructor) -> None:
+    # User 1 under rectools (every truth row relevant, binary gain, the ideal is 3 slots
+    # of gain 1): 1.0; at threshold=2 (the metric's own option wins) only a and b of the
+    # list are relevant: (1 + 1/log2(3)) / the same ideal.
     ideal = 1 + 1 / LOG3 + 1 / 2
-    binary = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics="ndcg(convention=rectools)@3")
-    assert values(binary, "ndcg(convention=rectools)@3")[1] == 1.0
-    graded = run(
-        constructor, SPEC_RECS, SPEC_TRUTH, metrics="ndcg(convention=rectools, threshold=2)@3"
-    )
-    assert math.isclose(graded[graded.columns[1]][0], (1 + 1 / LOG3) / ideal, rel_tol=TOL)
-    # Two meanings, so two columns: threshold=2 differs from what rectools sets.
     metrics = ["ndcg(convention=rectools)@3", "ndcg(convention=rectools, threshold=2)@3"]
     got = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics=metrics)
-    assert got.columns == [
-        "user",
-        "ndcg(convention=rectools)@3",
-        "ndcg(convention=rectools,threshold=2)@3",
-    ]
-
-
-def test_the_canonical_name_of_mrr_cutoff_none_is_accepted(constructor: Constructor) -> None:
-    got = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics="mrr(mrr_cutoff=none)@2")
-    assert got.columns == ["user", "mrr(mrr_cutoff=none)@2"]
+    assert got.columns == ["user", *metrics]
+    assert values(got, metrics[0])[1] == 1.0
+    assert math.isclose(values(got, metrics[1])[1], (1 + 1 / LOG3) / ideal, rel_tol=TOL)
 
 
 # --- variants in one call equal separate calls with call-level options -----------------------
 
-#: (metric string in the call, canonical column, call-level options, plain metric).
-VARIANTS: list[tuple[str, str, dict[str, Any], str]] = [
-    (
-        "ap(ap_denominator=relevant)@3",
-        "ap(ap_denominator=relevant)@3",
-        {"ap_denominator": "relevant"},
-        "ap@3",
-    ),
-    ("ap(ap_denominator=hits)@3", "ap(ap_denominator=hits)@3", {"ap_denominator": "hits"}, "ap@3"),
-    ("ap(ap_denominator=k)@5", "ap(ap_denominator=k)@5", {"ap_denominator": "k"}, "ap@5"),
-    (
-        "ap(ap_denominator=relevant)@10",
-        "ap(ap_denominator=relevant)@10",
-        {"ap_denominator": "relevant"},
-        "ap@10",
-    ),
-    ("ndcg(gain=exponential)@3", "ndcg(gain=exponential)@3", {"gain": "exponential"}, "ndcg@3"),
-    ("ndcg(gain=binary)@3", "ndcg(gain=binary)@3", {"gain": "binary"}, "ndcg@3"),
-    ("ndcg(gain={3:10,2:4})@3", "ndcg(gain={2:4,3:10})@3", {"gain": {2: 4, 3: 10}}, "ndcg@3"),
-    ("ndcg(threshold=2)@3", "ndcg(threshold=2)@3", {"threshold": 2}, "ndcg@3"),
-    ("ndcg(threshold=0)@3", "ndcg(threshold=0)@3", {"threshold": 0}, "ndcg@3"),
-    (
-        "ndcg(idcg=k,gain=binary)@3",
-        "ndcg(gain=binary,idcg=k)@3",
-        {"idcg": "k", "gain": "binary"},
-        "ndcg@3",
-    ),
-    (
-        "ndcg(relevant_set=listed)@3",
-        "ndcg(relevant_set=listed)@3",
-        {"relevant_set": "listed"},
-        "ndcg@3",
-    ),
-    (
-        "ndcg(convention=rectools)@10",
-        "ndcg(convention=rectools)@10",
-        {"convention": "rectools"},
-        "ndcg@10",
-    ),
-    (
-        "ndcg(convention=trec_eval)@3",
-        "ndcg(convention=trec_eval)@3",
-        {"convention": "trec_eval"},
-        "ndcg@3",
-    ),
-    ("mrr(mrr_cutoff='none')@3", "mrr(mrr_cutoff=none)@3", {"mrr_cutoff": "none"}, "mrr@3"),
-    ("recall(users=recs)@3", "recall(users=recs)@3", {"users": "recs"}, "recall@3"),
-    ("recall(empty=zero)@3", "recall(empty=zero)@3", {"empty": "zero"}, "recall@3"),
-    (
-        "precision(convention=ranx)@5",
-        "precision(convention=ranx)@5",
-        {"convention": "ranx"},
-        "precision@5",
-    ),
-    ("rbp(persistence=0.5)", "rbp(persistence=0.5)", {"persistence": 0.5}, "rbp"),
-    ("err(max_relevance=4)@3", "err(max_relevance=4)@3", {"max_relevance": 4}, "err@3"),
-    ("bpref(threshold=2)", "bpref(threshold=2)", {"threshold": 2}, "bpref"),
+#: (metric string in the call, and its column; call-level options; plain metric).
+VARIANTS: list[tuple[str, dict[str, Any], str]] = [
+    ("ap(ap_denominator=relevant)@3", {"ap_denominator": "relevant"}, "ap@3"),
+    ("ap(ap_denominator=hits)@3", {"ap_denominator": "hits"}, "ap@3"),
+    ("ap(ap_denominator=k)@5", {"ap_denominator": "k"}, "ap@5"),
+    ("ap(ap_denominator=relevant)@10", {"ap_denominator": "relevant"}, "ap@10"),
+    ("ndcg(gain=exponential)@3", {"gain": "exponential"}, "ndcg@3"),
+    ("ndcg(gain=binary)@3", {"gain": "binary"}, "ndcg@3"),
+    ("ndcg(gain={3:10,2:4})@3", {"gain": {2: 4, 3: 10}}, "ndcg@3"),
+    ("ndcg(threshold=2)@3", {"threshold": 2}, "ndcg@3"),
+    ("ndcg(threshold=0)@3", {"threshold": 0}, "ndcg@3"),
+    ("ndcg(idcg=k,gain=binary)@3", {"idcg": "k", "gain": "binary"}, "ndcg@3"),
+    ("ndcg(relevant_set=listed)@3", {"relevant_set": "listed"}, "ndcg@3"),
+    ("ndcg(convention=rectools)@10", {"convention": "rectools"}, "ndcg@10"),
+    ("ndcg(convention=trec_eval)@3", {"convention": "trec_eval"}, "ndcg@3"),
+    ("mrr(mrr_cutoff='none')@3", {"mrr_cutoff": "none"}, "mrr@3"),
+    ("recall(users=recs)@3", {"users": "recs"}, "recall@3"),
+    ("recall(empty=zero)@3", {"empty": "zero"}, "recall@3"),
+    ("precision(convention=ranx)@5", {"convention": "ranx"}, "precision@5"),
+    ("rbp(persistence=0.5)", {"persistence": 0.5}, "rbp"),
+    ("err(max_relevance=4)@3", {"max_relevance": 4}, "err@3"),
+    ("bpref(threshold=2)", {"threshold": 2}, "bpref"),
 ]
 PLAIN = [
     "ap@3",
@@ -254,24 +210,24 @@ PLAIN = [
 
 
 def test_variants_in_one_call_equal_separate_calls(constructor: Constructor) -> None:
-    metrics = [*PLAIN, *(m for m, _, _, _ in VARIANTS)]
+    metrics = [*PLAIN, *(m for m, _, _ in VARIANTS)]
     together = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics=metrics)
-    assert together.columns == ["user", *PLAIN, *(c for _, c, _, _ in VARIANTS)]
+    assert together.columns == ["user", *metrics]
     means = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics=metrics, aggregate=True)
-    for _, column, call, plain in VARIANTS:
+    for column, call, plain in VARIANTS:
         alone = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics=plain, **call)
         assert values(together, column) == values(alone, plain), column
         alone_mean = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics=plain, aggregate=True, **call)
         assert means[column].item() == alone_mean[plain].item(), column
     # The variants differ from the plain metric: each column computed what it says.
-    for _, column, _, plain in VARIANTS:
+    for column, _, plain in VARIANTS:
         if column != "ap(ap_denominator=relevant)@10":  # |R| <= 10: min(|R|, 10) = |R|
             assert values(together, column) != values(together, plain), column
 
 
 def test_variant_values_by_hand(constructor: Constructor) -> None:
     """The variants' values on the spec's examples, written out."""
-    metrics = [m for m, _, _, _ in VARIANTS[:11]] + ["ndcg@3", "ap@3"]
+    metrics = [m for m, _, _ in VARIANTS[:11]] + ["ndcg@3", "ap@3"]
     got = run(constructor, SPEC_RECS, SPEC_TRUTH, metrics=metrics)
     # AP@3. User 1: hits at 1, 2, 3, sum 3, |R| = 4 (a, b, c, d). User 2: one hit, B at
     # 2: sum 1/2, |R| = 3. User 3: [A, C, E] holds no hit. User 4: no recommendations.
@@ -301,14 +257,14 @@ def test_variant_values_by_hand(constructor: Constructor) -> None:
     # A gain table: 3 -> 10, 2 -> 4; level 1 (c) is not in it and keeps its relevance.
     table_dcg, table_idcg = 10 + 4 / LOG3 + 1 / 2, 10 + 10 / LOG3 + 4 / 2
     assert math.isclose(
-        values(got, "ndcg(gain={2:4,3:10})@3")[1], table_dcg / table_idcg, rel_tol=TOL
+        values(got, "ndcg(gain={3:10,2:4})@3")[1], table_dcg / table_idcg, rel_tol=TOL
     )
     # threshold=2: R = {a, b, d}; c (rel 1) gains nothing.
     assert math.isclose(
         values(got, "ndcg(threshold=2)@3")[1], (3 + 2 / LOG3) / (3 + 3 / LOG3 + 2 / 2), rel_tol=TOL
     )
     # idcg="k" (binary gain only): three slots of gain 1, filled by a, b and c.
-    assert values(got, "ndcg(gain=binary,idcg=k)@3")[1] == 1.0
+    assert values(got, "ndcg(idcg=k,gain=binary)@3")[1] == 1.0
     # relevant_set="listed": user 1's ideal list is a, b, c (d was not recommended).
     assert math.isclose(values(got, "ndcg(relevant_set=listed)@3")[1], 1.0, rel_tol=TOL)
     # RecTools (threshold 0, binary gain, ideal = k slots of gain 1, users in truth).
@@ -456,9 +412,11 @@ def test_an_empty_option_name_is_reported_as_such() -> None:
 
 
 def test_a_space_before_the_cutoff_after_options() -> None:
-    assert fm.evaluate(SPEC_RECS, SPEC_TRUTH, metrics="ap @5").columns == ["user", "ap@5"]
-    got = fm.evaluate(SPEC_RECS, SPEC_TRUTH, metrics="ap(ap_denominator=relevant) @5")
-    assert got.columns == ["user", "ap(ap_denominator=relevant)@5"]
+    assert fm.evaluate(SPEC_RECS, SPEC_TRUTH, metrics="ap @5").columns == ["user", "ap @5"]
+    got = fm.evaluate(SPEC_RECS, SPEC_TRUTH, metrics=["ap@5", "ap(ap_denominator=relevant) @5"])
+    assert got.columns == ["user", "ap@5", "ap(ap_denominator=relevant) @5"]
+    # User 1: hits at 1, 2, 3 of |R| = 4 (min(4, 5) = 4 as well).
+    assert got.row(0) == (1, 3 / 4, 3 / 4)
 
 
 # --- resolution order ---------------------------------------------------------------------------
@@ -495,7 +453,7 @@ CHAIN_TRUTH = pl.DataFrame(
         (
             {"convention": "trec_eval", "threshold": 2},
             "precision(convention=rectools, threshold=3)@5",
-            "precision(convention=rectools,threshold=3)@5",
+            "precision(convention=rectools, threshold=3)@5",
             1 / 5,
         ),
         # The metric's options beat the call's convention and options.
@@ -716,7 +674,7 @@ def test_cli_gain_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
         "csv",
         "--per-user",
     )
-    assert named.columns == ["user", "ndcg(gain={1:3,2:9})@3"]
+    assert named.columns == ["user", "ndcg(gain={1: 3, 2: 9})@3"]
     assert_close(dict(named.iter_rows()), want)
 
 
@@ -744,24 +702,52 @@ def test_threshold_zero_makes_every_truth_row_relevant(constructor: Constructor)
     assert both.rows() == [(1, 0.0, 1 / 2), (2, None, 1.0)]
 
 
+_LONG_TABLE_ZERO = (
+    "threshold: expected a number > 0 or None for {column} on a long table (relevance 0 "
+    "marks a recommended item outside truth there; pass truth= to make every truth row "
+    "relevant), got 0"
+)
+
+
 @pytest.mark.parametrize(
-    ("kwargs", "column"),
+    ("kwargs", "column", "set_by"),
     [
-        ({"metrics": "recall@2", "threshold": 0}, "recall@2"),
-        ({"metrics": "recall(threshold=0)@2"}, "recall(threshold=0)@2"),
+        ({"metrics": "recall@2", "threshold": 0}, "recall@2", ""),
+        ({"metrics": "recall(threshold=0)@2"}, "recall(threshold=0)@2", ""),
+        # The caller's own 0 is the caller's, preset or not.
+        ({"metrics": "recall@2", "threshold": 0, "convention": "rectools"}, "recall@2", ""),
+        # A preset's 0 is the preset's: name it (the issue's "rectools on a long table").
+        (
+            {"metrics": "recall@2", "convention": "rectools"},
+            "recall@2",
+            ", set by convention='rectools' (pass threshold= to override it)",
+        ),
+        (
+            {"metrics": ["ndcg@2", "recall(convention=replay)@2"]},
+            "recall(convention=replay)@2",
+            ", set by 'recall(convention=replay)@2' (pass threshold= to override it)",
+        ),
+        (
+            {"metrics": "recall(convention=recommenders)@2", "convention": "trec_eval"},
+            "recall(convention=recommenders)@2",
+            ", set by 'recall(convention=recommenders)@2' (pass threshold= to override it)",
+        ),
     ],
 )
 def test_threshold_zero_on_a_long_table_is_an_error(
-    constructor: Constructor, kwargs: dict[str, Any], column: str
+    constructor: Constructor, kwargs: dict[str, Any], column: str, set_by: str
 ) -> None:
     long = ZERO_RECS.join(ZERO_TRUTH, on=["user", "item"], how="full", coalesce=True)
-    message = (
-        f"threshold: expected a number > 0 or None for {column} on a long table (relevance 0 "
-        "marks a recommended item outside truth there; pass truth= to make every truth row "
-        "relevant), got 0"
-    )
-    with raises_exactly(message):
+    with raises_exactly(_LONG_TABLE_ZERO.format(column=column) + set_by):
         fm.evaluate(constructor(long), **kwargs)
+
+
+def test_a_preset_threshold_overridden_on_a_long_table(constructor: Constructor) -> None:
+    # threshold=1 replaces rectools' 0 (call options win over presets): user 1's b is
+    # relevant and not listed; user 2 has no relevant item.
+    long = ZERO_RECS.join(ZERO_TRUTH, on=["user", "item"], how="full", coalesce=True)
+    got = run(constructor, long, None, metrics="recall@2", convention="rectools", threshold=1)
+    assert got.rows() == [(1, 0.0)]
 
 
 # --- gain tables ----------------------------------------------------------------------------------
@@ -779,7 +765,7 @@ def test_gain_table_keeps_unlisted_levels(constructor: Constructor) -> None:
     named = run(
         constructor, recs, truth, metrics=["dcg(gain={2:3,3:7})@4", "ndcg(gain={3: 7, 2: 3})@4"]
     )
-    assert named.columns == ["user", "dcg(gain={2:3,3:7})@4", "ndcg(gain={2:3,3:7})@4"]
+    assert named.columns == ["user", "dcg(gain={2:3,3:7})@4", "ndcg(gain={3: 7, 2: 3})@4"]
     assert named.rows() == call.rows()
 
 
@@ -824,25 +810,10 @@ def test_users_and_empty(constructor: Constructor, users: str, empty: str) -> No
     assert mean.rows() == [(len(who), 0.5 / len(who), 0.5 / len(who))]
 
 
-def _users_column(users: str, empty: str) -> str:
-    """The canonical column of precision@2 with these options (the call's: all, skip)."""
-    shown = [
-        *([f"empty={empty}"] if empty != "skip" else []),
-        *([f"users={users}"] if users != "all" else []),
-    ]
-    return "precision" + (f"({','.join(shown)})" if shown else "") + "@2"
-
-
 def test_users_and_empty_as_metric_options(constructor: Constructor) -> None:
     metrics = [f"precision(users={u}, empty={e})@2" for u, e in WHO]
     got = run(constructor, USERS_RECS, USERS_TRUTH, metrics=metrics)
-    columns = [_users_column(u, e) for u, e in WHO]
-    assert columns[:4] == [
-        "precision@2",
-        "precision(empty=zero)@2",
-        "precision(users=truth)@2",
-        "precision(empty=zero,users=truth)@2",
-    ]
+    columns = metrics
     assert got.columns == ["user", *columns]
     assert got["user"].to_list() == ["A", "B", "C", "D", "E"]
     for (u, e), column in zip(WHO, columns, strict=True):
@@ -915,3 +886,131 @@ def test_gain_scope_positive(constructor: Constructor) -> None:
         threshold=2,
     )
     assert named.rows() == positive.rows()
+
+
+# --- trec_eval's and ir_measures' measure names (spec section 8) ---------------------------------
+# user 1: truth {a: 0, b: 2, d: 1, f: 3, g: 0.5}, list a b c d e (scores 5..1). trec_eval's
+#   conventions: relevant = rel >= 1 -> R = {b, d, f}, |R| = 3; judged non-relevant
+#   N = {a, g}; nDCG gains from every rel > 0 (f 3, b 2, d 1, g 0.5).
+# user 2: truth {q: 0}, list p q: no relevant item, scored 0 (empty="zero").
+# user 3: a list, no truth; user 4: truth {x: 1}, no list: neither is in both frames.
+
+TOOL_RECS = pl.DataFrame(
+    {
+        "user": [1, 1, 1, 1, 1, 2, 2, 3],
+        "item": ["a", "b", "c", "d", "e", "p", "q", "z"],
+        "score": [5.0, 4.0, 3.0, 2.0, 1.0, 2.0, 1.0, 1.0],
+    }
+)
+TOOL_TRUTH = pl.DataFrame(
+    {
+        "user": [1, 1, 1, 1, 1, 2, 4],
+        "item": ["a", "b", "d", "f", "g", "q", "x"],
+        "relevance": [0.0, 2.0, 1.0, 3.0, 0.5, 0.0, 1.0],
+    }
+)
+
+#: User 1's value of each name, written out; user 2 scores 0 everywhere.
+TOOL_VALUES: dict[str, float] = {
+    "P@3": 1 / 3,  # b within 3
+    "P_3": 1 / 3,
+    "R@3": 1 / 3,
+    "recall_3": 1 / 3,
+    "Success@1": 0.0,  # a is not relevant
+    "success_2": 1.0,
+    "AP@5": (1 / 2 + 2 / 4) / 3,  # b at 2, d at 4, D = |R|
+    "map_cut_5": (1 / 2 + 2 / 4) / 3,
+    "MAP@5": (1 / 2 + 2 / 4) / 3,
+    "nDCG@3": (2 / LOG3) / (3 + 2 / LOG3 + 1 / 2),  # ideal f, b, d
+    "ndcg_cut_3": (2 / LOG3) / (3 + 2 / LOG3 + 1 / 2),
+    "NDCG@2": (2 / LOG3) / (3 + 2 / LOG3),  # ir_measures' alias (nDCG@2 beside nDCG@3:
+    # DuckDB names are case-insensitive)
+    "RR": 1 / 2,  # b at 2, no cutoff
+    "MRR": 1 / 2,
+    "recip_rank": 1 / 2,
+    "RR@1": 0.0,  # ir_measures' RR@k stops at k
+    "Rprec": 1 / 3,  # R = 3: b among a, b, c
+    "Rprec_mult_1.00": 1 / 3,
+    "Bpref": (1 - 1 / 2 + 1 - 1 / 2) / 3,  # b and d each below a: 1 - min(1, 3) / min(3, 2)
+    "ERR@3": (1 / 2) * (2**2 - 1) / 2**4,  # gdeval: g_max = 4; only b gains within 3
+    "Judged@3": 2 / 3,  # a and b have truth rows
+}
+
+
+def test_tool_names_by_hand(constructor: Constructor) -> None:
+    """Each name is its tool's measure: trec_eval's conventions, whatever the call's."""
+    metrics = list(TOOL_VALUES)
+    for call in ({}, {"convention": "rectools"}, {"convention": "sklearn", "ties": "item"}):
+        got = run(constructor, TOOL_RECS, TOOL_TRUTH, metrics=metrics, score="score", **call)
+        assert got.columns == ["user", *metrics]
+        assert got["user"].to_list() == [1, 2]  # users in both frames
+        for name, want in TOOL_VALUES.items():
+            assert_close(values(got, name), {1: want, 2: 0.0})
+        means = run(
+            constructor, TOOL_RECS, TOOL_TRUTH, metrics=metrics, score="score", aggregate=True
+        )
+        assert means.columns == ["n_users", *metrics]
+        assert means["n_users"].item() == 2
+
+
+def test_tool_names_take_the_call_options(constructor: Constructor) -> None:
+    # threshold=2 is trec_eval's -l2: R = {b, f}; users="truth" its -c: user 4 (no list)
+    # is evaluated too, and scores 0.
+    got = run(
+        constructor,
+        TOOL_RECS,
+        TOOL_TRUTH,
+        metrics=["Rprec", "P_3", "AP@5"],
+        score="score",
+        threshold=2,
+        users="truth",
+    )
+    assert got["user"].to_list() == [1, 2, 4]
+    assert_close(values(got, "Rprec"), {1: 1 / 2, 2: 0.0, 4: 0.0})  # b among a, b
+    assert_close(values(got, "P_3"), {1: 1 / 3, 2: 0.0, 4: 0.0})
+    assert_close(values(got, "AP@5"), {1: (1 / 2) / 2, 2: 0.0, 4: 0.0})
+
+
+def test_the_package_names_keep_their_meaning(constructor: Constructor) -> None:
+    # "ap@5" is the spec's AP: R = every rel > 0 = {b, d, f, g}, D = min(4, 5); users with
+    # a relevant item (1, and 4 without a list); "AP@5" is trec_eval's (users 1 and 2).
+    metrics = ["ap@5", "AP@5"]
+    if _is_duckdb(constructor):
+        with raises_exactly(
+            "metrics: expected names that differ in more than case for a DuckDB result "
+            "(DuckDB matches column names case-insensitively), got 'ap@5' and 'AP@5'; ask "
+            "for them in two calls"
+        ):
+            fm.evaluate(
+                constructor(TOOL_RECS), constructor(TOOL_TRUTH), metrics=metrics, score="score"
+            )
+        return
+    got = run(constructor, TOOL_RECS, TOOL_TRUTH, metrics=metrics, score="score")
+    assert got["user"].to_list() == [1, 2, 4]
+    assert_close(values(got, "ap@5"), {1: (1 / 2 + 2 / 4) / 4, 4: 0.0})
+    assert_close(values(got, "AP@5"), {1: (1 / 2 + 2 / 4) / 3, 2: 0.0})
+
+
+def _is_duckdb(constructor: Constructor) -> bool:
+    return type(constructor(TOOL_RECS)).__name__ == "DuckDBPyRelation"
+
+
+def test_a_tool_name_without_cutoff_takes_every_k(constructor: Constructor) -> None:
+    got = run(constructor, TOOL_RECS, TOOL_TRUTH, metrics=["P", "RR"], k=[1, 3], score="score")
+    assert got.columns == ["user", "P@1", "P@3", "RR"]
+    assert_close(values(got, "P@1"), {1: 0.0, 2: 0.0})
+    assert_close(values(got, "P@3"), {1: 1 / 3, 2: 0.0})
+    assert_close(values(got, "RR"), {1: 1 / 2, 2: 0.0})
+
+
+def test_cli_tool_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    recs, truth = tmp_path / "recs.csv", tmp_path / "truth.csv"
+    TOOL_RECS.write_csv(recs)
+    TOOL_TRUTH.write_csv(truth)
+    got = _cli(
+        capsys, "evaluate", recs, truth, "--score-col", "score", "-m", "P_3,nDCG@3,RR,ERR@3",
+        "--format", "csv", "--per-user",
+    )  # fmt: skip
+    assert got.columns == ["user", "P_3", "nDCG@3", "RR", "ERR@3"]
+    for name in got.columns[1:]:
+        assert_close(dict(got.select("user", name).iter_rows()), {1: TOOL_VALUES[name], 2: 0.0})

@@ -58,7 +58,7 @@ def test_example_3_ap_min_k_and_map(constructor: Constructor) -> None:
     assert ap1 == pytest.approx(1 / 3)
     assert ap2 == pytest.approx(0.21666666666666667)
     mean = to_polars(fm.evaluate(recs, truth, metrics="map", k=5, aggregate=True))
-    assert mean["ap@5"].item() == pytest.approx(0.275, rel=1e-15)
+    assert mean["map@5"].item() == pytest.approx(0.275, rel=1e-15)
     assert mean["n_users"].item() == 2
 
 

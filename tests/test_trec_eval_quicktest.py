@@ -31,6 +31,11 @@ ideal list):
     num_rel_ret -> recall@D * num_rel (per topic; summed for all)
     num_rel, num_ret -> counted from the inputs (checks the reading of the files)
 
+The same measures asked for by trec_eval's own names (``P_10``, ``map_cut_10``,
+``recip_rank``, ...) and by ir_measures' (``P@10``, ``AP@10``, ``RR``, ``Bpref``, ...), with
+no convention and only the flags' options, give trec_eval's output as well
+(``test_trec_eval_and_ir_measures_names``; spec section 8).
+
 Not computed by frame_metrics, listed in ``NOT_COMPUTED`` with the reason, and checked by
 ``test_every_measure_is_accounted_for`` (a measure neither reproduced nor listed fails):
 runid, relstring (strings), gm_map, gm_bpref, infAP, iprec_at_recall_*, 11pt_avg*,
@@ -215,7 +220,7 @@ Spec = Column | Count
 
 
 def _gain_table(text: str) -> str:
-    """``1=3,2=9,4=4.5`` -> ``{1:3,2:9,4:4.5}`` (the canonical option text)."""
+    """``1=3,2=9,4=4.5`` -> ``{1:3,2:9,4:4.5}`` (a gain table as a metric string writes it)."""
     pairs = []
     for pair in text.split(","):
         level, gain = pair.split("=")
@@ -488,4 +493,60 @@ def test_out_test_means_on_every_frame_kind(data: Path, constructor: Constructor
         want, got = c.expected[measure]["all"], float(out[spec.metric][0])
         if not math.isclose(got, want, abs_tol=TOL):
             wrong[measure] = (want, got)
+    assert not wrong
+
+
+# ---------------------------------------------------------------------------------------
+# trec_eval's own names and ir_measures' (spec section 8): no convention, no mapping
+
+#: trec_eval measures the package accepts by trec_eval's own name.
+TREC_EVAL_NAMES = r"(P|recall|success|map_cut|ndcg_cut)_\d+|recip_rank|Rprec|Rprec_mult_1\.00"
+
+_IR_MEASURES_CUT = {
+    "P": "P",
+    "recall": "R",
+    "success": "Success",
+    "map_cut": "AP",
+    "ndcg_cut": "nDCG",
+}
+
+
+def ir_measures_name(measure: str) -> str | None:
+    """ir_measures' name for a trec_eval measure (ir_measures runs trec_eval for these)."""
+    m = re.fullmatch(r"(P|recall|success|map_cut|ndcg_cut)_(\d+)", measure)
+    if m:
+        return f"{_IR_MEASURES_CUT[m[1]]}@{m[2]}"
+    return {"recip_rank": "RR", "Rprec": "Rprec", "bpref": "Bpref"}.get(measure)
+
+
+@pytest.mark.parametrize("config", CONFIG_NAMES)
+def test_trec_eval_and_ir_measures_names(data: Path, config: str) -> None:
+    """The measures asked for by their trec_eval and ir_measures names give trec_eval's
+    output: no convention and no mapping, only the config's flags (-l, -c)."""
+    c = computed(config)
+    spelled = {
+        measure: [
+            *([measure] if re.fullmatch(TREC_EVAL_NAMES, measure) else []),
+            *([name] if (name := ir_measures_name(measure)) else []),
+        ]
+        for measure in c.expected
+    }
+    spelled = {measure: names for measure, names in spelled.items() if names}
+    assert spelled, "no measure of this config has a trec_eval or ir_measures name"
+    metrics = list(dict.fromkeys(name for names in spelled.values() for name in names))
+    flags = {k: v for k, v in call_options(c.config).items() if k != "convention"}
+    per_user = fm.evaluate(c.run, c.truth, metrics=metrics, **flags).sort("user")
+    means = fm.evaluate(c.run, c.truth, metrics=metrics, aggregate=True, **flags)
+    assert per_user.columns == ["user", *metrics]
+    assert per_user["user"].to_list() == c.topics()
+    wrong = []
+    for measure, names in spelled.items():
+        for name in names:
+            for qid, want in c.expected[measure].items():
+                if qid == "all":
+                    got = float(means[name][0])
+                else:
+                    got = float(per_user.filter(pl.col("user") == qid)[name][0])
+                if not math.isclose(got, want, rel_tol=0.0, abs_tol=TOL):
+                    wrong.append(f"{measure} as {name!r}, {qid}: trec_eval {want}, got {got!r}")
     assert not wrong

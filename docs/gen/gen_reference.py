@@ -280,8 +280,8 @@ def errors_page() -> str:
     ]
     for name in errors.__all__:
         cls = getattr(errors, name)
-        if not issubclass(cls, BaseException):
-            continue  # Keyword: a part of a message, not an error
+        if not isinstance(cls, type) or not issubclass(cls, BaseException):
+            continue  # Keyword (a part of a message), shown (how messages show values)
         bases = ", ".join(f"`{b.__name__}`" for b in cls.__bases__)
         doc = without_roles(inspect.cleandoc(cls.__doc__ or "").split("\n\n")[0])
         lines.append(f"| `{name}` | {bases} | {_cell(doc)} |")

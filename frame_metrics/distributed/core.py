@@ -165,7 +165,7 @@ def refuse_row_order(job: Job, library: str) -> None:
             raise errors.InvalidOptionError(
                 f"ties: expected {other_tie_rules('input')} for "
                 f"{q.column} on {library} (its rows have no order to break ties by), got "
-                "'input'; pass ties= to override the convention's"
+                "'input'" + q.set_by("ties")
             )
 
 

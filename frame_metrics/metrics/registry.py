@@ -182,12 +182,27 @@ class Metric:
 
 
 class Requested(NamedTuple):
-    """One metric to compute: at cutoff ``k`` (0: none), with its options, in ``column``."""
+    """One metric to compute: at cutoff ``k`` (0: none), with its options, in ``column``.
+
+    ``presets`` pairs each option a preset set (and nothing overrode) with the preset,
+    as a message names it: ``("threshold", "convention='rectools'")``.
+    """
 
     metric: Metric
     k: int
     options: MetricOptions
     column: str
+    presets: tuple[tuple[str, str], ...] = ()
+
+    def set_by(self, option: str) -> str:
+        """Who set ``option``, as a message's tail: ``", set by <preset> (...)"``.
+
+        ``""`` when the caller did, or the spec's default stands.
+        """
+        preset = dict(self.presets).get(option)
+        if preset is None:
+            return ""
+        return f", set by {preset} (pass {option}= to override it)"
 
     def value(self, ctx: Any) -> pl.Expr:
         """The metric from its family's context, named by :attr:`column`."""
@@ -199,7 +214,7 @@ class Requested(NamedTuple):
 
 
 REGISTRY: dict[str, Metric] = {}
-#: Other accepted names; the output column uses the canonical name.
+#: Other accepted names (the output column is the name as written).
 ALIASES: dict[str, str] = {"map": "ap"}
 
 
@@ -229,9 +244,13 @@ def resolve(name: str) -> Metric:
     key = ALIASES.get(name.lower(), name.lower())
     if key in REGISTRY:
         return REGISTRY[key]
+    from frame_metrics.measure_names import spellings
+
     known = sorted([*REGISTRY, *ALIASES])
-    hint = difflib.get_close_matches(name.lower(), known, n=1, cutoff=0.6)
-    suffix = f" (did you mean {hint[0]!r}?)" if hint else ""
+    # The hint also offers trec_eval's and ir_measures' names, compared in lower case.
+    candidates = {c.lower(): c for c in spellings()} | {c: c for c in known}
+    hint = difflib.get_close_matches(name.lower(), list(candidates), n=1, cutoff=0.6)
+    suffix = f" (did you mean {candidates[hint[0]]!r}?)" if hint else ""
     raise InvalidOptionError(
         f"metrics: expected a known metric name, got {name!r}{suffix}; "
         f"known metrics: {', '.join(repr(m) for m in known)}"
@@ -274,8 +293,9 @@ def resolve_requests(
     A name carrying its own cutoff (``"ndcg@10"``) uses it; a plain name takes every k.
     A metric without a cutoff (``"rmse"``) ignores ``k`` and is paired with 0. A name
     may carry options (``"ap(ap_denominator=relevant)@10"``): they replace the call's
-    (``given``, ``None`` = not given, and ``convention``) for that metric alone, and
-    the column is the canonical string (see :mod:`frame_metrics.metric_names`).
+    (``given``, ``None`` = not given, and ``convention``) for that metric alone. The
+    column is the string as written (surrounding spaces aside), ``"@<k>"`` appended for
+    a name without its cutoff: two strings of one computation are two columns.
 
     Examples
     --------
@@ -284,8 +304,8 @@ def resolve_requests(
     [('ndcg', 5), ('ndcg', 10), ('ap', 3)]
     >>> [r.column for r in resolve_requests(["rmse", "mae"], None, [])]
     ['rmse', 'mae']
-    >>> [r.column for r in resolve_requests(["ap(ap_denominator = relevant, empty=skip)@10"], None, [])]
-    ['ap(ap_denominator=relevant)@10']
+    >>> [r.column for r in resolve_requests(["map@10", "ap(ap_denominator=min_k)"], None, [])]
+    ['map@10', 'ap(ap_denominator=min_k)@10']
     >>> resolve_requests("rmse@5", None, [])
     Traceback (most recent call last):
     ...
@@ -295,8 +315,9 @@ def resolve_requests(
     ...
     frame_metrics.errors.InvalidOptionError: metrics: expected options precision reads (convention, empty, relevant_set, threshold, ties, users), got gain in 'precision(gain=binary)@5'
     """
-    from frame_metrics.conventions import METRIC_OPTIONS, resolve_options
-    from frame_metrics.metric_names import format_value, parse_name
+    from frame_metrics.conventions import METRIC_OPTIONS, preset_settings, resolve_options
+    from frame_metrics.measure_names import TOOL_CONVENTION, tool_measure
+    from frame_metrics.metric_names import parse_name
 
     given = dict(given or {})
     given_raw = (
@@ -309,58 +330,54 @@ def resolve_requests(
     ks = validate_k(k, required=False) or None
     known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
     known.pop("on_duplicate")
+    package = {name.lower() for name in (*REGISTRY, *ALIASES)}
     out: list[Requested] = []
     for raw in names:
         if not isinstance(raw, str):
             raise InvalidOptionError(f"metrics: expected metric names as strings, got {raw!r}")
         parsed = parse_name(raw, known)
-        metric = resolve(parsed.name)
+        tool = tool_measure(parsed.name, parsed.cut, raw, package)
+        metric = resolve(parsed.name if tool is None else tool.metric)
+        label = metric.name if tool is None else tool.name  # as messages name it
         own = dict(parsed.options)
-        unread = sorted(set(own) - metric.reads())
+        # A tool's name fixes its conventions and some options: those are not the caller's.
+        readable = metric.reads() - ({"convention", *dict(tool.fixed)} if tool else set())
+        unread = sorted(set(own) - readable)
         if unread:
-            readable = ", ".join(sorted(metric.reads())) or "none"
             raise InvalidOptionError(
-                f"metrics: expected options {metric.name} reads ({readable}), "
+                f"metrics: expected options {label} reads ({', '.join(sorted(readable)) or 'none'}), "
                 f"got {', '.join(unread)} in {raw!r}"
             )
-        metric_convention = own.pop("convention", None)
-        options = metric.effective(
-            resolve_options(
-                given,
-                convention=convention,
-                metric=metric.name,
-                metric_convention=metric_convention,
-                metric_given=own,
-            )
+        layers: dict[str, Any] = {"metric": metric.name}
+        if tool is None:
+            layers |= {"convention": convention, "metric_convention": own.pop("convention", None)}
+            layers["metric_given"] = own
+        else:
+            # The measure as the tool defines it: trec_eval's conventions, whatever the
+            # call's; the call's options over them (trec_eval's -l, -c); the name's own
+            # options (gdeval's g_max, RR@k's cutoff) over everything.
+            layers |= {"convention": None, "metric_convention": TOOL_CONVENTION}
+            layers["metric_given"] = own | dict(tool.fixed)
+        options = metric.effective(resolve_options(given, **layers))
+        named = {"call": f"convention={convention!r}", "metric": repr(raw)}
+        presets = tuple(
+            (option, named[where]) for option, where in preset_settings(given, **layers).items()
         )
-        # An option is written out when it changes the metric's value from what the metric
-        # would have without it: the call's options, under the metric's own convention.
-        base = metric.effective(
-            resolve_options(
-                given,
-                convention=convention,
-                metric=metric.name,
-                metric_convention=metric_convention,
-            )
-        )
-        shown = {
-            name: getattr(options, name)
-            for name in own
-            if getattr(options, name) != getattr(base, name)
-        }
-        if metric_convention is not None and metric_convention != convention:
-            shown["convention"] = metric_convention
-        label = metric.name
-        if shown:
-            label += (
-                "(" + ",".join(f"{n}={format_value(v)}" for n, v in sorted(shown.items())) + ")"
-            )
-        if not metric.takes_k:
+        # The column is the string as written (spec section 8): a user indexes the
+        # result by what they asked; a name without its cutoff gets "@k" per k.
+        as_written = parsed.cut is not None or not metric.takes_k
+        if tool is not None and tool.k is not None:
+            cuts, as_written = validate_k(tool.k), True  # trec_eval's P_10
+        elif tool is not None and tool.whole_list:
+            # RR, recip_rank: the first relevant item anywhere (mrr_cutoff="none" above),
+            # whatever k; 1 keeps the query's depth and cutoffs as they are.
+            cuts, as_written = (1,), True
+        elif not metric.takes_k:
             if parsed.cut is not None:
                 raise InvalidOptionError(
-                    f"metrics: expected {metric.name!r} without a cutoff (it has none), got {raw!r}"
+                    f"metrics: expected {label!r} without a cutoff (it has none), got {raw!r}"
                 )
-            cuts: tuple[int, ...] = (0,)
+            cuts = (0,)
         elif parsed.cut is not None:
             try:
                 cut_k = int(parsed.cut)
@@ -374,8 +391,8 @@ def resolve_requests(
                 ks = (DEFAULT_K,)  # spec section 8; the column name says @10
             cuts = ks
         for kk in cuts:
-            column = f"{label}@{kk}" if metric.takes_k else label
-            request = Requested(metric, kk, options, column)
+            column = raw if as_written else f"{raw}@{kk}"
+            request = Requested(metric, kk, options, column, presets)
             if request not in out:
                 if any(r.column == column for r in out):
                     raise InvalidOptionError(
