@@ -23,6 +23,7 @@ from frame_metrics.options import (
     Ties,
     Unexpected,
     Users,
+    ZeroIdeal,
 )
 
 __all__ = ["diagnose", "evaluate"]
@@ -58,6 +59,7 @@ def evaluate(
     persistence: float | None = None,
     max_relevance: float | None = None,
     rbp_gain: RbpGain | None = None,
+    zero_ideal: ZeroIdeal | None = None,
     on_duplicate: DuplicatePolicy | None = None,
     catalog: object | None = None,
     train: object | None = None,
@@ -170,6 +172,10 @@ def evaluate(
         (ranx) or ``"relative"`` (relevance over the user's largest: trec_eval 10.0).
     max_relevance
         err's g_max (default: the largest relevance in truth).
+    zero_ideal
+        ndcg of a user whose ideal DCG is 0 (relevant items that all gain 0):
+        ``"zero"`` (default, trec_eval and scikit-learn) or ``"skip"`` (no value, left
+        out of the mean: Recommenders).
     on_duplicate
         A repeated (user, item) row: ``"error"`` (default) or ``"first"`` (keep the
         best-ranked recommendation, the highest-relevance truth row).

@@ -351,6 +351,7 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
     _choice(opts, "idcg", "the ideal DCG: the user's relevant items, or k slots of gain 1")
     _choice(opts, "ap_denominator", "the denominator of AP@k")
     _choice(opts, "mrr_cutoff", "MRR: the first relevant item within k, or anywhere")
+    _choice(opts, "zero_ideal", "ndcg of a user whose ideal DCG is 0: 0, or left out")
     _choice(opts, "ties", "equal scores (with --score-col): a tie rule, or the average")
     _choice(opts, "users", "who may be evaluated: every user seen, or those in truth/recs/both")
     _choice(opts, "empty", "users without a relevant item: left out or scored 0")

@@ -47,6 +47,7 @@ METRIC_OPTIONS: tuple[str, ...] = (
     "persistence",
     "max_relevance",
     "rbp_gain",
+    "zero_ideal",
     "on_duplicate",
 )
 
@@ -264,6 +265,14 @@ CONVENTIONS: dict[str, Convention] = {
                     _REC,
                 ),
                 "gain": _s("binary", "ndcg_at_k's score_type defaults to 'binary'", _REC, *_GAINED),
+                "zero_ideal": _s(
+                    "skip",
+                    "ndcg_at_k divides by an ideal DCG of 0 for a user whose ratings all gain "
+                    "0 (score_type 'raw' or 'exp' with ratings of 0): NaN, which its mean "
+                    "skips",
+                    _REC,
+                    "ndcg",
+                ),
                 "users": (
                     Setting(
                         "both",
@@ -282,8 +291,10 @@ CONVENTIONS: dict[str, Convention] = {
             (
                 "map_at_k divides by min(|R|, k) (the default); map divides by |R|: "
                 "ap_denominator='relevant'.",
-                "ndcg_at_k(score_type='raw'): gain='linear'; 'exp': gain='exponential'. With "
-                "'raw' or 'exp' a user whose ratings are all 0 is NaN and dropped by its mean.",
+                "ndcg_at_k(score_type='raw'): gain='linear'; 'exp': gain='exponential' (a user "
+                "whose ratings are all 0 is then left out of the mean: zero_ideal='skip').",
+                "ndcg_at_k returns 0.0 when no user has a hit, before any mean (frame_metrics: "
+                "the mean of the users it has values for).",
                 "relevancy_method='by_threshold' cuts the list at `threshold` items (not a "
                 "relevance threshold); precision still divides by k.",
                 "Repeated rows count twice in Recommenders.",

@@ -369,6 +369,7 @@ _EXPRESSION_OPTIONS = (
     "persistence",
     "max_relevance",
     "rbp_gain",
+    "zero_ideal",
 )
 
 

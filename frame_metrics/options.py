@@ -43,6 +43,7 @@ MrrCutoff = Literal["k", "none"]
 RelevantSet = Literal["truth", "listed"]
 GainScope = Literal["relevant", "positive"]
 RbpGain = Literal["binary", "relevance", "relative"]
+ZeroIdeal = Literal["zero", "skip"]
 
 #: The accepted values of every string option, first one the default.
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -59,6 +60,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "relevant_set": ("truth", "listed"),
     "gain_scope": ("relevant", "positive"),
     "rbp_gain": ("binary", "relevance", "relative"),
+    "zero_ideal": ("zero", "skip"),
 }
 
 #: The gains of ``gain=`` given by name (a mapping is a gain table).
@@ -197,6 +199,11 @@ class MetricOptions:
     max_relevance
         err's g_max (P_i = (2^g_i - 1) / 2^g_max); ``None``: the largest relevance in
         truth.
+    zero_ideal
+        ndcg of a user whose ideal DCG is 0 (relevant items that all gain 0, as under
+        ``threshold=0`` with relevance 0): ``"zero"`` scores 0 (trec_eval, scikit-learn),
+        ``"skip"`` gives no value, so the user is left out of ndcg's mean (Recommenders'
+        ``ndcg_at_k``: 0/0 is NaN, which its mean skips).
 
     Examples
     --------
@@ -231,6 +238,7 @@ class MetricOptions:
     persistence: float = 0.8
     max_relevance: float | None = None
     rbp_gain: RbpGain = "binary"
+    zero_ideal: ZeroIdeal = "zero"
 
     def __post_init__(self) -> None:
         t = self.threshold

@@ -292,7 +292,7 @@ def test_variant_values_by_hand(constructor: Constructor) -> None:
 _EXPECTED = "metrics: expected '<name>', '<name>@<k>' or '<name>(<option>=<value>, ...)@<k>'"
 _KNOWN = (
     "ap_denominator, convention, empty, gain, gain_scope, idcg, max_relevance, mrr_cutoff, "
-    "persistence, rbp_gain, relevant_set, threshold, ties, users"
+    "persistence, rbp_gain, relevant_set, threshold, ties, users, zero_ideal"
 )
 _CONVENTIONS = (
     "'trec_eval', 'ranx', 'rectools', 'recommenders', 'sklearn', 'torchmetrics', 'replay'"

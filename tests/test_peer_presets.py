@@ -453,6 +453,36 @@ def test_recommenders_preset(table: Table, threshold: int | None) -> None:
     assert ndcg_only["n_users"].item() == len(truth_users)
 
 
+@SETTINGS
+@given(table=tables(), score_type=st.sampled_from(["raw", "exp"]))
+def test_recommenders_graded_ndcg_leaves_out_users_rated_all_zero(
+    table: Table, score_type: str
+) -> None:
+    # ndcg_at_k(score_type="raw" | "exp"): a user whose ratings are all 0 has an ideal DCG
+    # of 0, so 0/0 = NaN, which pandas' mean skips (one in five table users rates all 0).
+    pytest.importorskip("recommenders")
+    pe = pytest.importorskip("recommenders.evaluation.python_evaluation")
+    truth = table.truth()
+    rating_true = (
+        truth.select(userID="user", itemID="item", rating=pl.col("relevance").cast(pl.Float64))
+    ).to_pandas()
+    rating_pred = (
+        table.recs("score").select(userID="user", itemID="item", prediction="score").to_pandas()
+    )
+    gain: Any = {"raw": "linear", "exp": "exponential"}[score_type]
+    got = run_fm(table, "score", "recommenders", ["ndcg"], KS, aggregate=True, gain=gain)
+    for k in KS:
+        with quiet():
+            peer = float(pe.ndcg_at_k(rating_true, rating_pred, k=k, score_type=score_type))
+        value = got[f"ndcg@{k}"].item() if got.height else None
+        if value is None:
+            # Every truth user rated all 0: no value; Recommenders' mean of NaNs, or its
+            # early 0.0 when no recommended item is in truth at all.
+            assert math.isnan(peer) or peer == 0.0, (k, peer)
+            continue
+        assert close(float(value), peer), (score_type, k, value, peer)
+
+
 # --- scikit-learn ---------------------------------------------------------------------------------
 # Default ndcg_score(y_true, y_score, k=k) and dcg_score(..., k=k) (ignore_ties=False:
 # tied scores averaged, preset ties="average"), one sample per user with recommendations

@@ -117,9 +117,11 @@ def _idcg(ctx: RankingPieces, k: int) -> pl.Expr:
 
 def _ndcg(ctx: RankingPieces, k: int) -> pl.Expr:
     # An ideal DCG of 0 (relevant items whose gain is 0, e.g. threshold=0 and rel 0)
-    # scores 0, as in trec_eval and scikit-learn.
+    # scores 0, as in trec_eval and scikit-learn; zero_ideal="skip": no value
+    # (Recommenders' NaN, which its mean skips).
     idcg = _idcg(ctx, k)
-    return pl.when(idcg > 0).then(_dcg(ctx, k) / idcg).otherwise(0.0)
+    zero = 0.0 if ctx.options.zero_ideal == "zero" else None
+    return pl.when(idcg > 0).then(_dcg(ctx, k) / idcg).otherwise(pl.lit(zero, pl.Float64))
 
 
 def _ref_gain(rel: float, o: MetricOptions) -> float:
@@ -138,7 +140,9 @@ def _ref_ndcg(u: UserCase, k: int, o: MetricOptions) -> float:
         return _ref_dcg(u, k, o) / sum(1 / math.log2(p + 1) for p in range(1, k + 1))
     ideal = sorted((_ref_gain(u.relevance[i], o) for i in u.relevant(o)), reverse=True)[:k]
     idcg = sum(g / math.log2(pos + 2) for pos, g in enumerate(ideal))
-    return _ref_dcg(u, k, o) / idcg if idcg > 0 else 0.0
+    if idcg > 0:
+        return _ref_dcg(u, k, o) / idcg
+    return 0.0 if o.zero_ideal == "zero" else None
 
 
 _GAINS = frozenset({"gain", "gain_scope"})
@@ -182,7 +186,7 @@ register(
         _ndcg,
         _ref_ndcg,
         "dcg@k / idcg@k, idcg from all relevant items",
-        options=_GAINS | {"idcg"},
+        options=_GAINS | {"idcg", "zero_ideal"},
         tie_average=True,
     )
 )
