@@ -368,10 +368,14 @@ def compare(
         own, in the same call and the same correction family.
     user
         The user key (a name or a list of names).
-    metrics, k
+    metrics
         Per-user input: the metric columns to compare (``"ndcg@10"``, or plain names
         with ``k``); default every column other than the keys. Recommendations input:
         passed to :func:`frame_metrics.evaluate` with the other ``evaluate_kwargs``.
+    k
+        Per-user input: the cutoffs of the metrics named without one (``metrics=
+        "ndcg", k=[5, 10]`` compares ``ndcg@5`` and ``ndcg@10``). Recommendations
+        input: passed to :func:`frame_metrics.evaluate`.
     level
         Confidence level of the intervals, a number in (0, 1) (default 0.95).
     n_resamples

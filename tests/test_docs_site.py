@@ -166,6 +166,45 @@ def test_no_page_loads_from_the_network(build: Build) -> None:
         assert not found, (path, found[:3])
 
 
+def _text(fragment: str) -> str:
+    """HTML as the reader sees it: no tags, entities decoded, spaces collapsed."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
+
+
+def _parameter_tables(text: str) -> list[list[list[str]]]:
+    """The docstring section tables of an API page: rows of cell texts."""
+    tables = []
+    for table in re.findall(r"<table>(.*?)</table>", text, re.S):
+        rows = re.findall(r'<tr class="doc-section-item">(.*?)</tr>', table, re.S)
+        tables.append([[_text(c) for c in re.findall(r"<td>(.*?)</td>", r, re.S)] for r in rows])
+    return [t for t in tables if t]
+
+
+def test_api_parameters_have_their_own_entries(build: Build) -> None:
+    """Each parameter row has its own description, type and default: a grouped numpydoc
+    entry ("user, item, rank, ...") used to be rendered as copies of the first one."""
+    import inspect
+
+    import frame_metrics as fm
+
+    pages = sorted(p.stem for p in (ROOT / "docs" / "api").glob("*.md"))
+    for name in pages:
+        for rows in _parameter_tables(page(build, f"api/{name}")):
+            descriptions = [row[2] for row in rows if len(row) >= 3]
+            copied = {d for d in descriptions if descriptions.count(d) > 1}
+            assert not copied, (name, sorted(copied))
+    evaluate_rows = {
+        row[0]: row for row in _parameter_tables(page(build, "api/evaluate"))[0] if len(row) == 4
+    }
+    for parameter in inspect.signature(fm.evaluate).parameters.values():
+        row = evaluate_rows[parameter.name]
+        if parameter.default is inspect.Parameter.empty:
+            assert row[3] == "required", row
+        else:  # the default the signature has, not another parameter's
+            assert row[3] == repr(parameter.default), row
+    assert evaluate_rows["item"][1] == "str"
+
+
 def test_readme_links_to_the_site(build: Build) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## Documentation\n", 1)[1].split("\n## ", 1)[0]
