@@ -278,21 +278,73 @@ PAGES: dict[str, tuple[str, str | None, str, str]] = {
 }
 
 
+#: Runs after load and the fonts: every name in a table cell (a run of letters, digits,
+#: ``_``, ``@`` and ``.``, such as ``ap_denominator`` or ``ndcg@10``) must be drawn on one
+#: line; a name whose box spans two lines was broken mid-word ("threshol" / "d").
+WORDS_PROBE = """
+<script>
+window.addEventListener("load", function () {
+  document.fonts.ready.then(function () {
+    var broken = [], names = 0;
+    document.querySelectorAll("article td, article th").forEach(function (cell) {
+      var walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT), node;
+      while ((node = walker.nextNode())) {
+        var re = /[A-Za-z0-9_@.]{4,}/g, m;
+        while ((m = re.exec(node.data))) {
+          var range = document.createRange();
+          range.setStart(node, m.index);
+          range.setEnd(node, m.index + m[0].length);
+          var lines = new Set();
+          Array.from(range.getClientRects()).forEach(function (r) {
+            if (r.width > 0) lines.add(Math.round(r.top));
+          });
+          if (lines.size > 0) names += 1;
+          if (lines.size > 1) broken.push(m[0]);
+        }
+      }
+    });
+    var pre = document.createElement("pre");
+    pre.id = "fm-probe";
+    pre.hidden = true;
+    pre.textContent = JSON.stringify({names: names, broken: broken});
+    document.body.appendChild(pre);
+  });
+});
+</script>
+"""
+
+#: Pages with many or narrow tables, looked at for names broken mid-word.
+TABLE_PAGES = (
+    "metrics",
+    f"metrics/{_family(REGISTRY['ndcg'])}",
+    "conventions",
+    "peers",
+    "errors",
+    "cli",
+    "api/evaluate",
+    "api/compare",
+)
+
+
 class _Handler(http.server.SimpleHTTPRequestHandler):
-    """Serves the built site; ``?probe=<name>`` adds the probe of :data:`PAGES` to a page."""
+    """Serves the built site; ``?probe=<name>`` adds the probe of :data:`PAGES` to a page,
+    ``?probe=words`` the :data:`WORDS_PROBE`."""
 
     def do_GET(self) -> None:
         path, _, query = self.path.partition("?")
         if query.startswith("probe=") and path.endswith("/"):
-            _, scroll, formula, image = PAGES[query.removeprefix("probe=")]
             body = (Path(self.directory) / path.lstrip("/") / "index.html").read_text(
                 encoding="utf-8"
             )
-            script = PROBE % {
-                "scroll": json.dumps(scroll),
-                "formula": json.dumps(formula),
-                "image": json.dumps(image),
-            }
+            if query == "probe=words":
+                script = WORDS_PROBE
+            else:
+                _, scroll, formula, image = PAGES[query.removeprefix("probe=")]
+                script = PROBE % {
+                    "scroll": json.dumps(scroll),
+                    "formula": json.dumps(formula),
+                    "image": json.dumps(image),
+                }
             data = body.replace("</body>", script + "</body>").encode("utf-8")
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -335,11 +387,8 @@ class Seen:
     pixels: Any  # numpy array, height x width x 3
 
 
-def look(chromium: str, url: str, tmp: Path) -> Seen:
-    """Render ``url`` headless: the probe's report and the screenshot's pixels."""
-    np = pytest.importorskip("numpy")
-    image = pytest.importorskip("PIL.Image")
-    shot = tmp / "shot.png"
+def _chromium(chromium: str, url: str, tmp: Path, *extra: str) -> dict[str, Any]:
+    """Render ``url`` headless in a fresh profile; what the page's probe reported."""
     done = subprocess.run(
         [
             chromium,
@@ -355,7 +404,7 @@ def look(chromium: str, url: str, tmp: Path) -> Seen:
             f"--user-data-dir={tmp / 'profile'}",
             f"--window-size={WINDOW[0]},{WINDOW[1]}",
             "--virtual-time-budget=15000",
-            f"--screenshot={shot}",
+            *extra,
             "--dump-dom",
             url,
         ],
@@ -366,7 +415,16 @@ def look(chromium: str, url: str, tmp: Path) -> Seen:
     )
     match = re.search(r'<pre id="fm-probe" hidden="">(.*?)</pre>', done.stdout, re.S)
     assert match, f"the probe did not report on {url}: {done.stderr[-3000:]}"
-    probe = json.loads(html.unescape(match.group(1)))
+    report: dict[str, Any] = json.loads(html.unescape(match.group(1)))
+    return report
+
+
+def look(chromium: str, url: str, tmp: Path) -> Seen:
+    """Render ``url`` headless: the probe's report and the screenshot's pixels."""
+    np = pytest.importorskip("numpy")
+    image = pytest.importorskip("PIL.Image")
+    shot = tmp / "shot.png"
+    probe = _chromium(chromium, url, tmp, f"--screenshot={shot}")
     with image.open(shot) as img:
         pixels = np.asarray(img.convert("RGB"), dtype=np.int16)
     assert pixels.shape[:2] == (WINDOW[1], WINDOW[0]), pixels.shape
@@ -427,3 +485,13 @@ def test_browser_sees_formula_and_plot(
 
     notebook = seen["notebook"]
     assert_plot_drawn(notebook)
+
+
+def test_browser_keeps_names_in_tables_whole(server: str, chromium: str, tmp_path: Path) -> None:
+    """No table breaks a name mid-word ("threshol" / "d", "precisio" / "n")."""
+    for path in TABLE_PAGES:
+        folder = tmp_path / path.replace("/", "_")
+        folder.mkdir()
+        report = _chromium(chromium, f"{server}/{path}/?probe=words", folder)
+        assert report["names"] > 20, (path, report)
+        assert not report["broken"], (path, report["broken"])
