@@ -24,6 +24,8 @@ from __future__ import annotations
 import functools
 import html
 import http.server
+import importlib.metadata
+import importlib.util
 import json
 import os
 import re
@@ -33,7 +35,9 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from email.message import Message
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -203,6 +207,113 @@ def test_api_parameters_have_their_own_entries(build: Build) -> None:
         else:  # the default the signature has, not another parameter's
             assert row[3] == repr(parameter.default), row
     assert evaluate_rows["item"][1] == "str"
+
+
+def _pyproject() -> dict[str, Any]:
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    project: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return project
+
+
+def _normal(name: str) -> str:
+    """A distribution name as pip compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def extra_distributions(extra: str) -> set[str]:
+    """The distributions ``pip install '.[extra]'`` asks for, this package's extras expanded."""
+    project = _pyproject()
+    extras: dict[str, list[str]] = project["optional-dependencies"]
+    wanted: set[str] = set()
+    seen: set[str] = set()
+    todo = [extra]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for requirement in extras[name]:
+            match = re.match(r"([A-Za-z0-9._-]+)(?:\[([^\]]*)\])?", requirement)
+            assert match, requirement
+            if _normal(match.group(1)) == _normal(project["name"]):
+                todo += [e.strip() for e in (match.group(2) or "").split(",") if e.strip()]
+            else:
+                wanted.add(_normal(match.group(1)))
+    return wanted | {_normal(re.split(r"[<>=\[; ]", r)[0]) for r in project["dependencies"]}
+
+
+def test_docs_extra_installs_a_signature_formatter() -> None:
+    """mkdocstrings formats signatures with black or ruff, else prints one long line."""
+    assert extra_distributions("docs") & {"black", "ruff"}
+
+
+def _hooks() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "gen" / "hooks.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _metadata(**fields: str | list[str]) -> Message:
+    message = Message()
+    for key, value in fields.items():
+        for one in [value] if isinstance(value, str) else value:
+            message[key.replace("_", "-")] = one
+    return message
+
+
+def test_build_stops_without_a_signature_formatter(monkeypatch: pytest.MonkeyPatch) -> None:
+    hooks = _hooks()
+    monkeypatch.setattr(hooks, "_formatter", lambda: None)
+    with pytest.raises(RuntimeError, match=r"neither is installed; install the docs extra"):
+        hooks.on_config(None)
+
+
+def test_site_identity_links_only_a_named_repository() -> None:
+    site_identity = _hooks().site_identity
+    bare = site_identity("pkg", _metadata(Version="1.2.3", License_Expression="MIT"))
+    assert bare == ("pkg 1.2.3", "pkg 1.2.3, MIT licence", None)
+    homepage = _metadata(Version="1", Project_URL="Homepage, https://example.org")
+    assert site_identity("pkg", homepage).repo_url is None
+    urls = ["Homepage, https://example.org", "Repository, https://example.org/pkg.git"]
+    named = site_identity("pkg", _metadata(Version="1", Project_URL=urls))
+    assert named == ("pkg 1", "pkg 1", "https://example.org/pkg.git")
+
+
+def test_pages_show_the_version_and_no_invented_repository(build: Build) -> None:
+    version = importlib.metadata.version("frame_metrics")
+    urls: dict[str, str] = _pyproject().get("urls", {})
+    repository = next(
+        (u for label, u in urls.items() if label.lower() in _hooks().REPOSITORY_LABELS), None
+    )
+    for path in ("", "metrics", "api/evaluate"):
+        text = page(build, path) if path else (build.site / "index.html").read_text("utf-8")
+        topic = text.split('<div class="md-header__topic">', 1)[1].split("</div>", 1)[0]
+        assert _text(topic) == f"frame_metrics {version}", path
+        footer = text.split('<div class="md-copyright__highlight">', 1)[1].split("</div>")[0]
+        assert _text(footer) == f"frame_metrics {version}, MIT licence", path
+        if repository is None:  # pyproject.toml has no [project.urls] repository: no link
+            assert 'class="md-source"' not in text, path
+        else:
+            assert f'href="{repository}"' in text, path
+
+
+def test_signatures_are_laid_out_within_the_line_length(build: Build) -> None:
+    import inspect
+
+    import frame_metrics as fm
+
+    setting = re.search(r"^\s+line_length: (\d+)$", (ROOT / "mkdocs.yml").read_text(), re.M)
+    assert setting, "mkdocs.yml: the python handler's line_length"
+    width = int(setting.group(1))
+    block = page(build, "api/evaluate").split('class="doc-signature', 1)[1].split(">", 1)[1]
+    block = block.split("</pre>")[0]
+    lines = [html.unescape(re.sub(r"<[^>]+>", "", line)) for line in block.split("\n")]
+    lines = [line for line in lines if line.strip()]
+    assert len(lines) >= len(inspect.signature(fm.evaluate).parameters), lines[:3]
+    assert max(len(line) for line in lines) <= width, max(lines, key=len)
 
 
 def test_readme_links_to_the_site(build: Build) -> None:
