@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import html
 import http.server
+import importlib
 import importlib.metadata
 import importlib.util
 import json
@@ -316,6 +317,139 @@ def test_signatures_are_laid_out_within_the_line_length(build: Build) -> None:
     assert max(len(line) for line in lines) <= width, max(lines, key=len)
 
 
+def _gen(name: str) -> ModuleType:
+    """A generator module of docs/gen (they import each other by their bare names)."""
+    folder = str(ROOT / "docs" / "gen")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(name)
+
+
+HEADLINE = ("ndcg", "ap", "recall", "precision", "mrr", "hit_rate")
+
+
+def test_headline_metrics_have_their_own_pages(build: Build) -> None:
+    from frame_metrics.conventions import CONVENTIONS
+    from frame_metrics.metric_names import format_value
+    from frame_metrics.metrics.registry import resolve_requests
+
+    gen_headline = _gen("gen_headline")
+    assert set(HEADLINE) <= set(gen_headline.HEADLINE)
+    for name in HEADLINE:
+        metric = REGISTRY[name]
+        text = page(build, f"metrics/{name}")
+        definition = text.split('id="definition"', 1)[1].split('id="variants"', 1)[0]
+        variants = text.split('id="variants"', 1)[1].split('id="how-peers-differ"', 1)[0]
+        peers = text.split('id="how-peers-differ"', 1)[1]
+        assert '<div class="arithmatex">\\[' in definition, name
+        assert html.escape(metric.formula, quote=False) in definition, name
+        assert f'href="../{_family(metric)}/#{name.replace("_", "-")}"' in definition, name
+        for option in metric.reads() - {"convention"}:
+            assert f"#option-{option.replace('_', '-')}" in variants, (name, option)
+        # The variants example printed a row for each variant (its canonical column).
+        shown = variants.split('title="Output"', 1)[1] if 'title="Output"' in variants else ""
+        shown = shown or variants.split("Output", 1)[1]
+        for request in resolve_requests(list(gen_headline.HEADLINE[name].variants), [2], []):
+            assert html.escape(request.column, quote=False) in shown, (name, request.column)
+        # Each peer's row says what its preset sets for this metric, as the preset applies it.
+        for convention in gen_headline.PEER_NAMES[name]:
+            row = peers.split(f'href="#{convention}"', 1)[1].split("</tr>", 1)[0]
+            applied = CONVENTIONS[convention].options_for(name)
+            for option in sorted(set(applied) & metric.reads()):
+                shown_value = html.escape(f"{option}={format_value(applied[option])}")
+                assert shown_value in row, (name, convention, option)
+            assert f"{name}(convention={convention})@2" in peers, (name, convention)
+            assert f'id="{convention}"' in peers, (name, convention)
+    overview = page(build, "metrics")
+    ranking = page(build, "metrics/ranking")
+    for name in HEADLINE:
+        assert f'href="{name}/"' in overview, name
+        assert f'href="../{name}/"' in ranking, name
+
+
+def _output_row(build: Build, name: str, label: str) -> list[str]:
+    """The cells of one row of a headline page's printed side-by-side tables."""
+    text = html.unescape(re.sub(r"<[^>]+>", "", page(build, f"metrics/{name}")))
+    line = next(li for li in text.splitlines() if li.strip().startswith(f"│ {label} "))
+    return [cell.strip() for cell in line.strip().strip("│").split("┆")]
+
+
+def test_headline_examples_print_the_definitions_values(build: Build) -> None:
+    """Spot checks of the printed tables (4 decimals), worked by hand from the page's
+    frames at k = 2."""
+    import math
+
+    def shown(name: str, label: str) -> list[float | None]:
+        cells = _output_row(build, name, label)[1:]
+        return [None if c == "null" else float(c) for c in cells]
+
+    # User 1, default ties (item ascending): a, b in the top 2; b has relevance 3, and
+    # the relevant items are b (3), x (2), d (1): ideal order 3, 2.
+    ndcg = (3 / math.log2(3)) / (3 + 2 / math.log2(3))
+    assert shown("ndcg", "ndcg@2")[0] == round(ndcg, 4)
+    # trec_eval: ties by item descending (c before b), recip_rank without a cutoff: user
+    # 1's first relevant item, b, is at rank 3; user 2's, g, at rank 4; user 3 has none
+    # (0: empty="zero"); user 4 has no list and is not evaluated (users="both").
+    mean = (1 / 3 + 1 / 4 + 0) / 3
+    assert shown("mrr", "mrr(convention=trec_eval)@2") == [0.3333, 0.25, 0.0, None, round(mean, 4)]
+    # ap_denominator: user 1's one hit (b, rank 2) adds 1/2; |R| = 3, hits = 1, k = 2.
+    for label, d in [
+        ("ap@2", 2),
+        ("ap(ap_denominator=relevant)@2", 3),
+        ("ap(ap_denominator=hits)@2", 1),
+    ]:
+        assert shown("ap", label)[0] == round(0.5 / d, 4), label
+
+
+def test_headline_peer_names_are_the_checked_calls() -> None:
+    """Each peer name on the headline pages is one tests/test_peer_presets.py calls the peer
+    with for that metric, and every checked call is named."""
+    presets = pytest.importorskip("tests.test_peer_presets")
+    checked = {
+        "trec_eval": {
+            *presets._TREC_CUT.items(),
+            ("recip_rank", "mrr"),
+            ("map", "ap"),
+            ("ndcg", "ndcg"),
+        },
+        "ranx": set(presets._RANX.items()),
+        "rectools": set(presets._RECTOOLS.items()),
+        "recommenders": {*presets._REC.items(), ("map", "ap")},
+        "sklearn": {("ndcg_score", "ndcg")},
+        "torchmetrics": {*presets._TM_BINARY.items(), ("RetrievalNormalizedDCG", "ndcg")},
+        "replay": set(presets._REPLAY.items()),
+    }
+    named: set[tuple[str, str, str]] = set()
+    for metric, peers in _gen("gen_headline").PEER_NAMES.items():
+        for convention, text in peers.items():
+            for span in re.findall(r"`([^`]+)`", text):
+                if re.match(r"\w+=", span):  # an option, not a name
+                    continue
+                match = re.match(r"\w+", span)
+                assert match, span
+                identifier = match.group()
+                if convention == "trec_eval":  # P_k, ndcg_cut_k: the measure, then its k
+                    identifier = identifier.removesuffix("_k")
+                assert (identifier, metric) in checked[convention], (convention, span, metric)
+                named.add((convention, identifier, metric))
+    for convention, pairs in checked.items():
+        for identifier, metric in pairs:
+            if metric in HEADLINE:
+                assert (convention, identifier, metric) in named, (convention, identifier)
+
+
+def test_headline_settings_are_what_the_preset_applies() -> None:
+    from frame_metrics.conventions import CONVENTIONS
+
+    gen_headline = _gen("gen_headline")
+    for name in HEADLINE:
+        metric = REGISTRY[name]
+        for convention, preset in CONVENTIONS.items():
+            shown = {o: s.value for o, s in gen_headline.settings_for(metric, convention)}
+            applied = preset.options_for(name)
+            assert shown == {o: applied[o] for o in applied if o in metric.reads()}
+
+
 def test_readme_links_to_the_site(build: Build) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## Documentation\n", 1)[1].split("\n## ", 1)[0]
@@ -434,6 +568,8 @@ TABLE_PAGES = (
     "cli",
     "api/evaluate",
     "api/compare",
+    "metrics/ndcg",
+    "metrics/ap",
 )
 
 

@@ -1,6 +1,7 @@
 """MkDocs hooks (``hooks:`` in mkdocs.yml): the pages and assets generated at build time.
 
 - the metric pages, one per registry family, and the metrics overview (gen_metrics);
+- a page for each headline metric (NDCG, MAP, recall, ...): variants and peers (gen_headline);
 - the CLI reference, the errors page and the performance page (gen_reference);
 - ``docs/conventions.md`` served from ``frame_metrics.conventions.markdown()`` (the
   committed file is the same text: tests/test_generated_docs.py);
@@ -28,6 +29,7 @@ from mkdocs.structure.pages import Page
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import gen_headline
 import gen_metrics
 import gen_reference
 import gen_run
@@ -88,7 +90,7 @@ def _formatter() -> str | None:
 
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
-    """Add one nav entry per metric family under "Metrics", the version and the repository."""
+    """Add the headline and family pages under "Metrics", the version and the repository."""
     if _formatter() is None:
         # Without one, mkdocstrings prints every signature on one long line.
         raise RuntimeError(
@@ -106,6 +108,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     for entry in nav:
         if isinstance(entry, dict) and "Metrics" in entry:
             section = entry["Metrics"]
+            section.append({"Headline metrics": gen_headline.nav()})
             for family in gen_metrics.families():
                 section.append({gen_metrics.family_title(family): gen_metrics.page_path(family)})
             break
@@ -117,9 +120,11 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
 @event_priority(100)  # before mkdocs-jupyter's on_files, which wraps the notebooks
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     """Add the generated pages, the notebooks and MathJax to the site's files."""
+    own_pages = gen_headline.titles()
     pages = {
-        "metrics/index.md": gen_metrics.index_page(),
-        **gen_metrics.family_pages(),
+        "metrics/index.md": gen_metrics.index_page(own_pages),
+        **gen_headline.headline_pages(),
+        **gen_metrics.family_pages(own_pages),
         "cli.md": gen_reference.cli_page(),
         "errors.md": gen_reference.errors_page(),
         "performance.md": gen_reference.performance_page(),
