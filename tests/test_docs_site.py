@@ -248,6 +248,31 @@ def test_docs_extra_installs_a_signature_formatter() -> None:
     assert extra_distributions("docs") & {"black", "ruff"}
 
 
+def test_docs_extra_runs_the_notebooks() -> None:
+    """Every package a notebook imports is installed by the docs extra (the site shows them;
+    notebooks/README.md says how to run them)."""
+    import ast
+
+    distributions = importlib.metadata.packages_distributions()
+    provided = extra_distributions("docs")
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            for node in ast.walk(ast.parse("".join(cell["source"]))):
+                if isinstance(node, ast.Import):
+                    modules = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    modules = [node.module]
+                else:
+                    continue
+                for module in (m.split(".")[0] for m in modules):
+                    if module in sys.stdlib_module_names or module == "frame_metrics":
+                        continue
+                    names = {_normal(d) for d in distributions.get(module, [module])}
+                    assert names & provided, (notebook.name, module, sorted(names))
+
+
 def _hooks() -> ModuleType:
     spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "gen" / "hooks.py")
     assert spec is not None
