@@ -219,11 +219,12 @@ def evaluate(
 
     Returns
     -------
-    A frame of the kind of ``recs`` (a LazyFrame stays lazy; Arrow input gives a
-    ``pyarrow.Table``; a DuckDB relation gives a relation on DuckDB's default connection)
-    with the ``by`` and user columns and one ``"<metric>@<k>"`` column per metric and
-    cutoff, sorted by key; with ``aggregate=True``, the ``by`` columns, ``n_users`` and
-    the means.
+    FrameT
+        A frame of the kind of ``recs`` (a LazyFrame stays lazy; Arrow input gives a
+        ``pyarrow.Table``; a DuckDB relation gives a relation on DuckDB's default
+        connection) with the ``by`` and user columns and one ``"<metric>@<k>"`` column per
+        metric and cutoff, sorted by key; with ``aggregate=True``, the ``by`` columns,
+        ``n_users`` and the means.
 
     Raises
     ------

@@ -396,14 +396,16 @@ def compare(
 
     Returns
     -------
-    One row per segment, metric, cutoff and model: ``by`` columns, ``metric``, ``k``
-    (null for a metric without a cutoff), ``model`` (of the model column's dtype;
-    categories as strings), ``n_users`` and ``mean`` (over the users with a value), ``ci_low``/``ci_high`` (bootstrap percentile interval of the
-    mean), ``baseline``, and against it, over the users both models have a value for:
-    ``n_paired``, ``diff`` (mean of model - baseline), ``diff_low``/``diff_high``
-    (bootstrap interval of the paired difference), ``p_ttest`` (paired t-test),
-    ``p_wilcoxon`` (Wilcoxon signed-rank, normal approximation, zeros dropped) and their
-    corrected ``p_ttest_adj``/``p_wilcoxon_adj``. The baseline's own row has nulls there.
+    FrameT
+        One row per segment, metric, cutoff and model: ``by`` columns, ``metric``, ``k``
+        (null for a metric without a cutoff), ``model`` (of the model column's dtype;
+        categories as strings), ``n_users`` and ``mean`` (over the users with a value),
+        ``ci_low``/``ci_high`` (bootstrap percentile interval of the mean), ``baseline``,
+        and against it, over the users both models have a value for: ``n_paired``,
+        ``diff`` (mean of model - baseline), ``diff_low``/``diff_high`` (bootstrap
+        interval of the paired difference), ``p_ttest`` (paired t-test), ``p_wilcoxon``
+        (Wilcoxon signed-rank, normal approximation, zeros dropped) and their corrected
+        ``p_ttest_adj``/``p_wilcoxon_adj``. The baseline's own row has nulls there.
 
     Notes
     -----

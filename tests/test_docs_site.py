@@ -210,6 +210,22 @@ def test_api_parameters_have_their_own_entries(build: Build) -> None:
     assert evaluate_rows["item"][1] == "str"
 
 
+def test_api_returns_are_one_described_entry(build: Build) -> None:
+    """A Returns section whose prose starts at the margin is read as one "type" per line
+    (compare's had eleven rows, evaluate's showed its ``code`` marks): each page's Returns
+    rows have a type and a description, and no reST markup is left in the text."""
+    for name in sorted(p.stem for p in (ROOT / "docs" / "api").glob("*.md")):
+        text = page(build, f"api/{name}")
+        prose = _text(re.sub(r"<pre.*?</pre>", "", text, flags=re.S))
+        assert "``" not in prose, (name, prose[prose.index("``") - 80 :][:160])
+        for section in text.split('<p><span class="doc-section-title">Returns:')[1:]:
+            table = section.split("</table>", 1)[0]
+            rows = re.findall(r'<tr class="doc-section-item">(.*?)</tr>', table, re.S)
+            cells = [[_text(c) for c in re.findall(r"<td>(.*?)</td>", r, re.S)] for r in rows]
+            assert len(cells) == 1, (name, cells)
+            assert all(cells[0]), (name, cells)
+
+
 def _pyproject() -> dict[str, Any]:
     tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
     project: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
