@@ -226,6 +226,14 @@ def test_api_returns_are_one_described_entry(build: Build) -> None:
             assert all(cells[0]), (name, cells)
 
 
+def test_api_conventions_page_shows_the_presets_as_a_name(build: Build) -> None:
+    """CONVENTIONS is documented by its type, not by the hundreds of lines of its source."""
+    text = page(build, "api/conventions")
+    assert 'id="frame_metrics.conventions.CONVENTIONS"' in text
+    assert "relevance_level" not in text  # a reason inside the trec_eval preset's source
+    assert 'href="../../conventions/"' in text
+
+
 def _pyproject() -> dict[str, Any]:
     tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
     project: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
