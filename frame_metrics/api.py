@@ -117,13 +117,23 @@ def evaluate(
         (the usual definition), with ``n_pairs``. Corpus metrics (coverage,
         personalization, gini) have one value per group, so they need ``aggregate=True``.
         ``n_users`` counts the users with a value for at least one per-user metric.
-    user, item, rank, score, relevance, prediction
-        Column names; ``user`` may be a list (a composite key such as user + session).
-        Give ``score`` to derive ranks: score descending, ties broken by item ascending.
-        Rating metrics compare ``prediction`` (in ``recs``) with ``relevance`` (the true
-        rating, in ``truth``) over the (user, item) pairs present in both; pairs on one
-        side only are counted by :func:`diagnose`. Without ``truth``, one frame carries
-        both columns.
+    user
+        The user column of every frame, or a list of columns (a composite key such as
+        user + session).
+    item
+        The item column of every frame.
+    rank
+        The rank column of ``recs`` (1 = top); not read when ``score`` is given.
+    score
+        A score column of ``recs`` to derive ranks from instead: score descending, ties
+        broken by ``ties`` (item ascending by default).
+    relevance
+        The relevance column of ``truth`` (the true rating, for rating metrics). Without
+        ``truth``, a column of ``recs``.
+    prediction
+        The predicted rating column of ``recs``, for rating metrics: compared with
+        ``relevance`` over the (user, item) pairs present in both frames; pairs on one
+        side only are counted by :func:`diagnose`.
     by
         Columns (model, segment, fold) that split the evaluation into independent ones.
     convention
@@ -187,9 +197,12 @@ def evaluate(
         Reference interactions (the user and item columns), usually the train split:
         item popularity for novelty, arp and aplt (distinct users per item), and the
         users' history for ``unexpected="history"``.
-    item_features, features
+    item_features
         One row per item with the ``item`` column and a ``features`` column, for
-        diversity: a list of categories (Jaccard) or a numeric vector (cosine).
+        diversity.
+    features
+        The column of ``item_features`` holding each item's features: a list of
+        categories (Jaccard similarity) or a numeric vector (cosine).
     similarity
         ``"auto"`` (from the features dtype), ``"jaccard"`` or ``"cosine"``.
     baseline
@@ -218,11 +231,12 @@ def evaluate(
 
     Returns
     -------
-    A frame of the kind of ``recs`` (a LazyFrame stays lazy; Arrow input gives a
-    ``pyarrow.Table``; a DuckDB relation gives a relation on DuckDB's default connection)
-    with the ``by`` and user columns and one column per metric string and cutoff
-    (``"<metric>@<k>"``, named as requested), sorted by key; with ``aggregate=True``, the ``by`` columns, ``n_users`` and
-    the means.
+    FrameT
+        A frame of the kind of ``recs`` (a LazyFrame stays lazy; Arrow input gives a
+        ``pyarrow.Table``; a DuckDB relation gives a relation on DuckDB's default
+        connection) with the ``by`` and user columns and one column per metric string
+        and cutoff (``"<metric>@<k>"``, named as requested), sorted by key; with
+        ``aggregate=True``, the ``by`` columns, ``n_users`` and the means.
 
     Raises
     ------

@@ -1019,6 +1019,40 @@ def _run_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The demo's metrics and what each row of its table is (printed under it).
+_DEMO_METRICS: dict[str, str] = {
+    "precision": "share of the top k the user liked",
+    "recall": "share of the user's liked items that are in the top k",
+    "ndcg": "liked items near the top count more (discounted gain); 1 = the best order",
+    "ap": "average precision (alias map): the precision at each liked item of the top "
+    "k, summed and divided by min(liked items, k)",
+    "mrr": "1 / the rank of the first liked item in the top k (0 without one)",
+    "coverage": "share of the catalog that anyone is shown (one value per model)",
+    "personalization": "1 - the share of items two users' lists have in common, on "
+    "average (one value per model)",
+    "gini": "how unequal the items' exposure is: 0 = all shown equally, near 1 = a few "
+    "items shown to everyone (one value per model; lower is better)",
+}
+
+#: What to try after the demo: a command and what it does.
+_DEMO_NEXT: tuple[tuple[str, str], ...] = (
+    (
+        "python3 -m frame_metrics evaluate RECS TRUTH -k 10",
+        "your own parquet or CSV files: recommendations (user, item, rank, or a score "
+        "with --score-col) and truth (user, item, relevance)",
+    ),
+    ("python3 -m frame_metrics evaluate --help", "every metric and option"),
+    (
+        "python3 -m frame_metrics compare --help",
+        "is one model better? bootstrap intervals and paired tests",
+    ),
+    (
+        'python3 -c "import frame_metrics as fm; help(fm.evaluate)"',
+        "the same from Python, on polars or pandas frames",
+    ),
+)
+
+
 def demo() -> pl.DataFrame:
     """Evaluate the synthetic ``popularity`` and ``personal`` models at k = 5 and 10.
 
@@ -1032,32 +1066,90 @@ def demo() -> pl.DataFrame:
     """
     recs, truth = synthetic()
     return fm.evaluate(
-        recs,
-        truth,
-        metrics=[
-            "precision",
-            "recall",
-            "ndcg",
-            "map",
-            "mrr",
-            "coverage",
-            "personalization",
-            "gini",
-        ],
-        k=[5, 10],
-        by="model",
-        aggregate=True,
+        recs, truth, metrics=list(_DEMO_METRICS), k=[5, 10], by="model", aggregate=True
     )
+
+
+def _demo_report(result: pl.DataFrame, recs: pl.DataFrame, truth: pl.DataFrame, width: int) -> str:
+    r"""The demo's printout, ``width`` columns wide.
+
+    What was evaluated; one row per metric and cutoff with a column per model (a block per
+    model when that is wider than ``width``); what the rows are; and what to try next.
+
+    Examples
+    --------
+    >>> result = pl.DataFrame({"model": ["a", "b"], "n_users": [2, 2], "recall@5": [0.5, 0.25]})
+    >>> recs = pl.DataFrame({"model": ["a", "b"], "user": [1, 1], "item": [1, 2], "rank": 1})
+    >>> truth = pl.DataFrame({"user": [1], "item": [1], "relevance": [1]})
+    >>> print(_demo_report(result, recs, truth, 80).split("\n\n")[2])
+    metric        a       b
+    recall@5  0.5000  0.2500
+    n_users        2       2
+    """
+    models = result["model"].to_list()
+    metrics = [c for c in result.columns if c not in ("model", "n_users")]
+    cells = {c: [f"{v:.4f}" for v in result[c]] for c in metrics}
+    cells["n_users"] = [str(v) for v in result["n_users"]]
+    label = max(len(c) for c in ["metric", *cells])
+    value = max(len(s) for s in [*models, *(v for vs in cells.values() for v in vs)])
+    per_user = recs.group_by("model", "user").len().select(pl.col("len").max()).item()
+    lines = [
+        textwrap.fill(
+            f"frame_metrics {fm.__version__} demo: {len(models)} models recommend {per_user} "
+            f"items to each of {recs['user'].n_unique()} synthetic users, who like "
+            f"{truth.height} items between them. 'popularity' shows everyone the same "
+            "most popular items; 'personal' ranks each user's candidates by a noisy score "
+            "that favours the items they like.",
+            width,
+        ),
+        "",
+        textwrap.fill(
+            "Each model at k = 5 and 10; a per-user metric is the mean over the model's "
+            "n_users users:",
+            width,
+            break_on_hyphens=False,
+        ),
+        "",
+    ]
+    if label + (value + 2) * len(models) <= width:
+        lines.append("metric".ljust(label) + "".join(f"  {m:>{value}}" for m in models))
+        lines += [
+            c.ljust(label) + "".join(f"  {v:>{value}}" for v in vs) for c, vs in cells.items()
+        ]
+    else:  # too narrow for a column per model: one block per model
+        for i, model in enumerate(models):
+            lines += [*([""] if i else []), f"{model}:"]
+            lines += [f"  {c.ljust(label)}  {vs[i]:>{value}}" for c, vs in cells.items()]
+    names = [n for n in _DEMO_METRICS if any(c.startswith(f"{n}@") for c in metrics)]
+    key = max(len(f"{n}@k") for n in names) + 2
+    lines += ["", textwrap.fill("What the rows are (per user at cutoff k, then the mean):", width)]
+    for name in names:
+        text = _DEMO_METRICS[name]
+        if width - key >= 30:  # the name, then the text in a column beside it
+            wrapped = textwrap.wrap(text, width - key - 2)
+            lines.append(f"  {name + '@k':<{key}}{wrapped[0]}")
+            lines += [" " * (key + 2) + rest for rest in wrapped[1:]]
+        else:
+            lines += [
+                f"  {name}@k",
+                *textwrap.wrap(text, width - 4, initial_indent="    ", subsequent_indent="    "),
+            ]
+    lines += ["", "Try next:"]
+    for command, what in _DEMO_NEXT:
+        lines.append(f"  {command}")
+        lines += textwrap.wrap(
+            what, max(width - 6, 20), initial_indent="      ", subsequent_indent="      "
+        )
+    return "\n".join(lines)
 
 
 def _run_demo(args: argparse.Namespace) -> int:
+    import shutil
+
     recs, truth = synthetic()
-    print(
-        f"frame_metrics {fm.__version__} - synthetic data: {recs['user'].n_unique()} users, "
-        f"{truth.height} liked items, 2 models x 20 recommendations\n"
-    )
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, float_precision=4, tbl_width_chars=250):
-        print(demo())
+    # The terminal's width ($COLUMNS first), 80 when the output is not a terminal.
+    width = shutil.get_terminal_size((80, 24)).columns
+    print(_demo_report(demo(), recs, truth, width))
     return 0
 
 

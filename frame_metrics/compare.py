@@ -373,10 +373,14 @@ def compare(
         own, in the same call and the same correction family.
     user
         The user key (a name or a list of names).
-    metrics, k
+    metrics
         Per-user input: the metric columns to compare (``"ndcg@10"``, or plain names
         with ``k``); default every column other than the keys. Recommendations input:
         passed to :func:`frame_metrics.evaluate` with the other ``evaluate_kwargs``.
+    k
+        Per-user input: the cutoffs of the metrics named without one (``metrics=
+        "ndcg", k=[5, 10]`` compares ``ndcg@5`` and ``ndcg@10``). Recommendations
+        input: passed to :func:`frame_metrics.evaluate`.
     level
         Confidence level of the intervals, a number in (0, 1) (default 0.95).
     n_resamples
@@ -397,14 +401,16 @@ def compare(
 
     Returns
     -------
-    One row per segment, metric, cutoff and model: ``by`` columns, ``metric``, ``k``
-    (null for a metric without a cutoff), ``model`` (of the model column's dtype;
-    categories as strings), ``n_users`` and ``mean`` (over the users with a value), ``ci_low``/``ci_high`` (bootstrap percentile interval of the
-    mean), ``baseline``, and against it, over the users both models have a value for:
-    ``n_paired``, ``diff`` (mean of model - baseline), ``diff_low``/``diff_high``
-    (bootstrap interval of the paired difference), ``p_ttest`` (paired t-test),
-    ``p_wilcoxon`` (Wilcoxon signed-rank, normal approximation, zeros dropped) and their
-    corrected ``p_ttest_adj``/``p_wilcoxon_adj``. The baseline's own row has nulls there.
+    FrameT
+        One row per segment, metric, cutoff and model: ``by`` columns, ``metric``, ``k``
+        (null for a metric without a cutoff), ``model`` (of the model column's dtype;
+        categories as strings), ``n_users`` and ``mean`` (over the users with a value),
+        ``ci_low``/``ci_high`` (bootstrap percentile interval of the mean), ``baseline``,
+        and against it, over the users both models have a value for: ``n_paired``,
+        ``diff`` (mean of model - baseline), ``diff_low``/``diff_high`` (bootstrap
+        interval of the paired difference), ``p_ttest`` (paired t-test), ``p_wilcoxon``
+        (Wilcoxon signed-rank, normal approximation, zeros dropped) and their corrected
+        ``p_ttest_adj``/``p_wilcoxon_adj``. The baseline's own row has nulls there.
 
     Notes
     -----

@@ -51,10 +51,13 @@ class Diagnostics:
         the largest k; per ``by`` group train carries) that no train user had. Novelty
         counts each as had by one user, arp as popularity 0, aplt as long tail. ``None``
         when no such metric was asked for.
-    pairs_without_rating, pairs_without_prediction
-        Rating metrics only: (user, item) pairs with a prediction but no true rating,
-        and with a rating but no prediction. Errors are computed over the pairs with
-        both; these are left out, and counted here.
+    pairs_without_rating
+        Rating metrics only: (user, item) pairs with a prediction but no true rating.
+        Errors are computed over the pairs with both; these are left out, and counted
+        here.
+    pairs_without_prediction
+        Rating metrics only: (user, item) pairs with a true rating but no prediction,
+        left out and counted likewise.
     users_not_in_truth
         Users only in the recommendations: no truth row at all (in a long table, no row
         with a relevance), so none relevant. Counted in ``users_without_relevant``.

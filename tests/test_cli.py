@@ -967,6 +967,110 @@ def test_demo(capsys: pytest.CaptureFixture[str]) -> None:
     assert demo().columns[:2] == ["model", "n_users"]
 
 
+def _demo_at(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, width: int
+) -> str:
+    monkeypatch.setenv("COLUMNS", str(width))  # what shutil.get_terminal_size reads first
+    code, out, err = run(capsys, "demo")
+    assert (code, err) == (0, "")
+    return out
+
+
+def _demo_table(out: str) -> dict[str, list[str]]:
+    """The demo's table: row label -> cells (the header row is "metric")."""
+    rows = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if parts and (parts[0] in ("metric", "n_users") or re.fullmatch(r"\w+@\d+", parts[0])):
+            rows[parts[0]] = parts[1:]
+    return rows
+
+
+@pytest.mark.parametrize("width", [60, 80, 132])
+def test_demo_fits_the_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    out = _demo_at(capsys, monkeypatch, width)
+    too_wide = [line for line in out.splitlines() if len(line) > width]
+    assert not too_wide, too_wide
+    assert _demo_table(out)["metric"] == ["personal", "popularity"]
+
+
+def test_demo_narrow_terminal_gets_one_block_per_model(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = _demo_at(capsys, monkeypatch, 36)
+    commands = out.split("Try next:", 1)[1].splitlines()
+    # The suggested commands cannot be wrapped; everything else fits in 36 columns.
+    too_wide = [
+        line
+        for line in out.splitlines()
+        if len(line) > 36
+        and line.lstrip() not in {c.strip() for c in commands if c.startswith("  python3")}
+    ]
+    assert not too_wide, too_wide
+    assert "personal:" in out.splitlines()
+    assert "popularity:" in out.splitlines()
+
+
+def test_demo_says_what_the_rows_are_and_what_to_try(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = _demo_at(capsys, monkeypatch, 80)
+    table = _demo_table(out)
+    # precision@5 and recall@10 written out from the synthetic data, in plain polars: every
+    # truth row is liked (relevance 1-5), and every one of the 1000 users has one.
+    recs, truth = fm.datasets.synthetic()
+    hits = recs.join(truth, on=["user", "item"]).group_by("model", "user", "rank").len()
+    liked = truth.group_by("user").agg(n_liked=pl.len())
+    by_user = (
+        recs.select("model", "user")
+        .unique()
+        .join(
+            hits.filter(pl.col("rank") <= 5).group_by("model", "user").agg(h5=pl.len()),
+            on=["model", "user"],
+            how="left",
+        )
+        .join(
+            hits.filter(pl.col("rank") <= 10).group_by("model", "user").agg(h10=pl.len()),
+            on=["model", "user"],
+            how="left",
+        )
+        .join(liked, on="user")
+        .fill_null(0)
+    )
+    means = (
+        by_user.group_by("model")
+        .agg(
+            precision=(pl.col("h5") / 5).mean(),
+            recall=(pl.col("h10") / pl.col("n_liked")).mean(),
+            n=pl.len(),
+        )
+        .sort("model")
+    )
+    models = table["metric"]
+    assert models == means["model"].to_list()
+    assert table["precision@5"] == [f"{v:.4f}" for v in means["precision"]]
+    assert table["recall@10"] == [f"{v:.4f}" for v in means["recall"]]
+    assert table["n_users"] == [str(n) for n in means["n"]]
+    # Every row's metric is explained under the table.
+    legend = out.split("What the rows are", 1)[1].split("Try next:", 1)[0]
+    for row in table:
+        if "@" in row:
+            assert f"  {row.split('@')[0]}@k  " in legend, row
+    # The suggested commands run as shown (the files named by the user).
+    suggested = [line.strip() for line in out.split("Try next:", 1)[1].splitlines()]
+    commands = [c for c in suggested if c.startswith("python3 -m frame_metrics ")]
+    assert len(commands) >= 3
+    for command in commands:
+        args = command.removeprefix("python3 -m frame_metrics ").split()
+        args = ["r.parquet" if a == "RECS" else "t.csv" if a == "TRUTH" else a for a in args]
+        if "--help" in args:
+            assert run(capsys, *args)[0] == 0
+        else:
+            assert build_parser().parse_args(args).command == args[0]
+
+
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "--version") == (0, f"frame-metrics {fm.__version__}\n", "")
 

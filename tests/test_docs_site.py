@@ -24,6 +24,9 @@ from __future__ import annotations
 import functools
 import html
 import http.server
+import importlib
+import importlib.metadata
+import importlib.util
 import json
 import os
 import re
@@ -33,7 +36,9 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from email.message import Message
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -166,6 +171,334 @@ def test_no_page_loads_from_the_network(build: Build) -> None:
         assert not found, (path, found[:3])
 
 
+def _text(fragment: str) -> str:
+    """HTML as the reader sees it: no tags, entities decoded, spaces collapsed."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
+
+
+def _parameter_tables(text: str) -> list[list[list[str]]]:
+    """The docstring section tables of an API page: rows of cell texts."""
+    tables = []
+    for table in re.findall(r"<table>(.*?)</table>", text, re.S):
+        rows = re.findall(r'<tr class="doc-section-item">(.*?)</tr>', table, re.S)
+        tables.append([[_text(c) for c in re.findall(r"<td>(.*?)</td>", r, re.S)] for r in rows])
+    return [t for t in tables if t]
+
+
+def test_api_parameters_have_their_own_entries(build: Build) -> None:
+    """Each parameter row has its own description, type and default: a grouped numpydoc
+    entry ("user, item, rank, ...") used to be rendered as copies of the first one."""
+    import inspect
+
+    import frame_metrics as fm
+
+    pages = sorted(p.stem for p in (ROOT / "docs" / "api").glob("*.md"))
+    for name in pages:
+        for rows in _parameter_tables(page(build, f"api/{name}")):
+            descriptions = [row[2] for row in rows if len(row) >= 3]
+            copied = {d for d in descriptions if descriptions.count(d) > 1}
+            assert not copied, (name, sorted(copied))
+    evaluate_rows = {
+        row[0]: row for row in _parameter_tables(page(build, "api/evaluate"))[0] if len(row) == 4
+    }
+    for parameter in inspect.signature(fm.evaluate).parameters.values():
+        row = evaluate_rows[parameter.name]
+        if parameter.default is inspect.Parameter.empty:
+            assert row[3] == "required", row
+        else:  # the default the signature has, not another parameter's
+            assert row[3] == repr(parameter.default), row
+    assert evaluate_rows["item"][1] == "str"
+
+
+def test_api_returns_are_one_described_entry(build: Build) -> None:
+    """A Returns section whose prose starts at the margin is read as one "type" per line
+    (compare's had eleven rows, evaluate's showed its ``code`` marks): each page's Returns
+    rows have a type and a description, and no reST markup is left in the text."""
+    for name in sorted(p.stem for p in (ROOT / "docs" / "api").glob("*.md")):
+        text = page(build, f"api/{name}")
+        prose = _text(re.sub(r"<pre.*?</pre>", "", text, flags=re.S))
+        assert "``" not in prose, (name, prose[prose.index("``") - 80 :][:160])
+        for section in text.split('<p><span class="doc-section-title">Returns:')[1:]:
+            table = section.split("</table>", 1)[0]
+            rows = re.findall(r'<tr class="doc-section-item">(.*?)</tr>', table, re.S)
+            cells = [[_text(c) for c in re.findall(r"<td>(.*?)</td>", r, re.S)] for r in rows]
+            assert len(cells) == 1, (name, cells)
+            assert all(cells[0]), (name, cells)
+
+
+def test_api_conventions_page_shows_the_presets_as_a_name(build: Build) -> None:
+    """CONVENTIONS is documented by its type, not by the hundreds of lines of its source."""
+    text = page(build, "api/conventions")
+    assert 'id="frame_metrics.conventions.CONVENTIONS"' in text
+    assert "relevance_level" not in text  # a reason inside the trec_eval preset's source
+    assert 'href="../../conventions/"' in text
+
+
+def _pyproject() -> dict[str, Any]:
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    project: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return project
+
+
+def _normal(name: str) -> str:
+    """A distribution name as pip compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def extra_distributions(extra: str) -> set[str]:
+    """The distributions ``pip install '.[extra]'`` asks for, this package's extras expanded."""
+    project = _pyproject()
+    extras: dict[str, list[str]] = project["optional-dependencies"]
+    wanted: set[str] = set()
+    seen: set[str] = set()
+    todo = [extra]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for requirement in extras[name]:
+            match = re.match(r"([A-Za-z0-9._-]+)(?:\[([^\]]*)\])?", requirement)
+            assert match, requirement
+            if _normal(match.group(1)) == _normal(project["name"]):
+                todo += [e.strip() for e in (match.group(2) or "").split(",") if e.strip()]
+            else:
+                wanted.add(_normal(match.group(1)))
+    return wanted | {_normal(re.split(r"[<>=\[; ]", r)[0]) for r in project["dependencies"]}
+
+
+def test_docs_extra_installs_a_signature_formatter() -> None:
+    """mkdocstrings formats signatures with black or ruff, else prints one long line."""
+    assert extra_distributions("docs") & {"black", "ruff"}
+
+
+def test_docs_extra_runs_the_notebooks() -> None:
+    """Every package a notebook imports is installed by the docs extra (the site shows them;
+    notebooks/README.md says how to run them)."""
+    import ast
+
+    distributions = importlib.metadata.packages_distributions()
+    provided = extra_distributions("docs")
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            for node in ast.walk(ast.parse("".join(cell["source"]))):
+                if isinstance(node, ast.Import):
+                    modules = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    modules = [node.module]
+                else:
+                    continue
+                for module in (m.split(".")[0] for m in modules):
+                    if module in sys.stdlib_module_names or module == "frame_metrics":
+                        continue
+                    names = {_normal(d) for d in distributions.get(module, [module])}
+                    assert names & provided, (notebook.name, module, sorted(names))
+
+
+def _hooks() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "gen" / "hooks.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _metadata(**fields: str | list[str]) -> Message:
+    message = Message()
+    for key, value in fields.items():
+        for one in [value] if isinstance(value, str) else value:
+            message[key.replace("_", "-")] = one
+    return message
+
+
+def test_build_stops_without_a_signature_formatter(monkeypatch: pytest.MonkeyPatch) -> None:
+    hooks = _hooks()
+    monkeypatch.setattr(hooks, "_formatter", lambda: None)
+    with pytest.raises(RuntimeError, match=r"neither is installed; install the docs extra"):
+        hooks.on_config(None)
+
+
+def test_site_identity_links_only_a_named_repository() -> None:
+    site_identity = _hooks().site_identity
+    bare = site_identity("pkg", _metadata(Version="1.2.3", License_Expression="MIT"))
+    assert bare == ("pkg 1.2.3", "pkg 1.2.3, MIT licence", None)
+    homepage = _metadata(Version="1", Project_URL="Homepage, https://example.org")
+    assert site_identity("pkg", homepage).repo_url is None
+    urls = ["Homepage, https://example.org", "Repository, https://example.org/pkg.git"]
+    named = site_identity("pkg", _metadata(Version="1", Project_URL=urls))
+    assert named == ("pkg 1", "pkg 1", "https://example.org/pkg.git")
+
+
+def test_pages_show_the_version_and_no_invented_repository(build: Build) -> None:
+    version = importlib.metadata.version("frame_metrics")
+    urls: dict[str, str] = _pyproject().get("urls", {})
+    repository = next(
+        (u for label, u in urls.items() if label.lower() in _hooks().REPOSITORY_LABELS), None
+    )
+    for path in ("", "metrics", "api/evaluate"):
+        text = page(build, path) if path else (build.site / "index.html").read_text("utf-8")
+        topic = text.split('<div class="md-header__topic">', 1)[1].split("</div>", 1)[0]
+        assert _text(topic) == f"frame_metrics {version}", path
+        footer = text.split('<div class="md-copyright__highlight">', 1)[1].split("</div>")[0]
+        assert _text(footer) == f"frame_metrics {version}, MIT licence", path
+        if repository is None:  # pyproject.toml has no [project.urls] repository: no link
+            assert 'class="md-source"' not in text, path
+        else:
+            assert f'href="{repository}"' in text, path
+
+
+def test_signatures_are_laid_out_within_the_line_length(build: Build) -> None:
+    import inspect
+
+    import frame_metrics as fm
+
+    setting = re.search(r"^\s+line_length: (\d+)$", (ROOT / "mkdocs.yml").read_text(), re.M)
+    assert setting, "mkdocs.yml: the python handler's line_length"
+    width = int(setting.group(1))
+    block = page(build, "api/evaluate").split('class="doc-signature', 1)[1].split(">", 1)[1]
+    block = block.split("</pre>")[0]
+    lines = [html.unescape(re.sub(r"<[^>]+>", "", line)) for line in block.split("\n")]
+    lines = [line for line in lines if line.strip()]
+    assert len(lines) >= len(inspect.signature(fm.evaluate).parameters), lines[:3]
+    assert max(len(line) for line in lines) <= width, max(lines, key=len)
+
+
+def _gen(name: str) -> ModuleType:
+    """A generator module of docs/gen (they import each other by their bare names)."""
+    folder = str(ROOT / "docs" / "gen")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(name)
+
+
+HEADLINE = ("ndcg", "ap", "recall", "precision", "mrr", "hit_rate")
+
+
+def test_headline_metrics_have_their_own_pages(build: Build) -> None:
+    from frame_metrics.conventions import CONVENTIONS
+    from frame_metrics.metric_names import format_value
+    from frame_metrics.metrics.registry import resolve_requests
+
+    gen_headline = _gen("gen_headline")
+    assert set(HEADLINE) <= set(gen_headline.HEADLINE)
+    for name in HEADLINE:
+        metric = REGISTRY[name]
+        text = page(build, f"metrics/{name}")
+        definition = text.split('id="definition"', 1)[1].split('id="variants"', 1)[0]
+        variants = text.split('id="variants"', 1)[1].split('id="how-peers-differ"', 1)[0]
+        peers = text.split('id="how-peers-differ"', 1)[1]
+        assert '<div class="arithmatex">\\[' in definition, name
+        assert html.escape(metric.formula, quote=False) in definition, name
+        assert f'href="../{_family(metric)}/#{name.replace("_", "-")}"' in definition, name
+        for option in metric.reads() - {"convention"}:
+            assert f"#option-{option.replace('_', '-')}" in variants, (name, option)
+        # The variants example printed a row for each variant (its canonical column).
+        shown = variants.split('title="Output"', 1)[1] if 'title="Output"' in variants else ""
+        shown = shown or variants.split("Output", 1)[1]
+        for request in resolve_requests(list(gen_headline.HEADLINE[name].variants), [2], []):
+            assert html.escape(request.column, quote=False) in shown, (name, request.column)
+        # Each peer's row says what its preset sets for this metric, as the preset applies it.
+        for convention in gen_headline.PEER_NAMES[name]:
+            row = peers.split(f'href="#{convention}"', 1)[1].split("</tr>", 1)[0]
+            applied = CONVENTIONS[convention].options_for(name)
+            for option in sorted(set(applied) & metric.reads()):
+                shown_value = html.escape(f"{option}={format_value(applied[option])}")
+                assert shown_value in row, (name, convention, option)
+            assert f"{name}(convention={convention})@2" in peers, (name, convention)
+            assert f'id="{convention}"' in peers, (name, convention)
+    overview = page(build, "metrics")
+    ranking = page(build, "metrics/ranking")
+    for name in HEADLINE:
+        assert f'href="{name}/"' in overview, name
+        assert f'href="../{name}/"' in ranking, name
+
+
+def _output_row(build: Build, name: str, label: str) -> list[str]:
+    """The cells of one row of a headline page's printed side-by-side tables."""
+    text = html.unescape(re.sub(r"<[^>]+>", "", page(build, f"metrics/{name}")))
+    line = next(li for li in text.splitlines() if li.strip().startswith(f"│ {label} "))
+    return [cell.strip() for cell in line.strip().strip("│").split("┆")]
+
+
+def test_headline_examples_print_the_definitions_values(build: Build) -> None:
+    """Spot checks of the printed tables (4 decimals), worked by hand from the page's
+    frames at k = 2."""
+    import math
+
+    def shown(name: str, label: str) -> list[float | None]:
+        cells = _output_row(build, name, label)[1:]
+        return [None if c == "null" else float(c) for c in cells]
+
+    # User 1, default ties (item ascending): a, b in the top 2; b has relevance 3, and
+    # the relevant items are b (3), x (2), d (1): ideal order 3, 2.
+    ndcg = (3 / math.log2(3)) / (3 + 2 / math.log2(3))
+    assert shown("ndcg", "ndcg@2")[0] == round(ndcg, 4)
+    # trec_eval: ties by item descending (c before b), recip_rank without a cutoff: user
+    # 1's first relevant item, b, is at rank 3; user 2's, g, at rank 4; user 3 has none
+    # (0: empty="zero"); user 4 has no list and is not evaluated (users="both").
+    mean = (1 / 3 + 1 / 4 + 0) / 3
+    assert shown("mrr", "mrr(convention=trec_eval)@2") == [0.3333, 0.25, 0.0, None, round(mean, 4)]
+    # ap_denominator: user 1's one hit (b, rank 2) adds 1/2; |R| = 3, hits = 1, k = 2.
+    for label, d in [
+        ("ap@2", 2),
+        ("ap(ap_denominator=relevant)@2", 3),
+        ("ap(ap_denominator=hits)@2", 1),
+    ]:
+        assert shown("ap", label)[0] == round(0.5 / d, 4), label
+
+
+def test_headline_peer_names_are_the_checked_calls() -> None:
+    """Each peer name on the headline pages is one tests/test_peer_presets.py calls the peer
+    with for that metric, and every checked call is named."""
+    presets = pytest.importorskip("tests.test_peer_presets")
+    checked = {
+        "trec_eval": {
+            *presets._TREC_CUT.items(),
+            ("recip_rank", "mrr"),
+            ("map", "ap"),
+            ("ndcg", "ndcg"),
+        },
+        "ranx": set(presets._RANX.items()),
+        "rectools": set(presets._RECTOOLS.items()),
+        "recommenders": {*presets._REC.items(), ("map", "ap")},
+        "sklearn": {("ndcg_score", "ndcg")},
+        "torchmetrics": {*presets._TM_BINARY.items(), ("RetrievalNormalizedDCG", "ndcg")},
+        "replay": set(presets._REPLAY.items()),
+    }
+    named: set[tuple[str, str, str]] = set()
+    for metric, peers in _gen("gen_headline").PEER_NAMES.items():
+        for convention, text in peers.items():
+            for span in re.findall(r"`([^`]+)`", text):
+                if re.match(r"\w+=", span):  # an option, not a name
+                    continue
+                match = re.match(r"\w+", span)
+                assert match, span
+                identifier = match.group()
+                if convention == "trec_eval":  # P_k, ndcg_cut_k: the measure, then its k
+                    identifier = identifier.removesuffix("_k")
+                assert (identifier, metric) in checked[convention], (convention, span, metric)
+                named.add((convention, identifier, metric))
+    for convention, pairs in checked.items():
+        for identifier, metric in pairs:
+            if metric in HEADLINE:
+                assert (convention, identifier, metric) in named, (convention, identifier)
+
+
+def test_headline_settings_are_what_the_preset_applies() -> None:
+    from frame_metrics.conventions import CONVENTIONS
+
+    gen_headline = _gen("gen_headline")
+    for name in HEADLINE:
+        metric = REGISTRY[name]
+        for convention, preset in CONVENTIONS.items():
+            shown = {o: s.value for o, s in gen_headline.settings_for(metric, convention)}
+            applied = preset.options_for(name)
+            assert shown == {o: applied[o] for o in applied if o in metric.reads()}
+
+
 def test_readme_links_to_the_site(build: Build) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## Documentation\n", 1)[1].split("\n## ", 1)[0]
@@ -239,21 +572,75 @@ PAGES: dict[str, tuple[str, str | None, str, str]] = {
 }
 
 
+#: Runs after load and the fonts: every name in a table cell (a run of letters, digits,
+#: ``_``, ``@`` and ``.``, such as ``ap_denominator`` or ``ndcg@10``) must be drawn on one
+#: line; a name whose box spans two lines was broken mid-word ("threshol" / "d").
+WORDS_PROBE = """
+<script>
+window.addEventListener("load", function () {
+  document.fonts.ready.then(function () {
+    var broken = [], names = 0;
+    document.querySelectorAll("article td, article th").forEach(function (cell) {
+      var walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT), node;
+      while ((node = walker.nextNode())) {
+        var re = /[A-Za-z0-9_@.]{4,}/g, m;
+        while ((m = re.exec(node.data))) {
+          var range = document.createRange();
+          range.setStart(node, m.index);
+          range.setEnd(node, m.index + m[0].length);
+          var lines = new Set();
+          Array.from(range.getClientRects()).forEach(function (r) {
+            if (r.width > 0) lines.add(Math.round(r.top));
+          });
+          if (lines.size > 0) names += 1;
+          if (lines.size > 1) broken.push(m[0]);
+        }
+      }
+    });
+    var pre = document.createElement("pre");
+    pre.id = "fm-probe";
+    pre.hidden = true;
+    pre.textContent = JSON.stringify({names: names, broken: broken});
+    document.body.appendChild(pre);
+  });
+});
+</script>
+"""
+
+#: Pages with many or narrow tables, looked at for names broken mid-word.
+TABLE_PAGES = (
+    "metrics",
+    f"metrics/{_family(REGISTRY['ndcg'])}",
+    "conventions",
+    "peers",
+    "errors",
+    "cli",
+    "api/evaluate",
+    "api/compare",
+    "metrics/ndcg",
+    "metrics/ap",
+)
+
+
 class _Handler(http.server.SimpleHTTPRequestHandler):
-    """Serves the built site; ``?probe=<name>`` adds the probe of :data:`PAGES` to a page."""
+    """Serves the built site; ``?probe=<name>`` adds the probe of :data:`PAGES` to a page,
+    ``?probe=words`` the :data:`WORDS_PROBE`."""
 
     def do_GET(self) -> None:
         path, _, query = self.path.partition("?")
         if query.startswith("probe=") and path.endswith("/"):
-            _, scroll, formula, image = PAGES[query.removeprefix("probe=")]
             body = (Path(self.directory) / path.lstrip("/") / "index.html").read_text(
                 encoding="utf-8"
             )
-            script = PROBE % {
-                "scroll": json.dumps(scroll),
-                "formula": json.dumps(formula),
-                "image": json.dumps(image),
-            }
+            if query == "probe=words":
+                script = WORDS_PROBE
+            else:
+                _, scroll, formula, image = PAGES[query.removeprefix("probe=")]
+                script = PROBE % {
+                    "scroll": json.dumps(scroll),
+                    "formula": json.dumps(formula),
+                    "image": json.dumps(image),
+                }
             data = body.replace("</body>", script + "</body>").encode("utf-8")
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -296,11 +683,8 @@ class Seen:
     pixels: Any  # numpy array, height x width x 3
 
 
-def look(chromium: str, url: str, tmp: Path) -> Seen:
-    """Render ``url`` headless: the probe's report and the screenshot's pixels."""
-    np = pytest.importorskip("numpy")
-    image = pytest.importorskip("PIL.Image")
-    shot = tmp / "shot.png"
+def _chromium(chromium: str, url: str, tmp: Path, *extra: str) -> dict[str, Any]:
+    """Render ``url`` headless in a fresh profile; what the page's probe reported."""
     done = subprocess.run(
         [
             chromium,
@@ -316,7 +700,7 @@ def look(chromium: str, url: str, tmp: Path) -> Seen:
             f"--user-data-dir={tmp / 'profile'}",
             f"--window-size={WINDOW[0]},{WINDOW[1]}",
             "--virtual-time-budget=15000",
-            f"--screenshot={shot}",
+            *extra,
             "--dump-dom",
             url,
         ],
@@ -327,7 +711,16 @@ def look(chromium: str, url: str, tmp: Path) -> Seen:
     )
     match = re.search(r'<pre id="fm-probe" hidden="">(.*?)</pre>', done.stdout, re.S)
     assert match, f"the probe did not report on {url}: {done.stderr[-3000:]}"
-    probe = json.loads(html.unescape(match.group(1)))
+    report: dict[str, Any] = json.loads(html.unescape(match.group(1)))
+    return report
+
+
+def look(chromium: str, url: str, tmp: Path) -> Seen:
+    """Render ``url`` headless: the probe's report and the screenshot's pixels."""
+    np = pytest.importorskip("numpy")
+    image = pytest.importorskip("PIL.Image")
+    shot = tmp / "shot.png"
+    probe = _chromium(chromium, url, tmp, f"--screenshot={shot}")
     with image.open(shot) as img:
         pixels = np.asarray(img.convert("RGB"), dtype=np.int16)
     assert pixels.shape[:2] == (WINDOW[1], WINDOW[0]), pixels.shape
@@ -388,3 +781,13 @@ def test_browser_sees_formula_and_plot(
 
     notebook = seen["notebook"]
     assert_plot_drawn(notebook)
+
+
+def test_browser_keeps_names_in_tables_whole(server: str, chromium: str, tmp_path: Path) -> None:
+    """No table breaks a name mid-word ("threshol" / "d", "precisio" / "n")."""
+    for path in TABLE_PAGES:
+        folder = tmp_path / path.replace("/", "_")
+        folder.mkdir()
+        report = _chromium(chromium, f"{server}/{path}/?probe=words", folder)
+        assert report["names"] > 20, (path, report)
+        assert not report["broken"], (path, report["broken"])

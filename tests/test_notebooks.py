@@ -84,12 +84,14 @@ def _movielens() -> Path | None:
     return None
 
 
-def _execute(name: str) -> Run:
+def _execute(name: str, **environment: str) -> Run:
+    """Run a notebook fresh, with ``environment`` added to the kernel's."""
     notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
     probe = f"import json\nprint({PROBE_MARKER!r} + json.dumps({PROBES[name]}, default=float))"
     notebook.cells.append(nbformat.v4.new_code_cell(probe))
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # keep inline figures
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env.update(environment)
     client = nbclient.NotebookClient(
         notebook,
         timeout=CELL_TIMEOUT,
@@ -159,6 +161,45 @@ def test_runs_clean(run: Callable[[str], Run], name: str) -> None:
     expected_figures = {"01": 3, "02": 3, "03": 0, "04": 1}[name[:2]]
     assert result.images() == expected_figures
     assert "MovieLens ml-latest-small: " in result.text()
+
+
+def _shown(cells: list[Any]) -> list[list[tuple[str, ...]]]:
+    """What each code cell shows: its outputs' kind and text (a figure by its kind alone:
+    PNG bytes differ between matplotlib builds, the figures are checked on the site)."""
+    shown = []
+    for cell in cells:
+        if cell.cell_type != "code":
+            continue
+        outputs: list[tuple[str, ...]] = []
+        for o in cell.get("outputs", []):
+            if o["output_type"] == "stream":
+                outputs.append(("stream", o["name"], o["text"]))
+            elif o["output_type"] == "error":
+                outputs.append(("error", o["ename"], o["evalue"]))
+            else:
+                data = o.get("data", {})
+                text = tuple(data.get(m, "") for m in ("text/plain", "text/html"))
+                outputs.append((o["output_type"], *sorted(data), *text))
+        shown.append(outputs)
+    return shown
+
+
+@pytest.mark.parametrize("name", sorted(PROBES))
+def test_committed_outputs_are_a_fresh_run(run: Callable[[str], Run], name: str) -> None:
+    """The committed notebook shows what a fresh run shows, to the last digit."""
+    committed = nbformat.read(NOTEBOOKS / name, as_version=4).cells
+    fresh = run(name).notebook.cells[:-1]  # without the probe cell
+    assert [c.source for c in fresh] == [c.source for c in committed]
+    for i, (got, want) in enumerate(zip(_shown(fresh), _shown(committed), strict=True)):
+        assert got == want, f"{name}, code cell {i + 1}"
+
+
+def test_tutorial_outputs_do_not_depend_on_the_thread_count(run: Callable[[str], Run]) -> None:
+    """Notebook 03 prints full-precision means: on one thread (another summation order for
+    a parallel float sum) they are the same digits."""
+    name = "03_tutorial_reproduction.ipynb"
+    one_thread = _execute(name, POLARS_MAX_THREADS="1")
+    assert _shown(one_thread.notebook.cells[:-1]) == _shown(run(name).notebook.cells[:-1])
 
 
 def _close(got: float, expected: float, tol: float) -> bool:

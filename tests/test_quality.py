@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,3 +51,51 @@ def test_every_module_has_future_annotations() -> None:
     ]:
         text = path.read_text()
         assert "from __future__ import annotations" in text, path
+
+
+#: numpydoc sections whose entries each document one name (and get its type and default).
+_NAMED_SECTIONS = ("Parameters", "Other Parameters", "Attributes")
+
+
+def _grouped_entries(doc: str) -> list[str]:
+    """Entry lines of a named section that document several names at once (``a, b``)."""
+    found, section = [], ""
+    lines = doc.splitlines()
+    for i, line in enumerate(lines):
+        underline = i + 1 < len(lines) and set(lines[i + 1].strip()) == {"-"}
+        if line and not line[0].isspace() and underline:
+            section = line.strip()
+        elif section in _NAMED_SECTIONS and line and not line[0].isspace():
+            name = line.split(" : ", 1)[0]
+            if "," in name:
+                found.append(line)
+    return found
+
+
+def _documented() -> Iterator[tuple[str, object]]:
+    """Every function, class and method defined in frame_metrics, by qualified name."""
+    import frame_metrics
+
+    for info in pkgutil.walk_packages(frame_metrics.__path__, "frame_metrics."):
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if getattr(obj, "__module__", None) != info.name:
+                continue
+            if inspect.isfunction(obj):
+                yield f"{info.name}.{name}", obj
+            elif inspect.isclass(obj):
+                yield f"{info.name}.{name}", obj
+                for attr, member in vars(obj).items():
+                    if inspect.isfunction(member):
+                        yield f"{info.name}.{name}.{attr}", member
+
+
+def test_docstring_entries_name_one_parameter_each() -> None:
+    """A grouped entry ("user, item, rank") is rendered on the API pages as copies of one
+    description, each with the first name's type and default: one entry per name."""
+    grouped = {
+        where: found
+        for where, obj in _documented()
+        if (found := _grouped_entries(inspect.cleandoc(obj.__doc__ or "")))
+    }
+    assert not grouped

@@ -18,7 +18,7 @@ import html
 import importlib
 import inspect
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from griffe_sphinx_roles import without_roles
 
@@ -28,7 +28,9 @@ from frame_metrics.options import CHOICES, MetricOptions
 
 __all__ = [
     "LATEX",
+    "cell",
     "check_formulas",
+    "facts",
     "family_of",
     "family_pages",
     "index_page",
@@ -256,7 +258,7 @@ def _option_link(option: str) -> str:
     return f"[`{option}`](index.md#option-{option.replace('_', '-')})"
 
 
-def _cell(text: str) -> str:
+def cell(text: str) -> str:
     """Text for a table cell: outside code spans, pipes and HTML escaped."""
     parts = text.replace("\n", " ").split("`")
     return "`".join(
@@ -266,7 +268,7 @@ def _cell(text: str) -> str:
 
 def _code_cell(text: str) -> str:
     """Inline code in a table cell."""
-    return _cell(f"`{text}`")
+    return cell(f"`{text}`")
 
 
 def _range(metric: Metric) -> str:
@@ -307,16 +309,13 @@ def example(metric: Metric) -> str:
     return _print_call(args) + _print_call([*args, "aggregate=True"])
 
 
-def _metric_section(metric: Metric, options: dict[str, str]) -> Iterable[str]:
+def facts(metric: Metric) -> list[tuple[str, str]]:
+    """What a metric page lists about ``metric``, as (label, Markdown) rows.
+
+    Its column, who is averaged, its range, inputs, kind, other names, whether it is a
+    default, ties and the options a metric string may give it.
+    """
     aliases = [a for a, target in ALIASES.items() if target == metric.name]
-    yield f"## `{metric.name}` {{#{metric.name.replace('_', '-')}}}"
-    yield ""
-    yield "$$"
-    yield LATEX[metric.name]
-    yield "$$"
-    yield ""
-    yield f"**As the registry defines it:** `{metric.formula}`"
-    yield ""
     column = (
         f"`{metric.name}@k` (one column per cutoff)"
         if metric.takes_k
@@ -347,8 +346,32 @@ def _metric_section(metric: Metric, options: dict[str, str]) -> Iterable[str]:
             else "none (its keywords are evaluate's: see Inputs)",
         )
     )
+    return rows
+
+
+def _metric_section(
+    metric: Metric, options: dict[str, str], own_pages: Mapping[str, str]
+) -> Iterable[str]:
+    yield f"## `{metric.name}` {{#{metric.name.replace('_', '-')}}}"
+    yield ""
+    yield "$$"
+    yield LATEX[metric.name]
+    yield "$$"
+    yield ""
+    yield f"**As the registry defines it:** `{metric.formula}`"
+    yield ""
+    rows = facts(metric)
+    if metric.name in own_pages:
+        rows.append(
+            (
+                "Its own page",
+                f"[{own_pages[metric.name]}]({metric.name}.md): its variants and how "
+                "each peer differs, side by side",
+            )
+        )
     yield from (f"- **{name}:** {value}" for name, value in rows)
     yield ""
+    reads = sorted(metric.reads())
     missing = sorted(set(reads) - set(options))
     if missing:
         raise RuntimeError(f"docs: options {missing} of {metric.name!r} have no description")
@@ -367,8 +390,13 @@ def _metric_section(metric: Metric, options: dict[str, str]) -> Iterable[str]:
     yield ""
 
 
-def family_pages() -> dict[str, str]:
-    """The Markdown of every family page, keyed by its path."""
+def family_pages(own_pages: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The Markdown of every family page, keyed by its path.
+
+    ``own_pages`` maps the metrics with a page of their own (beside the family pages, at
+    ``metrics/<name>.md``) to its title, which their sections link to.
+    """
+    own_pages = own_pages or {}
     check_formulas()
     options = option_docs()
     pages = {}
@@ -397,15 +425,19 @@ def family_pages() -> dict[str, str]:
             "",
         ]
         for metric in metrics:
-            lines += list(_metric_section(metric, options))
+            lines += list(_metric_section(metric, options, own_pages))
         pages[page_path(family)] = "\n".join(lines) + "\n"
     return pages
 
 
-def index_page() -> str:
-    """The metrics overview: every metric, the notation and every option."""
+def index_page(own_pages: Mapping[str, str] | None = None) -> str:
+    """The metrics overview: every metric, the notation and every option.
+
+    ``own_pages``: the metrics with a page of their own and its title, listed first.
+    """
     check_formulas()
     options = option_docs()
+    own_pages = own_pages or {}
     lines = [
         "# Metrics",
         "",
@@ -416,8 +448,16 @@ def index_page() -> str:
         f"Without `metrics=`, evaluate computes {', '.join(f'`{m}`' for m in DEFAULT_RANKING)}; "
         "without `k`, a metric named without a cutoff uses k = 10.",
         "",
-        "## Every metric {#every-metric}",
     ]
+    if own_pages:
+        lines += [
+            "The metrics most reports quote have a page of their own, with their variants "
+            "and how each peer library differs, computed side by side: "
+            + ", ".join(f"[{title}]({name}.md)" for name, title in own_pages.items())
+            + ".",
+            "",
+        ]
+    lines += ["## Every metric {#every-metric}"]
     for family, metrics in families().items():
         page = page_path(family).removeprefix("metrics/")
         lines += [
@@ -451,7 +491,7 @@ def index_page() -> str:
         "",
         "| population | who gets a value |",
         "|---|---|",
-        *(f"| `{p}` | {_cell(text)} |" for p, text in POPULATION.items()),
+        *(f"| `{p}` | {cell(text)} |" for p, text in POPULATION.items()),
         "",
         "Means are plain means over the users with a value, reported with `n_users`; "
         "`fm.diagnose(...)` counts who was left out and why.",

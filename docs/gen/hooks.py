@@ -1,12 +1,15 @@
 """MkDocs hooks (``hooks:`` in mkdocs.yml): the pages and assets generated at build time.
 
 - the metric pages, one per registry family, and the metrics overview (gen_metrics);
+- a page for each headline metric (NDCG, MAP, recall, ...): variants and peers (gen_headline);
 - the CLI reference, the errors page and the performance page (gen_reference);
 - ``docs/conventions.md`` served from ``frame_metrics.conventions.markdown()`` (the
   committed file is the same text: tests/test_generated_docs.py);
 - the notebooks of ``notebooks/`` as pages (mkdocs-jupyter renders their committed
   outputs), and MathJax served from the site (from the django-static-mathjax wheel);
-- ``python exec`` code blocks run, with their output (gen_run).
+- ``python exec`` code blocks run, with their output (gen_run);
+- the package's version in the header and the footer, and a repository link when the
+  package metadata names one (``[project.urls]``), from :func:`site_identity`.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
+from email.message import Message
+from importlib.metadata import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.plugins import event_priority
@@ -24,6 +29,7 @@ from mkdocs.structure.pages import Page
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import gen_headline
 import gen_metrics
 import gen_reference
 import gen_run
@@ -48,13 +54,61 @@ def _mathjax_dir() -> Path:
     )
 
 
+#: ``[project.urls]`` labels that name the source repository (compared in lower case).
+REPOSITORY_LABELS = ("repository", "source", "source code", "code", "github")
+
+
+class Identity(NamedTuple):
+    """What the site says about the package: title, footer line and repository."""
+
+    site_name: str
+    copyright: str
+    repo_url: str | None
+
+
+def site_identity(name: str, metadata: Message) -> Identity:
+    """The site's title and footer with the package's version, and its repository.
+
+    The version and the URLs are the installed package's metadata (``pyproject.toml`` as
+    installed): a repository link appears only when ``[project.urls]`` names one.
+    """
+    version = metadata["Version"]
+    licence = metadata.get("License-Expression") or metadata.get("License")
+    repo_url = None
+    for entry in metadata.get_all("Project-URL") or []:
+        label, _, url = entry.partition(",")
+        if label.strip().lower() in REPOSITORY_LABELS and url.strip():
+            repo_url = url.strip()
+            break
+    footer = f"{name} {version}" + (f", {licence} licence" if licence else "")
+    return Identity(f"{name} {version}", footer, repo_url)
+
+
+def _formatter() -> str | None:
+    """The code formatter mkdocstrings formats signatures with (black, else ruff)."""
+    return next((m for m in ("black", "ruff") if importlib.util.find_spec(m)), None)
+
+
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
-    """Add one nav entry per metric family under "Metrics"."""
+    """Add the headline and family pages under "Metrics", the version and the repository."""
+    if _formatter() is None:
+        # Without one, mkdocstrings prints every signature on one long line.
+        raise RuntimeError(
+            "docs: the API pages format signatures with black or ruff, and neither is "
+            "installed; install the docs extra: pip install -e '.[docs]'"
+        )
+    # The installed metadata is an email.message.Message subclass (PackageMetadata).
+    identity = site_identity(config.site_name, cast("Message", metadata("frame_metrics")))
+    config.site_name = identity.site_name
+    config.copyright = identity.copyright
+    if identity.repo_url:
+        config.repo_url = identity.repo_url
     gen_metrics.check_formulas()
     nav: list[Any] = config.nav or []
     for entry in nav:
         if isinstance(entry, dict) and "Metrics" in entry:
             section = entry["Metrics"]
+            section.append({"Headline metrics": gen_headline.nav()})
             for family in gen_metrics.families():
                 section.append({gen_metrics.family_title(family): gen_metrics.page_path(family)})
             break
@@ -66,9 +120,11 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
 @event_priority(100)  # before mkdocs-jupyter's on_files, which wraps the notebooks
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     """Add the generated pages, the notebooks and MathJax to the site's files."""
+    own_pages = gen_headline.titles()
     pages = {
-        "metrics/index.md": gen_metrics.index_page(),
-        **gen_metrics.family_pages(),
+        "metrics/index.md": gen_metrics.index_page(own_pages),
+        **gen_headline.headline_pages(),
+        **gen_metrics.family_pages(own_pages),
         "cli.md": gen_reference.cli_page(),
         "errors.md": gen_reference.errors_page(),
         "performance.md": gen_reference.performance_page(),

@@ -135,7 +135,7 @@ def _ref_dcg(u: UserCase, k: int, o: MetricOptions) -> float:
     )
 
 
-def _ref_ndcg(u: UserCase, k: int, o: MetricOptions) -> float:
+def _ref_ndcg(u: UserCase, k: int, o: MetricOptions) -> float | None:
     if o.idcg == "k":
         return _ref_dcg(u, k, o) / sum(1 / math.log2(p + 1) for p in range(1, k + 1))
     ideal = sorted((_ref_gain(u.relevance[i], o) for i in u.relevant(o)), reverse=True)[:k]
