@@ -497,3 +497,43 @@ def test_zero_is_positive_zero(constructor: Constructor) -> None:
     got = evaluate_as_polars(constructor, recs, truth, metrics=["dcg", "ap", "ndcg", "err"], k=2)
     user_2 = got.filter(pl.col("user") == 2).row(0)[1:]
     assert [math.copysign(1.0, v) for v in user_2] == [1.0] * 4, user_2
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    table=tables(),
+    convention=st.sampled_from(sorted(fm.CONVENTIONS)),
+    ks=st.lists(st.integers(1, 12), min_size=1, max_size=3, unique=True),
+    buckets=st.sampled_from([1, 3]),
+)
+def test_random_tables_stay_in_range_under_presets_and_buckets(
+    table: Any, convention: str, ks: list[int], buckets: int
+) -> None:
+    scored = convention in {"sklearn", "torchmetrics"}  # peers that rank by score
+    frame = table.recs()
+    kwargs: dict[str, Any] = {}
+    if scored:
+        frame = frame.with_columns(score=(pl.col("rank") % 3).cast(pl.Float64)).drop("rank")
+        kwargs["score"] = "score"
+    ties = fm.CONVENTIONS[convention].options_for("ndcg").get("ties")
+    metrics = [m for m in BOUNDED if ties != "average" or REGISTRY[m].tie_average]
+    for aggregate in [False, True]:
+        got = fm.evaluate(
+            frame,
+            table.truth(),
+            metrics=metrics,
+            k=ks,
+            convention=convention,
+            aggregate=aggregate,
+            buckets=buckets,
+            **kwargs,
+        )
+        assert isinstance(got, pl.DataFrame)
+        for column in got.columns:
+            if column in ("user", "n_users"):
+                continue
+            name = column.split("@")[0]
+            preset = MetricOptions(**fm.CONVENTIONS[convention].options_for(name))
+            low, high = REGISTRY[name].range_under(preset)  # ranx's rbp gains the relevance
+            for value in got[column].drop_nulls():
+                assert low <= value <= (high if high is not None else math.inf), (column, value)
