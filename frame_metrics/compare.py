@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 import polars as pl
 
 from frame_metrics.columns import as_names
-from frame_metrics.errors import InvalidOptionError, InvalidValueError, MissingColumnsError
+from frame_metrics.errors import InvalidOptionError, InvalidValueError, MissingColumnsError, shown
 from frame_metrics.frames import kind_of, to_lazy
 from frame_metrics.progress import Progress
 from frame_metrics.stats import benjamini_hochberg, holm, paired_t_test, wilcoxon_signed_rank
@@ -95,11 +95,19 @@ class _Option:
     normal: Callable[[Any], Any] = lambda value: value
 
 
+#: The most bootstrap resamples compare draws.
+MAX_RESAMPLES = 10_000_000
+
 #: compare's own keywords, validated up front, before any data is read.
 _OPTIONS: dict[str, _Option] = {
     "model": _Option("a column name", lambda v: isinstance(v, str)),
     "level": _Option("a number in (0, 1)", lambda v: _is_real(v) and 0 < v < 1, float),
-    "n_resamples": _Option("an int >= 1", lambda v: _is_int(v) and v >= 1, int),
+    # At most 10^7: the resampled sums are an array of n_resamples rows per column.
+    "n_resamples": _Option(
+        f"an int in [1, {MAX_RESAMPLES:_}]",
+        lambda v: _is_int(v) and 1 <= v <= MAX_RESAMPLES,
+        int,
+    ),
     "seed": _Option("an int >= 0", lambda v: _is_int(v) and v >= 0, int),
     "correction": _Option(
         "one of 'holm', 'bh'", lambda v: isinstance(v, str) and v in ("holm", "bh")
@@ -125,7 +133,7 @@ def _checked_options(**values: Any) -> dict[str, Any]:
     for name, value in values.items():
         option = _OPTIONS[name]
         if not option.accepts(value):
-            raise InvalidOptionError(f"{name}: expected {option.expected}, got {value!r}")
+            raise InvalidOptionError(f"{name}: expected {option.expected}, got {shown(value)}")
         out[name] = option.normal(value)
     return out
 
