@@ -17,7 +17,7 @@ from frame_metrics.columns import Columns, as_names, check_roles
 from frame_metrics.conventions import OPTION_NAMES, resolve_options
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.dtypes import FloatKey, type_null_columns, unify_keys, whole_number_check
-from frame_metrics.errors import InvalidOptionError, InvalidValueError
+from frame_metrics.errors import InvalidOptionError, InvalidValueError, Keyword
 from frame_metrics.exact_sums import exact_partials, exact_totals
 from frame_metrics.extras import (
     EXTRA_INPUTS,
@@ -187,7 +187,9 @@ class Request:
                 raise InvalidOptionError(
                     f"idcg: expected 'relevant' for {q.column} under gain={shown!r} "
                     "(idcg='k' is k ideal slots of gain 1, an upper bound of DCG only under "
-                    "gain='binary': pass gain='binary' with it), got 'k'"
+                    "gain='binary': pass ",
+                    Keyword("gain", "binary"),
+                    " with it), got 'k'",
                 )
             if scored and q.options.ties == "average" and not q.metric.tie_average:
                 averaged = sorted(m.name for m in REGISTRY.values() if m.tie_average)

@@ -155,9 +155,13 @@ def relevance_checks(
             upper_bound_check(
                 column,
                 largest,
-                "err reads P = (2^rel - 1) / 2^max_relevance, a probability: pass a "
-                "max_relevance of at least the largest relevance, or leave it out to use "
-                "the largest relevance in truth",
+                "err reads P = (2^rel - 1) / 2^max_relevance, a probability",
+                (
+                    "; give ",
+                    Keyword("max_relevance"),
+                    " the largest relevance or more, or leave it out to use the largest "
+                    "relevance in truth",
+                ),
             )
         )
     if "linear" in gains:

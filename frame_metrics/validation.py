@@ -152,8 +152,11 @@ def magnitude_check(column: str, bound: float, shown: str, why: str) -> Check:
     )
 
 
-def upper_bound_check(column: str, bound: float, why: str) -> Check:
-    """``value <= bound`` (a definition's bound, not a finiteness one); ``why`` says whose."""
+def upper_bound_check(column: str, bound: float, why: str, advice: Parts = ()) -> Check:
+    """``value <= bound`` (a definition's bound, not a finiteness one).
+
+    ``why`` says whose bound it is; ``advice`` is said after the example (a way out).
+    """
     bad = pl.col(column).cast(pl.Float64, strict=False) > bound
     return Check(
         bad.sum(),
@@ -161,6 +164,7 @@ def upper_bound_check(column: str, bound: float, why: str) -> Check:
         InvalidValueError,
         f"expected values of at most {bound!r} in column {column!r} ({why}), "
         "found {n} larger, e.g. {example}",
+        advice=advice,
     )
 
 

@@ -372,9 +372,9 @@ def test_err_refuses_relevance_above_max_relevance(constructor: Constructor) -> 
         evaluate_as_polars(constructor, recs, truth, metrics=["err@3"], max_relevance=2)
     assert str(err.value) == (
         "truth: expected values of at most 2.0 in column 'relevance' (err reads "
-        "P = (2^rel - 1) / 2^max_relevance, a probability: pass a max_relevance of at least "
-        "the largest relevance, or leave it out to use the largest relevance in truth), "
-        "found 2 larger, e.g. user=1, item='a', relevance=3.0"
+        "P = (2^rel - 1) / 2^max_relevance, a probability), found 2 larger, e.g. user=1, "
+        "item='a', relevance=3.0; give max_relevance= the largest relevance or more, or "
+        "leave it out to use the largest relevance in truth"
     )
     # At max_relevance = 4: P = 7/16 then 15/16; err = 7/16 + (9/16)(15/16)/2.
     got = evaluate_as_polars(constructor, recs, truth, metrics=["err@3"], max_relevance=4)

@@ -637,6 +637,23 @@ ERRORS: list[tuple[str, ArgsOf, int, str]] = [
         "models or segments, pass --by model",
     ),
     (
+        "err above max relevance",
+        _with("-m", "err@3", "--max-relevance", "2"),
+        1,
+        "truth: expected values of at most 2.0 in column 'relevance' (err reads P = "
+        "(2^rel - 1) / 2^max_relevance, a probability), found 2 larger, e.g. user=1, "
+        "item='a', relevance=3; give --max-relevance the largest relevance or more, or leave "
+        "it out to use the largest relevance in truth",
+    ),
+    (
+        "ndcg over k slots with graded gains",
+        _with("-m", "ndcg(idcg=k)@3"),
+        2,
+        "idcg: expected 'relevant' for ndcg(idcg=k)@3 under gain='linear' (idcg='k' is k "
+        "ideal slots of gain 1, an upper bound of DCG only under gain='binary': pass --gain "
+        "binary with it), got 'k'",
+    ),
+    (
         "duplicate pair",
         _on("recs_dup.csv", "truth.csv", "-k", "3"),
         1,
@@ -722,7 +739,12 @@ ERRORS: list[tuple[str, ArgsOf, int, str]] = [
         2,
         "--level: expected a number, got 'abc'" + _help("compare"),
     ),
-    ("bad resamples", _compare("--resamples", "0"), 2, "--resamples: expected an int >= 1, got 0"),
+    (
+        "bad resamples",
+        _compare("--resamples", "0"),
+        2,
+        "--resamples: expected an int in [1, 10_000_000], got 0",
+    ),
     (
         "resamples not a number",
         _compare("--resamples", "1e4"),
