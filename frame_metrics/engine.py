@@ -77,7 +77,15 @@ from frame_metrics.validation import Check, CheckedFrame, null_checks, run_check
 if TYPE_CHECKING:
     from polars._typing import EngineType
 
-__all__ = ["DEFAULT_ENGINE", "Plan", "Request", "diagnose", "evaluate", "unseen_items"]
+__all__ = [
+    "DEFAULT_ENGINE",
+    "Plan",
+    "Request",
+    "diagnose",
+    "evaluate",
+    "query",
+    "unseen_items",
+]
 
 #: The polars engine of the final collect; ``bench/ranking.py`` measures both.
 DEFAULT_ENGINE: EngineType = "streaming"
@@ -801,13 +809,13 @@ class Plan:
         return out.sort(by) if by else out
 
 
-def evaluate(request: Request, *, aggregate: bool) -> Any:
-    """Run the request and give the result back in the caller's frame kind.
+def query(request: Request, *, aggregate: bool) -> tuple[Plan, pl.LazyFrame]:
+    """The plan of a request and its result query, not run.
 
-    The input checks run first; for eager input they are collected in the same batch as
-    the result, so both share one pass over the data and nothing is returned unless
-    every check passed. A LazyFrame stays lazy: its checks run now, its metrics when
-    the caller collects.
+    Every check of names, roles and dtypes (a missing column, a column in two roles, a
+    corpus metric per user) raises here, from the frames' schemas alone: the Spark, Dask
+    and bucket runners call this on empty frames of their inputs' schemas to raise the
+    same errors before they read any data.
     """
     corpus = [r.column for r in request.requests if r.metric.population == "corpus"]
     if corpus and not aggregate:
@@ -822,6 +830,18 @@ def evaluate(request: Request, *, aggregate: bool) -> Any:
         result = plan.aggregate(per_user)
     else:
         result = per_user.select(*request.columns.keys, *request.metric_columns)
+    return plan, result
+
+
+def evaluate(request: Request, *, aggregate: bool) -> Any:
+    """Run the request and give the result back in the caller's frame kind.
+
+    The input checks run first; for eager input they are collected in the same batch as
+    the result, so both share one pass over the data and nothing is returned unless
+    every check passed. A LazyFrame stays lazy: its checks run now, its metrics when
+    the caller collects.
+    """
+    plan, result = query(request, aggregate=aggregate)
     if plan.first_checks:
         run_checks(plan.first_checks, engine=DEFAULT_ENGINE)
     if request.source.kind == "polars-lazy":

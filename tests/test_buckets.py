@@ -6,6 +6,8 @@ spec and the peers by the rest of the suite): per-user values equal, means to 1e
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
@@ -15,9 +17,19 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import frame_metrics as fm
-from frame_metrics.errors import DuplicateRowsError, InvalidOptionError
+from frame_metrics.errors import DuplicateRowsError, FrameMetricsError, InvalidOptionError
 from frame_metrics.progress import Progress
-from tests.test_distributed import CASES, RECS, TRAIN, TRUTH, _sorted, _tables
+from tests.test_distributed import (
+    CASES,
+    NAME_CASES,
+    RECS,
+    TRAIN,
+    TRUTH,
+    _sorted,
+    _tables,
+)
+from tests.test_errors import RECS as ERROR_RECS
+from tests.test_errors import TRUTH as ERROR_TRUTH
 
 
 def _as_text(frame: pl.DataFrame) -> pl.DataFrame:
@@ -57,6 +69,32 @@ def test_same_error() -> None:
     with pytest.raises(DuplicateRowsError) as bucketed:
         fm.evaluate(dup, TRUTH, k=3, buckets=2)
     assert str(bucketed.value) == str(single.value)
+
+
+@pytest.mark.parametrize("keys", ["int-ranges", "text-hash"])
+@pytest.mark.parametrize(
+    ("change_recs", "change_truth", "kwargs", "error", "message"),
+    [pytest.param(*case[1:], id=case[0]) for case in NAME_CASES],
+)
+def test_same_error_for_names_and_options(
+    change_recs: Callable[[pl.DataFrame], pl.DataFrame],
+    change_truth: Callable[[pl.DataFrame], pl.DataFrame],
+    kwargs: dict[str, Any],
+    error: type[FrameMetricsError],
+    message: str,
+    keys: str,
+) -> None:
+    # The one-pass class and message, whichever way the users are split (a missing user
+    # column was a KeyError from the bucket filters).
+    recs, truth = change_recs(ERROR_RECS), change_truth(ERROR_TRUTH)
+    if keys == "text-hash":  # text ids wherever the key is (the messages show no dtype)
+        user = kwargs.get("user", "user")
+        recs, truth = (
+            f.with_columns(pl.col(user).cast(pl.String)) if user in f.columns else f
+            for f in (recs, truth)
+        )
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        fm.evaluate(recs.lazy(), truth, buckets=2, **{"k": 2, **kwargs})
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "many"])

@@ -18,7 +18,15 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import frame_metrics as fm
-from frame_metrics.errors import DuplicateRowsError, FrameMetricsError
+from frame_metrics.errors import (
+    DuplicateRowsError,
+    FrameMetricsError,
+    InvalidOptionError,
+    MissingColumnsError,
+)
+from tests.test_errors import CASES as ERROR_CASES
+from tests.test_errors import RECS as ERROR_RECS
+from tests.test_errors import TRUTH as ERROR_TRUTH
 
 dd = pytest.importorskip("dask.dataframe", reason="the dask extra is part of the dev install")
 
@@ -187,6 +195,55 @@ def test_error_counts_summed_over_partitions(backend: Any) -> None:
     # 5 rows have rank 0 (users 1 and 6), wherever they landed.
     assert "found 5 " in str(single.value)
     assert "found 5 " in str(spread.value)
+
+
+#: The bad calls of tests/test_errors.py judged from names and options alone: a missing
+#: column, a column in two roles, a bad option.
+NAME_CASES = [c for c in ERROR_CASES if c[4] in (MissingColumnsError, InvalidOptionError)]
+
+
+@pytest.mark.parametrize(
+    ("change_recs", "change_truth", "kwargs", "error", "message"),
+    [pytest.param(*case[1:], id=case[0]) for case in NAME_CASES],
+)
+def test_same_error_for_names_and_options(
+    backend: Any,
+    change_recs: Callable[[pl.DataFrame], pl.DataFrame],
+    change_truth: Callable[[pl.DataFrame], pl.DataFrame],
+    kwargs: dict[str, Any],
+    error: type[FrameMetricsError],
+    message: str,
+) -> None:
+    # The polars engine's class and message (did-you-mean, available columns), before any
+    # column is read (they were a KeyError from the row filter, or a polars error).
+    to_backend, _, _ = backend
+    recs, truth = to_backend(change_recs(ERROR_RECS), 2), to_backend(change_truth(ERROR_TRUTH), 2)
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        fm.evaluate(recs, truth, **{"k": 2, **kwargs})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"k": 2, "user": "usr"},
+            "recs: expected column 'usr' (did you mean 'user'?), not found; available "
+            "columns: 'user', 'item', 'rank', 'model'",
+        ),
+        (
+            {"k": 2, "by": "modle"},
+            "recs: expected column 'modle' (did you mean 'model'?), not found; available "
+            "columns: 'user', 'item', 'rank', 'model'",
+        ),
+    ],
+    ids=["user", "by"],
+)
+def test_diagnose_names_a_missing_column(
+    backend: Any, kwargs: dict[str, Any], message: str
+) -> None:
+    to_backend, _, _ = backend
+    with pytest.raises(MissingColumnsError, match=f"^{re.escape(message)}$"):
+        fm.diagnose(to_backend(RECS, 3), to_backend(TRUTH, 2), **kwargs)
 
 
 @st.composite

@@ -92,7 +92,7 @@ class _Run:
         item_features: object | None,
         baseline: object | None,
         options: dict[str, Any],
-        prefilter: bool = True,
+        for_diagnose: bool = False,
     ) -> None:
         session = recs.sparkSession
         given = {"recs": recs, "truth": truth, "train": train, "baseline": baseline}
@@ -111,11 +111,13 @@ class _Run:
             if f is not None
         }
         schemas = {name: _polars_schema(f) for name, f in self.frames.items()}
-        self.job = core.unified_job(schemas, broadcast, options, aggregate)
+        self.job = core.unified_job(
+            schemas, broadcast, options, aggregate, for_diagnose=for_diagnose
+        )
         core.refuse_row_order(self.job, "Spark")
         self.schemas = dict(self.job.schemas)
         self.n = max(1, int(session.conf.get("spark.sql.shuffle.partitions") or 200))
-        self.keep = core.row_filter(self.job) if prefilter else None
+        self.keep = None if for_diagnose else core.row_filter(self.job)
         self.bucketed = {name: self._bucketed(name) for name in self.frames}
         shared = core.global_tables(
             self.job, self.collect, self.distinct, has_recs=self.has_recs, validate=validate
@@ -280,7 +282,7 @@ def _checked(run: _Run, meta: pl.DataFrame) -> Any:
 def diagnose(recs: Any, truth: Any, **kwargs: Any) -> Diagnostics:
     """:func:`frame_metrics.diagnose` on Spark DataFrames."""
     args = core.split_kwargs(kwargs)
-    run = _Run(recs, truth, aggregate=False, prefilter=False, **args)
+    run = _Run(recs, truth, aggregate=False, for_diagnose=True, **args)
     return core.run_diagnostics(run.collect, run.job, validate=args["validate"])
 
 
