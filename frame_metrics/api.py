@@ -198,7 +198,8 @@ def evaluate(
         LazyFrame ``recs`` (counted from parquet metadata), else one. With more than one
         bucket the work is done when ``evaluate`` is called, even for a LazyFrame; a
         single integer user column is split into id ranges (files written in user order
-        are read once in all), other keys by a hash (each bucket reads every row).
+        are read once in all), other keys by a hash (each bucket reads every row); only
+        buckets holding a user are evaluated, so never more than the users.
         Per-user values and means are the one-pass values, to the bit.
     progress
         Show a progress bar over the buckets (on stderr, or tqdm's when installed) once

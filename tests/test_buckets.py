@@ -17,7 +17,12 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import frame_metrics as fm
-from frame_metrics.errors import DuplicateRowsError, FrameMetricsError, InvalidOptionError
+from frame_metrics.errors import (
+    DuplicateRowsError,
+    FrameMetricsError,
+    InvalidOptionError,
+    InvalidValueError,
+)
 from frame_metrics.progress import Progress
 from tests.test_distributed import (
     CASES,
@@ -101,6 +106,53 @@ def test_same_error_for_names_and_options(
 def test_bad_buckets(bad: object) -> None:
     with pytest.raises(InvalidOptionError, match="buckets: expected a positive integer"):
         fm.evaluate(RECS, TRUTH, k=2, buckets=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("keys", ["int-ranges", "text-hash"])
+def test_no_more_buckets_than_users(keys: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two users far apart: 200 id ranges (or hash values) of which at most two hold a
+    # user. Each bucket evaluated is one pass over the inputs, so an empty one is waste.
+    from frame_metrics.distributed import core
+
+    recs = pl.DataFrame({"user": [1, 1, 10**6], "item": ["a", "b", "a"], "rank": [1, 2, 1]})
+    truth = pl.DataFrame({"user": [1, 10**6], "item": ["b", "a"], "relevance": [1, 1]})
+    if keys == "text-hash":
+        recs, truth = _as_text(recs), _as_text(truth)
+    evaluated = []
+    one_bucket = core.partition_checked_result
+
+    def counted(frames: Any, job: core.Job) -> pl.DataFrame:
+        evaluated.append(frames)
+        return one_bucket(frames, job)
+
+    monkeypatch.setattr(core, "partition_checked_result", counted)
+    result = fm.evaluate(recs.lazy(), truth, k=2, buckets=200).collect()
+    assert 1 <= len(evaluated) <= 2  # the number of distinct users
+    assert_frame_equal(result, fm.evaluate(recs, truth, k=2))
+
+
+def test_a_billion_buckets_for_two_users_return() -> None:
+    # A Python loop over every requested bucket never returned.
+    recs = pl.DataFrame({"user": [1, 2], "item": ["a", "a"], "rank": [1, 1]})
+    truth = pl.DataFrame({"user": [1, 2], "item": ["a", "b"], "relevance": [1, 1]})
+    result = fm.evaluate(recs, truth, metrics="precision@1", buckets=10**9)
+    assert result.rows() == [(1, 1.0), (2, 0.0)]  # user 1's top item is relevant
+
+
+@pytest.mark.parametrize("keys", ["int-ranges", "text-hash"])
+def test_null_user_is_reported_not_dropped(keys: str) -> None:
+    # A null id is in no id range: its rows were left out of every bucket, and so out of
+    # the check that refuses them.
+    recs = pl.DataFrame({"user": [1, None, 2], "item": ["a", "b", "a"], "rank": [1, 1, 1]})
+    truth = pl.DataFrame({"user": [1, 2], "item": ["a", "b"], "relevance": [1, 1]})
+    if keys == "text-hash":
+        recs, truth = _as_text(recs), _as_text(truth)
+    message = (
+        "recs: expected no nulls in key column 'user', found 1 null row(s), e.g. user=None, "
+        "item='b', rank=1"
+    )
+    with pytest.raises(InvalidValueError, match=f"^{re.escape(message)}$"):
+        fm.evaluate(recs.lazy(), truth, k=1, buckets=2)
 
 
 def test_auto_is_one_pass_for_small_inputs() -> None:

@@ -14,7 +14,6 @@ others); any other key is split by a hash, and each bucket reads every row.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -50,19 +49,37 @@ def auto_buckets(recs: pl.LazyFrame) -> int:
 def _conditions(
     frames: Mapping[str, pl.LazyFrame], user: list[str], schema: pl.Schema, n: int
 ) -> list[pl.Expr]:
-    """One filter per bucket, covering every user of every frame exactly once."""
+    """One filter per bucket that holds a user, covering every row of every frame once.
+
+    Of the ``n`` buckets asked for, only those holding a user get a filter (each is one
+    pass over the inputs), found in one pass over the user columns: never more than the
+    distinct users, and no Python loop over ``n``. Rows with a null key go to the first
+    bucket, where the checks report them.
+    """
     if len(user) == 1 and schema[user[0]].is_integer():
         col = pl.col(user[0])
         ends = [f.select(col.min().alias("lo"), col.max().alias("hi")) for f in frames.values()]
         lo, hi = pl.concat(ends).select(pl.col("lo").min(), pl.col("hi").max()).collect().row(0)
         if lo is None:
             return [pl.lit(True)]
-        step = max(1, math.ceil((int(hi) - int(lo) + 1) / n))
-        bounds = [int(lo) + b * step for b in range(n) if int(lo) + b * step <= int(hi)]
-        bounds.append(int(hi) + 1)
-        return [col.is_between(a, z - 1) for a, z in itertools.pairwise(bounds)]
+        lo, hi = int(lo), int(hi)
+        step = max(1, math.ceil((hi - lo + 1) / n))
+        # Int128 holds every difference of two ids of the (at most 64-bit) key dtypes.
+        bucket = (col.cast(pl.Int128) - lo) // step
+        ranges = [
+            col.is_between(lo + b * step, lo + (b + 1) * step - 1) for b in _used(frames, bucket)
+        ]
+        return [ranges[0] | col.is_null(), *ranges[1:]]
     key = pl.col(user[0]) if len(user) == 1 else pl.struct(user)
-    return [key.hash(seed=0) % n == b for b in range(n)]
+    bucket = key.hash(seed=0) % n  # a null key has a hash too: its rows are in a bucket
+    # Every frame empty: one bucket, for the empty result.
+    return [bucket == b for b in _used(frames, bucket)] or [pl.lit(True)]
+
+
+def _used(frames: Mapping[str, pl.LazyFrame], bucket: pl.Expr) -> list[int]:
+    """The buckets holding a row of some frame, ascending (at most one per user)."""
+    ids = pl.concat([f.select(bucket.alias("b")) for f in frames.values()]).unique()
+    return sorted(int(b) for b in ids.drop_nulls().collect(engine=DEFAULT_ENGINE)["b"])
 
 
 def evaluate(
