@@ -198,6 +198,16 @@ def to_polars(frame: Any) -> pl.DataFrame:
     return _to_polars(frame.compute(), "frame")
 
 
+#: pandas' nullable integer dtypes, named as polars names its integer dtypes.
+_NULLABLE_INTEGERS = frozenset(f"{u}Int{b}" for u in ("", "U") for b in (8, 16, 32, 64))
+
+
 def like(frame: Any, result: pl.DataFrame) -> Any:
-    """``result`` as a one-partition dask DataFrame (``frame`` is the caller's input)."""
-    return dd.from_pandas(_to_pandas(result), npartitions=1)
+    """``result`` as a one-partition dask DataFrame (``frame`` is the caller's input).
+
+    Integer columns keep integer dtypes, pandas' nullable ones (``Int64`` for polars'
+    Int64): numpy's int64 has no missing value, so a column with a null (compare's
+    ``n_paired`` on the baseline's rows) would become float64.
+    """
+    integers = {n: str(d) for n, d in result.schema.items() if str(d) in _NULLABLE_INTEGERS}
+    return dd.from_pandas(_to_pandas(result).astype(integers), npartitions=1)
