@@ -8,6 +8,7 @@ that partitioning by user bucket changes nothing (to 1e-12 relative).
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -450,6 +451,45 @@ def test_score_ties_and_key_dtypes(backend: Any) -> None:
     result = fm.evaluate(to_backend(scored, 2), to_backend(truth, 3), **kwargs)
     got = to_polars(result).sort("user")
     assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
+
+
+def test_spark_partitions_follow_the_data_not_the_shuffle_partitions(spark: Any) -> None:
+    # With Spark's default 200 shuffle partitions, 2,320 rows took 36 s: 200 polars runs
+    # of a few rows each. Spark now merges the partitions to its advisory size (64 MB by
+    # default): these few rows are one partition, one polars run.
+    from frame_metrics.distributed.spark import _arrow
+
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "200")
+    try:
+        recs, truth = spark.createDataFrame(_arrow(RECS)), spark.createDataFrame(_arrow(TRUTH))
+        for aggregate in (False, True):
+            result = fm.evaluate(recs, truth, k=2, aggregate=aggregate)
+            assert result.rdd.getNumPartitions() == 1
+            expected = fm.evaluate(RECS, TRUTH, k=2, aggregate=aggregate)
+            got = _sorted(_spark_result(result), aggregate)
+            assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
+        # The session's setting for cached plans is left as it was.
+        assert spark.conf.get(
+            "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", None
+        ) in (None, "false")
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+def test_spark_call_warns_nothing(spark: Any) -> None:
+    # PySpark warns that it does not fully support pandas 3 each time mapInArrow or
+    # applyInArrow builds its UDF (pandas_udf checks the pandas version): four times a call.
+    # Those UDFs exchange Arrow batches; pandas is not involved.
+    from frame_metrics.distributed.spark import _arrow
+
+    recs, truth = spark.createDataFrame(_arrow(RECS)), spark.createDataFrame(_arrow(TRUTH))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        fm.evaluate(recs, truth, k=2, aggregate=True).toArrow()
+        fm.evaluate(recs, truth, k=2, by="model").toArrow()
+        fm.diagnose(recs, truth, k=2)
+    assert [str(w.message) for w in seen] == []
 
 
 _CONNECT_SCRIPT = """
