@@ -280,9 +280,13 @@ def evaluate(
     n_buckets = _buckets(recs, buckets)
     if n_buckets > 1:
         from frame_metrics.distributed import buckets as local
+        from frame_metrics.engine import read_columns
         from frame_metrics.frames import to_lazy
 
-        source = to_lazy(recs, "recs" if truth is not None else "long table")
+        given = {"truth": truth, "catalog": catalog, "train": train}
+        given |= {"item_features": item_features, "baseline": baseline}
+        reads = read_columns(_options(locals()), [n for n, f in given.items() if f is not None])
+        source = to_lazy(recs, "recs" if truth is not None else "long table", reads["recs"])
         out = local.evaluate(
             source.lazy,
             truth,

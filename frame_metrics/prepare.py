@@ -8,7 +8,7 @@ dropping them first is what keeps evaluation cheap on long recommendation lists.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 
 import polars as pl
@@ -178,8 +178,10 @@ def _likely_by(recs: pl.LazyFrame, key: list[str], roles: set[str]) -> str:
 
     A frame of several models stacked and evaluated without ``by="model"`` repeats
     every (user, item) a model shares with another. Runs only when the check failed.
+    A column of dtype Null (no values) tells no rows apart.
     """
-    others = [n for n in recs.collect_schema().names() if n not in roles]
+    schema = recs.collect_schema()
+    others = [n for n, d in schema.items() if n not in roles and not isinstance(d, pl.Null)]
     if not others:
         return ""
     repeated = recs.filter(pl.struct(key).is_duplicated())
@@ -213,6 +215,7 @@ def prepare(
     groups: pl.DataFrame | None = None,
     gains: Collection[str] = ("linear",),
     row_order: bool = False,
+    every_column: Callable[[], pl.LazyFrame] | None = None,
 ) -> Prepared:
     """Build the long table from recommendations and truth, or from a long table alone.
 
@@ -221,7 +224,9 @@ def prepare(
     and the like) then have relevance 0 everywhere. ``groups``: the distinct values of
     the ``by`` columns truth lacks, when known beforehand (one partition of a larger run).
     ``max_k``: the depth to read (``None``: whole lists); ``gains``: see
-    :func:`relevance_checks`; ``row_order``: keep the input row number for ties="input".
+    :func:`relevance_checks`; ``row_order``: keep the input row number for ties="input";
+    ``every_column``: recs with the columns the call does not read (converted only for
+    the hint of a failed duplicate check), when ``recs`` lacks them.
     """
     if truth is None:
         return _prepare_long(
@@ -244,6 +249,7 @@ def prepare(
         known_groups=groups,
         gains=gains,
         row_order=row_order,
+        every_column=every_column,
     )
 
 
@@ -259,10 +265,13 @@ def _prepare_pair(
     known_groups: pl.DataFrame | None,
     gains: Collection[str],
     row_order: bool,
+    every_column: Callable[[], pl.LazyFrame] | None,
 ) -> Prepared:
     c = columns
     order_col = c.score if c.score is not None else c.rank
     rs = _require(recs, "recs", [*c.keys, c.item, order_col])
+    # The hint of a failed duplicate check looks at every column of recs.
+    hint_rows: Callable[[], pl.LazyFrame] = (lambda: recs) if every_column is None else every_column
     truth_by = [b for b in c.by if b in truth.collect_schema()]
     ts = _require(truth, "truth", [*c.user, *truth_by, c.item, c.relevance])
     if c.score is not None:
@@ -328,13 +337,13 @@ def _prepare_pair(
         if options.on_duplicate == "error":
             check = duplicate_check([*keys, item], "(user, item) pair", _dedup_hint("best-ranked"))
             dup_checks.append(
-                replace(check, explain=lambda: _likely_by(recs, [*keys, item], roles))
+                replace(check, explain=lambda: _likely_by(hint_rows(), [*keys, item], roles))
             )
         rank_checks = []
         if c.score is None:
             check = duplicate_check([*keys, c.rank], "rank within a user", "", often_sorted=True)
             rank_key = [*keys, c.rank]
-            rank_checks = [replace(check, explain=lambda: _likely_by(recs, rank_key, roles))]
+            rank_checks = [replace(check, explain=lambda: _likely_by(hint_rows(), rank_key, roles))]
         show_recs = [*keys, item, order_col]
         # Score-ranked duplicates are looked for among the ranked rows, which carry no score.
         show_dups = [*keys, item] if c.score is not None else show_recs

@@ -21,7 +21,7 @@ from typing import Any
 import polars as pl
 
 from frame_metrics.distributed import core
-from frame_metrics.engine import DEFAULT_ENGINE
+from frame_metrics.engine import DEFAULT_ENGINE, read_columns
 from frame_metrics.frames import to_lazy
 from frame_metrics.progress import Progress
 
@@ -97,13 +97,15 @@ def evaluate(
     **options: Any,
 ) -> pl.DataFrame:
     """:func:`frame_metrics.evaluate` over ``buckets`` buckets of users, one after another."""
-    given = {"recs": recs, "truth": truth, "train": train, "baseline": baseline}
-    frames = {name: to_lazy(f, name).lazy for name, f in given.items() if f is not None}
-    broadcast = {
-        name: to_lazy(f, name).lazy.collect()
-        for name, f in {"catalog": catalog, "item_features": item_features}.items()
-        if f is not None
-    }
+    keyed = {"recs": recs, "truth": truth, "train": train, "baseline": baseline}
+    keyed = {name: f for name, f in keyed.items() if f is not None}
+    items = {"catalog": catalog, "item_features": item_features}
+    items = {name: f for name, f in items.items() if f is not None}
+    # The frames keyed by user are read bucket by bucket: only the columns the call
+    # reads are converted (the item tables are small, and read whole).
+    reads = read_columns(options, [*keyed, *items])
+    frames = {name: to_lazy(f, name, reads[name]).lazy for name, f in keyed.items()}
+    broadcast = {name: to_lazy(f, name).lazy.collect() for name, f in items.items()}
     raw = {name: f.collect_schema() for name, f in frames.items()}
     job = core.unified_job(raw, broadcast, options, aggregate)
     schemas = dict(job.schemas)
@@ -144,7 +146,7 @@ def evaluate(
         return typed["recs"].select(cols).unique().collect(engine=DEFAULT_ENGINE)
 
     def has_recs() -> bool:
-        return typed["recs"].head(1).collect().height > 0
+        return typed["recs"].select(job.user).head(1).collect().height > 0
 
     shared = core.global_tables(job, collect, distinct, has_recs=has_recs, validate=validate)
     job = core.Job(options, aggregate, schemas, broadcast, shared)
