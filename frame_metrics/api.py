@@ -223,7 +223,8 @@ def evaluate(
         LazyFrame ``recs`` (counted from parquet metadata), else one. With more than one
         bucket the work is done when ``evaluate`` is called, even for a LazyFrame; a
         single integer user column is split into id ranges (files written in user order
-        are read once in all), other keys by a hash (each bucket reads every row).
+        are read once in all), other keys by a hash (each bucket reads every row); only
+        buckets holding a user are evaluated, so never more than the users.
         Per-user values and means are the one-pass values, to the bit.
     progress
         Show a progress bar over the buckets (on stderr, or tqdm's when installed) once
@@ -305,9 +306,13 @@ def evaluate(
     n_buckets = _buckets(recs, buckets)
     if n_buckets > 1:
         from frame_metrics.distributed import buckets as local
+        from frame_metrics.engine import read_columns
         from frame_metrics.frames import to_lazy
 
-        source = to_lazy(recs, "recs" if truth is not None else "long table")
+        given = {"truth": truth, "catalog": catalog, "train": train}
+        given |= {"item_features": item_features, "baseline": baseline}
+        reads = read_columns(_options(locals()), [n for n, f in given.items() if f is not None])
+        source = to_lazy(recs, "recs" if truth is not None else "long table", reads["recs"])
         out = local.evaluate(
             source.lazy,
             truth,

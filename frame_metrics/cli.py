@@ -263,10 +263,26 @@ def _add_evaluate(commands: argparse._SubParsersAction[_Parser]) -> None:
 
 
 def _buckets_option(text: str) -> int | str:
-    """``--buckets``: ``auto`` or a positive integer."""
+    """``--buckets``: ``auto`` or a positive integer, judged here so the error names the option.
+
+    Examples
+    --------
+    >>> _buckets_option("Auto"), _buckets_option("8")
+    ('auto', 8)
+    >>> _buckets_option("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected a positive integer or auto, got '0'
+    """
     if text.strip().lower() == "auto":
         return "auto"
-    return _integer(text)
+    try:
+        buckets = int(text)
+    except ValueError:
+        buckets = 0
+    if buckets < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or auto, got {text!r}")
+    return buckets
 
 
 def _add_input_options(p: argparse.ArgumentParser) -> None:

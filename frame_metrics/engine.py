@@ -7,7 +7,7 @@ second ``group_by(by)`` on top of it, in the same plan.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -77,7 +77,16 @@ from frame_metrics.validation import Check, CheckedFrame, null_checks, run_check
 if TYPE_CHECKING:
     from polars._typing import EngineType
 
-__all__ = ["DEFAULT_ENGINE", "Plan", "Request", "diagnose", "evaluate", "unseen_items"]
+__all__ = [
+    "DEFAULT_ENGINE",
+    "Plan",
+    "Request",
+    "diagnose",
+    "evaluate",
+    "query",
+    "read_columns",
+    "unseen_items",
+]
 
 #: The polars engine of the final collect; ``bench/ranking.py`` measures both.
 DEFAULT_ENGINE: EngineType = "streaming"
@@ -156,9 +165,17 @@ class Request:
                 "score: expected None for a long table (it carries ranks), got "
                 f"{score!r}; pass truth= to rank recommendations by score"
             )
-        self.source: Source = to_lazy(recs, "recs" if truth is not None else "long table")
-        self.truth: Source | None = None if truth is None else to_lazy(truth, "truth")
-        extras = {name: to_lazy(frame, name) for name, frame in given.items() if frame is not None}
+        label = "recs" if truth is not None else "long table"
+        reads = self.reads(long_table=truth is None)
+        self.source: Source = to_lazy(recs, label, reads["recs"])
+        self.truth: Source | None = (
+            None if truth is None else to_lazy(truth, "truth", reads["truth"])
+        )
+        extras = {
+            name: to_lazy(frame, name, reads[name])
+            for name, frame in given.items()
+            if frame is not None
+        }
         self.float_keys: list[FloatKey] = []
         extras = self._type_inputs(extras)
         self.extras: dict[str, ExtraFrame] = {
@@ -169,6 +186,30 @@ class Request:
         self.global_tables = global_tables
         if not validate:
             self.float_keys = []
+
+    def reads(self, *, long_table: bool) -> dict[str, set[str]]:
+        """The columns the call reads of each frame, by role: only those are converted.
+
+        Each ``by`` column in every frame (a frame may lack it); the rank or score column
+        in recs and the baseline; relevance in truth (in recs for a long table);
+        prediction only for rating metrics; features only in item_features.
+        """
+        c = self.columns
+        keys = {*c.by, *c.user, c.item}
+        order = {c.score if c.score is not None else c.rank}
+        recs = keys | order
+        if long_table:
+            recs |= {c.rank, c.relevance}
+        if "rating" in self.families():
+            recs.add(c.prediction)
+        return {
+            "recs": recs,
+            "truth": keys | {c.relevance},
+            "train": keys,
+            "baseline": keys | order,
+            "catalog": {*c.by, c.item},
+            "item_features": {*c.by, c.item, c.features},
+        }
 
     def _check_metric_options(self, long_table: bool, scored: bool) -> None:
         """Options a metric's input cannot honour, refused before any pass over the data."""
@@ -325,6 +366,7 @@ class Request:
             gains=self.gains,
             largest_relevance=self.largest_relevance,
             row_order=any(o.ties == "input" for o in self.all_options),
+            every_column=self.source.every_column,
         )
 
     @property
@@ -837,13 +879,42 @@ class Plan:
         return out.sort(by) if by else out
 
 
-def evaluate(request: Request, *, aggregate: bool) -> Any:
-    """Run the request and give the result back in the caller's frame kind.
+def read_columns(options: Mapping[str, Any], given: Collection[str]) -> dict[str, set[str]]:
+    """The columns a call reads of each frame (:meth:`Request.reads`), before any is read.
 
-    The input checks run first; for eager input they are collected in the same batch as
-    the result, so both share one pass over the data and nothing is returned unless
-    every check passed. A LazyFrame stays lazy: its checks run now, its metrics when
-    the caller collects.
+    ``options``: evaluate's metric and column keywords, all of them; ``given``: the
+    names of the other frames passed (``"truth"``, ``"train"``, ...).
+
+    Examples
+    --------
+    >>> names = dict(user="user", item="item", rank="rank", relevance="relevance",
+    ...              prediction="prediction", features="features", by=None)
+    >>> reads = read_columns({"metrics": "ndcg@5", "k": None, "score": "s", **names}, ["truth"])
+    >>> sorted(reads["recs"]), sorted(reads["truth"])
+    (['item', 's', 'user'], ['item', 'relevance', 'user'])
+    """
+    empty = pl.DataFrame()
+    extras = {name: empty if name in given else None for name in EXTRA_INPUTS}
+    request = Request(
+        empty,
+        empty if "truth" in given else None,
+        catalog=extras["catalog"],
+        train=extras["train"],
+        item_features=extras["item_features"],
+        baseline=extras["baseline"],
+        validate=False,
+        **options,
+    )
+    return request.reads(long_table="truth" not in given)
+
+
+def query(request: Request, *, aggregate: bool) -> tuple[Plan, pl.LazyFrame]:
+    """The plan of a request and its result query, not run.
+
+    Every check of names, roles and dtypes (a missing column, a column in two roles, a
+    corpus metric per user) raises here, from the frames' schemas alone: the Spark, Dask
+    and bucket runners call this on empty frames of their inputs' schemas to raise the
+    same errors before they read any data.
     """
     request.check_call(aggregate=aggregate)
     plan = Plan(request)
@@ -852,6 +923,18 @@ def evaluate(request: Request, *, aggregate: bool) -> Any:
         result = plan.aggregate(per_user)
     else:
         result = per_user.select(*request.columns.keys, *request.metric_columns)
+    return plan, result
+
+
+def evaluate(request: Request, *, aggregate: bool) -> Any:
+    """Run the request and give the result back in the caller's frame kind.
+
+    The input checks run first; for eager input they are collected in the same batch as
+    the result, so both share one pass over the data and nothing is returned unless
+    every check passed. A LazyFrame stays lazy: its checks run now, its metrics when
+    the caller collects.
+    """
+    plan, result = query(request, aggregate=aggregate)
     if plan.first_checks:
         run_checks(plan.first_checks, engine=DEFAULT_ENGINE)
     if request.source.kind == "polars-lazy":

@@ -2,7 +2,11 @@
 
 Libraries the caller never imported are never imported here: pandas and DuckDB are looked
 up in ``sys.modules``, so a polars-only user pays nothing for their support, and pyarrow
-is imported only to give a result back as Arrow.
+is imported only for Arrow input (to read the columns a call needs) and results.
+
+Only the columns a call reads are converted (:func:`to_lazy`): an unused column of a type
+polars cannot read (a DuckDB INTERVAL, an Arrow decimal256) costs nothing and is no error;
+a read one is an error naming the column and its type.
 
 Kinds and what comes back:
 
@@ -31,8 +35,10 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -55,6 +61,10 @@ class Source:
     lazy: pl.LazyFrame
     kind: FrameKind
     arrow_backed: bool = False
+    #: Every column of the caller's frame that converts, converted when called: the
+    #: columns the call does not read are only placeholders in ``lazy``, and an error's
+    #: hint may look at them. None: ``lazy`` holds them all.
+    every_column: Callable[[], pl.LazyFrame] | None = None
 
     def give_back(self, result: pl.DataFrame | pl.LazyFrame) -> Any:
         """Return ``result`` in the kind of frame the caller passed in.
@@ -195,27 +205,197 @@ def _pandas_is_arrow_backed(frame: Any) -> bool:
     return any(type(dtype).__name__ == "ArrowDtype" for dtype in frame.dtypes)
 
 
-def _unreadable(pandas_frame: Any, name: str, exc: Exception) -> str:
-    """Name the pandas column polars could not read (a mixed str/int object column)."""
-    for column in pandas_frame.columns:
-        try:
-            pl.from_pandas(pandas_frame[[column]])
-        except Exception as inner:  # any failure names the column
-            dtype = pandas_frame[column].dtype
-            kinds = sorted({type(v).__name__ for v in pandas_frame[column].head(1000)})
-            return (
-                f"{name}: expected column {column!r} to hold values of one kind, found dtype "
-                f"{dtype} holding {', '.join(kinds)} values ({inner}); convert it first, e.g. "
-                f"df[{column!r}].astype(str)"
-            )
-    return f"{name}: expected columns polars can read from pandas, got an error: {exc}"
+@dataclass(frozen=True)
+class _Columns:
+    """A caller's Arrow, DuckDB or pandas frame, converted some of its columns at a time."""
+
+    #: Every column's type, as the library names it, in the frame's order.
+    types: dict[str, str]
+    #: The named columns as a polars frame (raises what polars raises).
+    convert: Callable[[list[str]], pl.DataFrame]
+    #: What a column that does not convert was expected to be, and what it was.
+    describe: Callable[[str, BaseException], str]
 
 
-def to_lazy(frame: object, name: str) -> Source:
+def _attempt(convert: Callable[[], pl.DataFrame]) -> pl.DataFrame | BaseException:
+    """The converted frame, or what converting it raised."""
+    try:
+        return convert()
+    except Exception as exc:
+        return exc
+    except pl.exceptions.PanicException as exc:
+        # polars panics on some Arrow types (decimal256): a BaseException, caught here,
+        # around the conversion only.
+        return exc
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().split("\n")[0]
+
+
+def _foreign_type(library: str, types: dict[str, str]) -> Callable[[str, BaseException], str]:
+    def describe(column: str, exc: BaseException) -> str:
+        return (
+            f"expected column {column!r} to have a type polars reads, found {library} type "
+            f"{types[column]} (polars: {_first_line(exc)}); cast it first"
+        )
+
+    return describe
+
+
+def _convert(columns: _Columns, name: str, read: list[str]) -> pl.DataFrame:
+    """The ``read`` columns as a polars frame, or an error naming the one that fails."""
+    converted = _attempt(lambda: columns.convert(read))
+    if isinstance(converted, pl.DataFrame):
+        return converted
+    for column in read:
+        alone = _attempt(functools.partial(columns.convert, [column]))
+        if not isinstance(alone, pl.DataFrame):
+            raise InvalidValueError(f"{name}: {columns.describe(column, alone)}") from converted
+    raise InvalidValueError(
+        f"{name}: expected columns polars can read, got an error: {_first_line(converted)}"
+    ) from converted
+
+
+def _not_read(name: str, column: str, found: str) -> pl.Expr:
+    """A column the call does not read: in the schema (messages list it), never converted.
+
+    Reading it is a bug of this package (the call's columns were named wrongly), so it
+    raises rather than give nulls.
+    """
+
+    def refuse(_: pl.Series) -> pl.Series:
+        raise RuntimeError(
+            f"{name}: column {column!r} ({found}) was read but not converted; please report "
+            "this bug of frame_metrics"
+        )
+
+    return pl.lit(None, pl.Null).map_batches(refuse, return_dtype=pl.Null).alias(column)
+
+
+def _read(
+    columns: _Columns,
+    name: str,
+    kind: FrameKind,
+    wanted: Collection[str] | None,
+    arrow_backed: bool = False,
+) -> Source:
+    """The columns of ``wanted`` (all with None) converted, the others placeholders."""
+    names = list(columns.types)
+    read = names if wanted is None else [n for n in names if n in wanted]
+    frame = _convert(columns, name, read)
+    unread = [n for n in names if n not in frame.columns]
+    if not unread:
+        return Source(frame.lazy(), kind, arrow_backed)
+    lazy = frame.lazy().with_columns(_not_read(name, n, columns.types[n]) for n in unread)
+    lazy = lazy.select(names)
+
+    def every_column() -> pl.LazyFrame:
+        # One conversion of every column that converts alone, so that rows align (a
+        # DuckDB query may give its rows in another order when run again).
+        fine = [
+            n
+            for n in names
+            if n in frame.columns
+            or isinstance(_attempt(functools.partial(columns.convert, [n])), pl.DataFrame)
+        ]
+        whole = _attempt(lambda: columns.convert(fine))
+        return whole.lazy() if isinstance(whole, pl.DataFrame) else frame.lazy()
+
+    return Source(lazy, kind, arrow_backed, every_column)
+
+
+def _arrow_columns(table: Any) -> _Columns:
+    types = {field.name: str(field.type) for field in table.schema}
+
+    def convert(names: list[str]) -> pl.DataFrame:
+        return pl.DataFrame(table.select(names))
+
+    return _Columns(types, convert, _foreign_type("Arrow", types))
+
+
+def _arrow_table(stream: Any) -> Any:
+    """``stream`` as a pyarrow Table (read here, once), or None without pyarrow.
+
+    None too for a stream pyarrow does not read as a table, which polars then names.
+    """
+    try:
+        pa = importlib.import_module("pyarrow")
+    except ImportError:
+        return None
+    if isinstance(stream, pa.Table):
+        return stream
+    try:
+        return pa.table(stream)
+    except Exception:  # not a stream of rows (a chunked array): polars says so below
+        return None
+
+
+def _duckdb_columns(relation: Any) -> _Columns:
+    types = {str(c): str(t) for c, t in zip(relation.columns, relation.types, strict=True)}
+
+    def convert(names: list[str]) -> pl.DataFrame:
+        if not names:
+            return pl.DataFrame()
+        # A projection: DuckDB computes only these columns.
+        quoted = ", ".join('"' + n.replace('"', '""') + '"' for n in names)
+        out = relation.project(quoted).pl()
+        assert isinstance(out, pl.DataFrame)
+        return out
+
+    return _Columns(types, convert, _foreign_type("DuckDB", types))
+
+
+def _pandas_columns(frame: Any, include_index: bool) -> _Columns:
+    """A pandas frame's columns, named index levels first when they count as columns."""
+    index = [str(n) for n in frame.index.names if n is not None] if include_index else []
+    types = {n: "index" for n in index} | {str(c): str(d) for c, d in frame.dtypes.items()}
+
+    def convert(names: list[str]) -> pl.DataFrame:
+        wanted = set(names)
+        part = frame[[c for c in frame.columns if str(c) in wanted]]
+        with_index = bool(wanted & set(index))
+        out = pl.from_pandas(part, include_index=with_index)
+        assert isinstance(out, pl.DataFrame)
+        if out.height == 0:
+            # An empty object column (pd.DataFrame(columns=[...])) holds no value of any
+            # dtype; polars reads it as String, which would refuse empty integer ids.
+            objects = [str(n) for n, d in part.dtypes.items() if str(d) == "object"]
+            out = out.with_columns(pl.col(objects).cast(pl.Null))
+        return out
+
+    def describe(column: str, exc: BaseException) -> str:
+        """A pandas column polars could not read: a mixed str/int object column."""
+        values = frame[column] if column in frame.columns else frame.index.to_series()
+        kinds = sorted({type(v).__name__ for v in values.head(1000)})
+        return (
+            f"expected column {column!r} to hold values of one kind, found dtype "
+            f"{values.dtype} holding {', '.join(kinds)} values ({exc}); convert it first, "
+            f"e.g. df[{column!r}].astype(str)"
+        )
+
+    return _Columns(types, convert, describe)
+
+
+def _distinct_names(names: list[str], name: str) -> None:
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise InvalidValueError(
+            f"{name}: expected distinct column names, found {', '.join(map(repr, repeated))} "
+            "more than once"
+        )
+
+
+def to_lazy(frame: object, name: str, columns: Collection[str] | None = None) -> Source:
     """Convert a supported frame to a :class:`Source` holding a ``LazyFrame``.
 
     Arrow input is read here, once (a stream such as a RecordBatchReader can be read only
     once); a DuckDB relation runs its query here, once.
+
+    ``columns``: the columns the call reads (None: all). Of an Arrow, DuckDB or pandas
+    frame only those are converted (a DuckDB relation computes only those); the others
+    stay in the schema, so that messages list every column, as placeholders never read.
+    A column that is read and does not convert is an error naming it and its type.
 
     Examples
     --------
@@ -229,6 +409,18 @@ def to_lazy(frame: object, name: str) -> Source:
     Traceback (most recent call last):
     ...
     frame_metrics.errors.InvalidValueError: recs: expected an Arrow stream of table rows (columns in a struct), got an error from polars: ...
+
+    An unused column of a type polars cannot read is left alone; a used one is named:
+
+    >>> import decimal
+    >>> wide = table.append_column(
+    ...     "price", pa.array([decimal.Decimal("1.5"), None], pa.decimal256(50, 2)))
+    >>> to_lazy(wide, "recs", ["user", "item"]).lazy.select("user", "item").collect().rows()
+    [(1, 'a'), (2, 'b')]
+    >>> to_lazy(wide, "recs", ["user", "price"])
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidValueError: recs: expected column 'price' to have a type polars reads, found Arrow type decimal256(50, 2) (polars: ...); cast it first
     """
     kind = kind_of(frame)
     if kind == "polars":
@@ -238,40 +430,27 @@ def to_lazy(frame: object, name: str) -> Source:
         assert isinstance(frame, pl.LazyFrame)
         return Source(frame, kind)
     if kind == "arrow":
-        stream: Any = frame  # any object with __arrow_c_stream__
-        try:
-            converted = pl.DataFrame(stream)
-        except Exception as exc:  # a stream of something other than table rows
+        table = _arrow_table(frame)
+        if table is not None:
+            _distinct_names(table.column_names, name)
+            return _read(_arrow_columns(table), name, kind, columns)
+        stream: Any = frame  # any object with __arrow_c_stream__, without pyarrow
+        converted = _attempt(lambda: pl.DataFrame(stream))
+        if not isinstance(converted, pl.DataFrame):  # a stream of something other than rows
             raise InvalidValueError(
                 f"{name}: expected an Arrow stream of table rows (columns in a struct), got "
-                f"an error from polars: {exc}"
-            ) from exc
+                f"an error from polars: {_first_line(converted)}"
+            ) from converted
         return Source(converted.lazy(), kind)
     if kind == "duckdb":
         relation: Any = frame  # duckdb is not imported here, so not typed either
-        result = relation.pl()
-        assert isinstance(result, pl.DataFrame)
-        return Source(result.lazy(), kind)
+        _distinct_names([str(c) for c in relation.columns], name)
+        return _read(_duckdb_columns(relation), name, kind, columns)
     # Named index levels (``df.set_index("user")``, a groupby result) are columns to a
     # caller; an unnamed RangeIndex is not, and polars leaves it out.
     pandas_frame: Any = frame  # pandas is not imported here, so not typed either
     index_names = {n for n in pandas_frame.index.names if n is not None}
     include_index = bool(index_names) and not index_names & set(pandas_frame.columns)
-    names = [str(c) for c in pandas_frame.columns]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise InvalidValueError(
-            f"{name}: expected distinct column names, found {', '.join(map(repr, repeated))} "
-            "more than once"
-        )
-    try:
-        converted = pl.from_pandas(frame, include_index=include_index)  # type: ignore[call-overload]
-    except Exception as exc:
-        raise InvalidValueError(_unreadable(pandas_frame, name, exc)) from exc
-    assert isinstance(converted, pl.DataFrame)
-    if converted.height == 0:
-        # An empty object column (pd.DataFrame(columns=[...])) holds no value of any
-        # dtype; polars reads it as String, which would refuse empty integer ids.
-        objects = [str(n) for n, d in pandas_frame.dtypes.items() if str(d) == "object"]
-        converted = converted.with_columns(pl.col(objects).cast(pl.Null))
-    return Source(converted.lazy(), kind, arrow_backed=_pandas_is_arrow_backed(frame))
+    _distinct_names([str(c) for c in pandas_frame.columns], name)
+    arrow_backed = _pandas_is_arrow_backed(frame)
+    return _read(_pandas_columns(pandas_frame, include_index), name, kind, columns, arrow_backed)

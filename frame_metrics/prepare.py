@@ -8,7 +8,7 @@ dropping them first is what keeps evaluation cheap on long recommendation lists.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -199,10 +199,11 @@ def _likely_by(recs: pl.LazyFrame, key: list[str], roles: set[str]) -> Parts:
     A frame of several models stacked and evaluated without ``by="model"`` repeats
     every (user, item) a model shares with another. Runs only when the check failed.
     The columns come best first: a ``by`` column groups rows, so few values beat many
-    (a model column, not a request id), and a float (a score) is never proposed.
+    (a model column, not a request id), and a float (a score) is never proposed. A
+    column of dtype Null (no values) tells no rows apart.
     """
     schema = recs.collect_schema()
-    others = [n for n in schema.names() if n not in roles]
+    others = [n for n, d in schema.items() if n not in roles and not isinstance(d, pl.Null)]
     if not others:
         return ()
     # Rows with a null key repeat none (a long table's unranked truth rows).
@@ -269,6 +270,7 @@ def prepare(
     gains: Collection[str] = ("linear",),
     largest_relevance: float | None = None,
     row_order: bool = False,
+    every_column: Callable[[], pl.LazyFrame] | None = None,
 ) -> Prepared:
     """Build the long table from recommendations and truth, or from a long table alone.
 
@@ -278,7 +280,9 @@ def prepare(
     the ``by`` columns truth lacks, when known beforehand (one partition of a larger run).
     ``max_k``: the depth to read (``None``: whole lists); ``gains`` and
     ``largest_relevance``: see :func:`relevance_checks`; ``row_order``: keep the input row
-    number for ties="input".
+    number for ties="input"; ``every_column``: recs with the columns the call does not
+    read (converted only for the hint of a failed duplicate check), when ``recs`` lacks
+    them.
     """
     if truth is None:
         return _prepare_long(
@@ -290,6 +294,7 @@ def prepare(
             needs_relevance=needs_relevance,
             gains=gains,
             largest_relevance=largest_relevance,
+            every_column=every_column,
         )
     return _prepare_pair(
         recs,
@@ -303,6 +308,7 @@ def prepare(
         gains=gains,
         largest_relevance=largest_relevance,
         row_order=row_order,
+        every_column=every_column,
     )
 
 
@@ -319,10 +325,13 @@ def _prepare_pair(
     gains: Collection[str],
     largest_relevance: float | None,
     row_order: bool,
+    every_column: Callable[[], pl.LazyFrame] | None,
 ) -> Prepared:
     c = columns
     order_col = c.score if c.score is not None else c.rank
     rs = _require(recs, "recs", [*c.keys, c.item, order_col])
+    # The hint of a failed duplicate check looks at every column of recs.
+    hint_rows: Callable[[], pl.LazyFrame] = (lambda: recs) if every_column is None else every_column
     truth_by = [b for b in c.by if b in truth.collect_schema()]
     ts = _require(truth, "truth", [*c.user, *truth_by, c.item, c.relevance])
     if c.score is not None:
@@ -392,13 +401,13 @@ def _prepare_pair(
         if options.on_duplicate == "error":
             check = duplicate_check([*keys, item], "(user, item) pair", _dedup_hint("best-ranked"))
             dup_checks.append(
-                replace(check, explain=lambda: _likely_by(recs, [*keys, item], roles))
+                replace(check, explain=lambda: _likely_by(hint_rows(), [*keys, item], roles))
             )
         rank_checks = []
         if c.score is None:
             check = duplicate_check([*keys, c.rank], "rank within a user", "", often_sorted=True)
             rank_key = [*keys, c.rank]
-            rank_checks = [replace(check, explain=lambda: _likely_by(recs, rank_key, roles))]
+            rank_checks = [replace(check, explain=lambda: _likely_by(hint_rows(), rank_key, roles))]
         show_recs = [*keys, item, order_col]
         # Score-ranked duplicates are looked for among the ranked rows, which carry no score.
         show_dups = [*keys, item] if c.score is not None else show_recs
@@ -594,6 +603,7 @@ def _prepare_long(
     needs_relevance: bool,
     gains: Collection[str],
     largest_relevance: float | None,
+    every_column: Callable[[], pl.LazyFrame] | None,
 ) -> Prepared:
     c = columns
     keys, item = c.keys, c.item
@@ -625,10 +635,16 @@ def _prepare_long(
         roles = {*keys, item, c.rank, c.relevance}
         rank_key, pair_key = [*keys, c.rank], [*keys, item]
         rank_check = duplicate_check(rank_key, "rank within a user", often_sorted=True)
-        checks.append(replace(rank_check, explain=partial(_likely_by, long, rank_key, roles)))
+        # The hint reads the columns the call does not (converted only now it failed).
+        hint_rows: Callable[[], pl.LazyFrame] = (
+            (lambda: long) if every_column is None else every_column
+        )
+        checks.append(replace(rank_check, explain=lambda: _likely_by(hint_rows(), rank_key, roles)))
         if options.on_duplicate == "error":
             pair_check = duplicate_check(pair_key, "(user, item) pair", _dedup_hint("best-ranked"))
-            checks.append(replace(pair_check, explain=partial(_likely_by, long, pair_key, roles)))
+            checks.append(
+                replace(pair_check, explain=lambda: _likely_by(hint_rows(), pair_key, roles))
+            )
         checked = [CheckedFrame("long table", long, checks, [*keys, item, c.rank, c.relevance])]
     rows = long.select(
         *keys,

@@ -8,17 +8,26 @@ pyarrow and ids that Arrow cannot hold. Expected values are the arithmetic by ha
 
 from __future__ import annotations
 
+import decimal
+import re
 import subprocess
 import sys
 from typing import Any
 
 import duckdb
+import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
 
 import frame_metrics as fm
-from frame_metrics.errors import InvalidOptionError, InvalidValueError, MissingDependencyError
+from frame_metrics.errors import (
+    DuplicateRowsError,
+    InvalidOptionError,
+    InvalidValueError,
+    MissingColumnsError,
+    MissingDependencyError,
+)
 
 RECS = pl.DataFrame(
     {"user": [1, 1, 1, 2, 2], "item": ["a", "b", "c", "a", "d"], "rank": [1, 2, 3, 1, 2]}
@@ -199,3 +208,75 @@ def test_a_series_is_not_a_frame() -> None:
 def test_a_stream_of_non_rows_is_named() -> None:
     with pytest.raises(InvalidValueError, match=r"^truth: expected an Arrow stream of table rows"):
         fm.evaluate(RECS, pa.chunked_array([[1, 2]]), k=2)
+
+
+# Columns the call never reads are never converted: a DuckDB INTERVAL or an Arrow
+# decimal256 (polars reads neither: an error, or a panic) may sit beside the ones read.
+_INTERVAL_SQL = f'select *, interval (t."rank") day as "wait" from ({RECS_SQL}) as t'
+
+
+def _with_decimal256(frame: pl.DataFrame, name: str = "price") -> pa.Table:
+    values = pa.array([decimal.Decimal(i) / 4 for i in range(frame.height)], pa.decimal256(50, 2))
+    return frame.to_arrow().append_column(name, values)
+
+
+@pytest.mark.parametrize("buckets", [None, 2], ids=["one-pass", "buckets"])
+@pytest.mark.parametrize("kind", ["duckdb-interval", "arrow-decimal256"])
+def test_unread_columns_of_unreadable_types_are_left_alone(kind: str, buckets: int | None) -> None:
+    recs: Any = duckdb.sql(_INTERVAL_SQL) if kind == "duckdb-interval" else _with_decimal256(RECS)
+    truth = _with_decimal256(TRUTH, "weight")  # an unread truth column too
+    out = fm.evaluate(recs, truth, metrics=METRICS, k=2, buckets=buckets)
+    rows = (
+        out.fetchall()
+        if kind == "duckdb-interval"
+        else list(zip(*out.to_pydict().values(), strict=True))
+    )
+    assert rows == list(zip(*EXPECTED.values(), strict=True))
+
+
+def test_unread_pandas_column_polars_cannot_read_is_left_alone() -> None:
+    recs = RECS.to_pandas()
+    recs["note"] = pd.Series(["fine", 3, "x", 4.5, None], dtype=object)  # mixed kinds
+    out = fm.evaluate(recs, TRUTH.to_pandas(), metrics=METRICS, k=2)
+    assert out.to_dict("list") == EXPECTED
+
+
+def test_a_missing_column_lists_the_unread_ones() -> None:
+    message = (
+        "recs: expected column 'usr' (did you mean 'user'?), not found; available columns: "
+        "'user', 'item', 'rank', 'wait'"
+    )
+    with pytest.raises(MissingColumnsError, match=f"^{re.escape(message)}$"):
+        fm.evaluate(duckdb.sql(_INTERVAL_SQL), TRUTH, k=2, user="usr")
+
+
+@pytest.mark.parametrize(
+    ("recs", "found"),
+    [
+        (
+            lambda: duckdb.sql(_INTERVAL_SQL.replace('as "wait"', 'as "score"')),
+            "DuckDB type INTERVAL",
+        ),
+        (lambda: _with_decimal256(RECS, "score"), "Arrow type decimal256(50, 2)"),
+    ],
+    ids=["duckdb-interval", "arrow-decimal256"],
+)
+def test_a_read_column_polars_cannot_read_is_named(recs: Any, found: str) -> None:
+    # The panic (a BaseException) and polars' ComputeError become one error class.
+    head = f"recs: expected column 'score' to have a type polars reads, found {found} (polars: "
+    with pytest.raises(InvalidValueError, match=f"^{re.escape(head)}.+\\); cast it first$"):
+        fm.evaluate(recs(), TRUTH, k=2, score="score")
+
+
+def test_the_duplicate_hint_still_sees_the_unread_columns() -> None:
+    # Two models stacked without by=: the hint names the column telling them apart,
+    # though the call converted neither it nor the decimal256 column. Within k=2 each
+    # model has 4 (user, rank) rows, each repeated by the other model: 8 rows.
+    stacked = pl.concat([RECS.with_columns(model=pl.lit(m)) for m in ("x", "y")])
+    message = (
+        "recs: expected one row per rank within a user, found 8 rows that repeat one, "
+        "e.g. user=1, item='a', rank=1; the rows differ in column(s) 'model': if they hold "
+        "several models or segments, pass by='model'"
+    )
+    with pytest.raises(DuplicateRowsError, match=f"^{re.escape(message)}$"):
+        fm.evaluate(_with_decimal256(stacked), TRUTH, k=2)

@@ -6,6 +6,8 @@ spec and the peers by the rest of the suite): per-user values equal, means to 1e
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
@@ -15,10 +17,17 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import frame_metrics as fm
-from frame_metrics.errors import DuplicateRowsError, InvalidOptionError, Keyword
+from frame_metrics.errors import (
+    DuplicateRowsError,
+    FrameMetricsError,
+    InvalidOptionError,
+    InvalidValueError,
+    Keyword,
+)
 from frame_metrics.progress import Progress
 from tests.test_distributed import (
     CASES,
+    NAME_CASES,
     NAMED,
     NAMED_COLUMNS,
     RECS,
@@ -27,6 +36,8 @@ from tests.test_distributed import (
     _sorted,
     _tables,
 )
+from tests.test_errors import RECS as ERROR_RECS
+from tests.test_errors import TRUTH as ERROR_TRUTH
 
 
 def _as_text(frame: pl.DataFrame) -> pl.DataFrame:
@@ -77,10 +88,83 @@ def test_same_error() -> None:
     assert Keyword("on_duplicate", "first") in single.value.parts
 
 
+@pytest.mark.parametrize("keys", ["int-ranges", "text-hash"])
+@pytest.mark.parametrize(
+    ("change_recs", "change_truth", "kwargs", "error", "message"),
+    [pytest.param(*case[1:], id=case[0]) for case in NAME_CASES],
+)
+def test_same_error_for_names_and_options(
+    change_recs: Callable[[pl.DataFrame], pl.DataFrame],
+    change_truth: Callable[[pl.DataFrame], pl.DataFrame],
+    kwargs: dict[str, Any],
+    error: type[FrameMetricsError],
+    message: str,
+    keys: str,
+) -> None:
+    # The one-pass class and message, whichever way the users are split (a missing user
+    # column was a KeyError from the bucket filters).
+    recs, truth = change_recs(ERROR_RECS), change_truth(ERROR_TRUTH)
+    if keys == "text-hash":  # text ids wherever the key is (the messages show no dtype)
+        user = kwargs.get("user", "user")
+        recs, truth = (
+            f.with_columns(pl.col(user).cast(pl.String)) if user in f.columns else f
+            for f in (recs, truth)
+        )
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        fm.evaluate(recs.lazy(), truth, buckets=2, **{"k": 2, **kwargs})
+
+
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "many"])
 def test_bad_buckets(bad: object) -> None:
     with pytest.raises(InvalidOptionError, match="buckets: expected a positive integer"):
         fm.evaluate(RECS, TRUTH, k=2, buckets=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("keys", ["int-ranges", "text-hash"])
+def test_no_more_buckets_than_users(keys: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two users far apart: 200 id ranges (or hash values) of which at most two hold a
+    # user. Each bucket evaluated is one pass over the inputs, so an empty one is waste.
+    from frame_metrics.distributed import core
+
+    recs = pl.DataFrame({"user": [1, 1, 10**6], "item": ["a", "b", "a"], "rank": [1, 2, 1]})
+    truth = pl.DataFrame({"user": [1, 10**6], "item": ["b", "a"], "relevance": [1, 1]})
+    if keys == "text-hash":
+        recs, truth = _as_text(recs), _as_text(truth)
+    evaluated = []
+    one_bucket = core.partition_checked_result
+
+    def counted(frames: Any, job: core.Job) -> pl.DataFrame:
+        evaluated.append(frames)
+        return one_bucket(frames, job)
+
+    monkeypatch.setattr(core, "partition_checked_result", counted)
+    result = fm.evaluate(recs.lazy(), truth, k=2, buckets=200).collect()
+    assert 1 <= len(evaluated) <= 2  # the number of distinct users
+    assert_frame_equal(result, fm.evaluate(recs, truth, k=2))
+
+
+def test_a_billion_buckets_for_two_users_return() -> None:
+    # A Python loop over every requested bucket never returned.
+    recs = pl.DataFrame({"user": [1, 2], "item": ["a", "a"], "rank": [1, 1]})
+    truth = pl.DataFrame({"user": [1, 2], "item": ["a", "b"], "relevance": [1, 1]})
+    result = fm.evaluate(recs, truth, metrics="precision@1", buckets=10**9)
+    assert result.rows() == [(1, 1.0), (2, 0.0)]  # user 1's top item is relevant
+
+
+@pytest.mark.parametrize("keys", ["int-ranges", "text-hash"])
+def test_null_user_is_reported_not_dropped(keys: str) -> None:
+    # A null id is in no id range: its rows were left out of every bucket, and so out of
+    # the check that refuses them.
+    recs = pl.DataFrame({"user": [1, None, 2], "item": ["a", "b", "a"], "rank": [1, 1, 1]})
+    truth = pl.DataFrame({"user": [1, 2], "item": ["a", "b"], "relevance": [1, 1]})
+    if keys == "text-hash":
+        recs, truth = _as_text(recs), _as_text(truth)
+    message = (
+        "recs: expected no nulls in key column 'user', found 1 null row(s), e.g. user=None, "
+        "item='b', rank=1"
+    )
+    with pytest.raises(InvalidValueError, match=f"^{re.escape(message)}$"):
+        fm.evaluate(recs.lazy(), truth, k=1, buckets=2)
 
 
 def test_auto_is_one_pass_for_small_inputs() -> None:

@@ -8,6 +8,7 @@ that partitioning by user bucket changes nothing (to 1e-12 relative).
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +19,16 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import frame_metrics as fm
-from frame_metrics.errors import DuplicateRowsError, FrameMetricsError, Keyword
+from frame_metrics.errors import (
+    DuplicateRowsError,
+    FrameMetricsError,
+    InvalidOptionError,
+    Keyword,
+    MissingColumnsError,
+)
+from tests.test_errors import CASES as ERROR_CASES
+from tests.test_errors import RECS as ERROR_RECS
+from tests.test_errors import TRUTH as ERROR_TRUTH
 
 dd = pytest.importorskip("dask.dataframe", reason="the dask extra is part of the dev install")
 
@@ -225,6 +235,55 @@ def test_error_counts_summed_over_partitions(backend: Any) -> None:
     assert "found 5 " in str(spread.value)
 
 
+#: The bad calls of tests/test_errors.py judged from names and options alone: a missing
+#: column, a column in two roles, a bad option.
+NAME_CASES = [c for c in ERROR_CASES if c[4] in (MissingColumnsError, InvalidOptionError)]
+
+
+@pytest.mark.parametrize(
+    ("change_recs", "change_truth", "kwargs", "error", "message"),
+    [pytest.param(*case[1:], id=case[0]) for case in NAME_CASES],
+)
+def test_same_error_for_names_and_options(
+    backend: Any,
+    change_recs: Callable[[pl.DataFrame], pl.DataFrame],
+    change_truth: Callable[[pl.DataFrame], pl.DataFrame],
+    kwargs: dict[str, Any],
+    error: type[FrameMetricsError],
+    message: str,
+) -> None:
+    # The polars engine's class and message (did-you-mean, available columns), before any
+    # column is read (they were a KeyError from the row filter, or a polars error).
+    to_backend, _, _ = backend
+    recs, truth = to_backend(change_recs(ERROR_RECS), 2), to_backend(change_truth(ERROR_TRUTH), 2)
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        fm.evaluate(recs, truth, **{"k": 2, **kwargs})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (
+            {"k": 2, "user": "usr"},
+            "recs: expected column 'usr' (did you mean 'user'?), not found; available "
+            "columns: 'user', 'item', 'rank', 'model'",
+        ),
+        (
+            {"k": 2, "by": "modle"},
+            "recs: expected column 'modle' (did you mean 'model'?), not found; available "
+            "columns: 'user', 'item', 'rank', 'model'",
+        ),
+    ],
+    ids=["user", "by"],
+)
+def test_diagnose_names_a_missing_column(
+    backend: Any, kwargs: dict[str, Any], message: str
+) -> None:
+    to_backend, _, _ = backend
+    with pytest.raises(MissingColumnsError, match=f"^{re.escape(message)}$"):
+        fm.diagnose(to_backend(RECS, 3), to_backend(TRUTH, 2), **kwargs)
+
+
 @st.composite
 def _tables(draw: st.DrawFn) -> tuple[pl.DataFrame, pl.DataFrame]:
     users = draw(st.integers(1, 8))
@@ -268,7 +327,9 @@ def test_compare(backend: Any) -> None:
     expected = fm.compare(RECS, TRUTH, **kwargs)
     result = fm.compare(to_backend(RECS, 3), to_backend(TRUTH, 2), **kwargs)
     assert isinstance(result, kind)
-    assert_frame_equal(to_polars(result), expected, check_dtypes=False, rel_tol=1e-12)
+    # The polars dtypes too: n_paired (null on the baseline's rows) stays an integer
+    # column (it was float64 on Dask).
+    assert_frame_equal(to_polars(result), expected, rel_tol=1e-12)
     # Per-user values already computed there compare the same.
     per_user = fm.evaluate(to_backend(RECS, 3), to_backend(TRUTH, 2), k=2, by="model")
     again = fm.compare(per_user, n_resamples=200, seed=3, progress=False)
@@ -444,6 +505,45 @@ def test_score_ties_and_key_dtypes(backend: Any) -> None:
     assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
 
 
+def test_spark_partitions_follow_the_data_not_the_shuffle_partitions(spark: Any) -> None:
+    # With Spark's default 200 shuffle partitions, 2,320 rows took 36 s: 200 polars runs
+    # of a few rows each. Spark now merges the partitions to its advisory size (64 MB by
+    # default): these few rows are one partition, one polars run.
+    from frame_metrics.distributed.spark import _arrow
+
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "200")
+    try:
+        recs, truth = spark.createDataFrame(_arrow(RECS)), spark.createDataFrame(_arrow(TRUTH))
+        for aggregate in (False, True):
+            result = fm.evaluate(recs, truth, k=2, aggregate=aggregate)
+            assert result.rdd.getNumPartitions() == 1
+            expected = fm.evaluate(RECS, TRUTH, k=2, aggregate=aggregate)
+            got = _sorted(_spark_result(result), aggregate)
+            assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
+        # The session's setting for cached plans is left as it was.
+        assert spark.conf.get(
+            "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", None
+        ) in (None, "false")
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+def test_spark_call_warns_nothing(spark: Any) -> None:
+    # PySpark warns that it does not fully support pandas 3 each time mapInArrow or
+    # applyInArrow builds its UDF (pandas_udf checks the pandas version): four times a call.
+    # Those UDFs exchange Arrow batches; pandas is not involved.
+    from frame_metrics.distributed.spark import _arrow
+
+    recs, truth = spark.createDataFrame(_arrow(RECS)), spark.createDataFrame(_arrow(TRUTH))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        fm.evaluate(recs, truth, k=2, aggregate=True).toArrow()
+        fm.evaluate(recs, truth, k=2, by="model").toArrow()
+        fm.diagnose(recs, truth, k=2)
+    assert [str(w.message) for w in seen] == []
+
+
 _CONNECT_SCRIPT = """
 import polars as pl
 from polars.testing import assert_frame_equal
@@ -540,7 +640,7 @@ SPEC_EXAMPLES: list[tuple[str, dict[int, list[str]], dict[int, dict[str, float]]
     ("2", {1: list("abc")}, {1: {"a": 3, "b": 2, "c": 1, "d": 3, "e": 0, "f": 0}}, {"metrics": ["ndcg"], "k": 3},
      {"ndcg@3": (3 / L2(2) + 2 / L2(3) + 1 / L2(4)) / (3 / L2(2) + 3 / L2(3) + 2 / L2(4))}),
     ("3", {1: list("ABCDE"), 2: list("ACEBD")}, {1: dict.fromkeys("BDZ", 1), 2: dict.fromkeys("BDZ", 1)},
-     {"metrics": ["map"], "k": 5}, {"ap@5": 0.275}),
+     {"metrics": ["map"], "k": 5}, {"map@5": 0.275}),
     ("4", {1: list("abc"), 2: list("def")}, {1: dict.fromkeys("afg", 1), 2: dict.fromkeys("bfc", 1)},
      {"metrics": ["ap@3"], "ap_denominator": "k"}, {"ap@3": ((1 / 1) / 3 + (1 / 3) / 3) / 2}),
     ("5", {1: list("xyr"), 2: list("xr"), 3: list("r")}, {1: {"r": 1}, 2: {"r": 1}, 3: {"r": 1}},

@@ -14,7 +14,6 @@ others); any other key is split by a hash, and each bucket reads every row.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import polars as pl
 
 from frame_metrics.distributed import core
-from frame_metrics.engine import DEFAULT_ENGINE
+from frame_metrics.engine import DEFAULT_ENGINE, read_columns
 from frame_metrics.frames import to_lazy
 from frame_metrics.progress import Progress
 
@@ -50,19 +49,37 @@ def auto_buckets(recs: pl.LazyFrame) -> int:
 def _conditions(
     frames: Mapping[str, pl.LazyFrame], user: list[str], schema: pl.Schema, n: int
 ) -> list[pl.Expr]:
-    """One filter per bucket, covering every user of every frame exactly once."""
+    """One filter per bucket that holds a user, covering every row of every frame once.
+
+    Of the ``n`` buckets asked for, only those holding a user get a filter (each is one
+    pass over the inputs), found in one pass over the user columns: never more than the
+    distinct users, and no Python loop over ``n``. Rows with a null key go to the first
+    bucket, where the checks report them.
+    """
     if len(user) == 1 and schema[user[0]].is_integer():
         col = pl.col(user[0])
         ends = [f.select(col.min().alias("lo"), col.max().alias("hi")) for f in frames.values()]
         lo, hi = pl.concat(ends).select(pl.col("lo").min(), pl.col("hi").max()).collect().row(0)
         if lo is None:
             return [pl.lit(True)]
-        step = max(1, math.ceil((int(hi) - int(lo) + 1) / n))
-        bounds = [int(lo) + b * step for b in range(n) if int(lo) + b * step <= int(hi)]
-        bounds.append(int(hi) + 1)
-        return [col.is_between(a, z - 1) for a, z in itertools.pairwise(bounds)]
+        lo, hi = int(lo), int(hi)
+        step = max(1, math.ceil((hi - lo + 1) / n))
+        # Int128 holds every difference of two ids of the (at most 64-bit) key dtypes.
+        bucket = (col.cast(pl.Int128) - lo) // step
+        ranges = [
+            col.is_between(lo + b * step, lo + (b + 1) * step - 1) for b in _used(frames, bucket)
+        ]
+        return [ranges[0] | col.is_null(), *ranges[1:]]
     key = pl.col(user[0]) if len(user) == 1 else pl.struct(user)
-    return [key.hash(seed=0) % n == b for b in range(n)]
+    bucket = key.hash(seed=0) % n  # a null key has a hash too: its rows are in a bucket
+    # Every frame empty: one bucket, for the empty result.
+    return [bucket == b for b in _used(frames, bucket)] or [pl.lit(True)]
+
+
+def _used(frames: Mapping[str, pl.LazyFrame], bucket: pl.Expr) -> list[int]:
+    """The buckets holding a row of some frame, ascending (at most one per user)."""
+    ids = pl.concat([f.select(bucket.alias("b")) for f in frames.values()]).unique()
+    return sorted(int(b) for b in ids.drop_nulls().collect(engine=DEFAULT_ENGINE)["b"])
 
 
 def evaluate(
@@ -80,13 +97,15 @@ def evaluate(
     **options: Any,
 ) -> pl.DataFrame:
     """:func:`frame_metrics.evaluate` over ``buckets`` buckets of users, one after another."""
-    given = {"recs": recs, "truth": truth, "train": train, "baseline": baseline}
-    frames = {name: to_lazy(f, name).lazy for name, f in given.items() if f is not None}
-    broadcast = {
-        name: to_lazy(f, name).lazy.collect()
-        for name, f in {"catalog": catalog, "item_features": item_features}.items()
-        if f is not None
-    }
+    keyed = {"recs": recs, "truth": truth, "train": train, "baseline": baseline}
+    keyed = {name: f for name, f in keyed.items() if f is not None}
+    items = {"catalog": catalog, "item_features": item_features}
+    items = {name: f for name, f in items.items() if f is not None}
+    # The frames keyed by user are read bucket by bucket: only the columns the call
+    # reads are converted (the item tables are small, and read whole).
+    reads = read_columns(options, [*keyed, *items])
+    frames = {name: to_lazy(f, name, reads[name]).lazy for name, f in keyed.items()}
+    broadcast = {name: to_lazy(f, name).lazy.collect() for name, f in items.items()}
     raw = {name: f.collect_schema() for name, f in frames.items()}
     job = core.unified_job(raw, broadcast, options, aggregate)
     schemas = dict(job.schemas)
@@ -127,7 +146,7 @@ def evaluate(
         return typed["recs"].select(cols).unique().collect(engine=DEFAULT_ENGINE)
 
     def has_recs() -> bool:
-        return typed["recs"].head(1).collect().height > 0
+        return typed["recs"].select(job.user).head(1).collect().height > 0
 
     shared = core.global_tables(job, collect, distinct, has_recs=has_recs, validate=validate)
     job = core.Job(options, aggregate, schemas, broadcast, shared)

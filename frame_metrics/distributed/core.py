@@ -31,7 +31,7 @@ from frame_metrics import errors
 from frame_metrics.api import _NOT_OPTIONS, _OPTION_DEFAULTS
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.dtypes import unify_keys
-from frame_metrics.engine import DEFAULT_ENGINE, Plan, Request, diagnose, unseen_items
+from frame_metrics.engine import DEFAULT_ENGINE, Plan, Request, diagnose, query, unseen_items
 from frame_metrics.extras import N_TRAIN_USERS, popularity_levels, train_counts
 from frame_metrics.global_tables import GlobalTables
 from frame_metrics.metrics.corpus import exposure_column, users_column
@@ -146,13 +146,23 @@ def unified_job(
     broadcast: Mapping[str, pl.DataFrame],
     options: Mapping[str, Any],
     aggregate: bool,
+    *,
+    for_diagnose: bool = False,
 ) -> Job:
-    """The job of a call whose user frames have ``schemas`` as read, keys unified."""
-    probe = Job(options, aggregate, schemas)
+    """The job of a call whose user frames have ``schemas`` as read, keys unified.
+
+    The call is checked first as the single-machine engine checks it, on empty frames of
+    these schemas: a missing column, a column in two roles or a bad option raises the
+    same error here, before any data is read (``for_diagnose``: as ``fm.diagnose`` does).
+    """
+    probe = Job(options, aggregate, schemas, broadcast)
+    request = probe.request(probe.empty(), validate=False)
+    if for_diagnose:
+        diagnose(request)
+    else:
+        query(request, aggregate=aggregate)
     keys = [*probe.by, *probe.user, str(options.get("item", "item"))]
-    job = Job(options, aggregate, key_dtypes(schemas, keys), broadcast)
-    job.request(job.empty(), validate=False).check_call(aggregate=aggregate)
-    return job
+    return Job(options, aggregate, key_dtypes(schemas, keys), broadcast)
 
 
 def refuse_row_order(job: Job, library: str) -> None:

@@ -70,7 +70,7 @@ class _Run:
         item_features: object | None,
         baseline: object | None,
         options: dict[str, Any],
-        prefilter: bool = True,
+        for_diagnose: bool = False,
     ) -> None:
         given = {"recs": recs, "truth": truth, "train": train, "baseline": baseline}
         self.frames = {name: _as_dask(f, name) for name, f in given.items() if f is not None}
@@ -80,12 +80,12 @@ class _Run:
             if f is not None
         }
         schemas = {name: _to_polars(f._meta, name).schema for name, f in self.frames.items()}
-        job = core.unified_job(schemas, broadcast, options, aggregate)
+        job = core.unified_job(schemas, broadcast, options, aggregate, for_diagnose=for_diagnose)
         core.refuse_row_order(job, "Dask")
         self.schemas = dict(job.schemas)
         self.n = max(1, self.frames["recs"].npartitions)
         self.job = job
-        self.keep = core.row_filter(self.job) if prefilter else None
+        self.keep = None if for_diagnose else core.row_filter(self.job)
         self.shuffled = {name: self._bucketed(name, f) for name, f in self.frames.items()}
         shared = core.global_tables(
             job, self.collect, self.distinct, has_recs=self.has_recs, validate=validate
@@ -189,7 +189,7 @@ def _checked(run: _Run, meta: pl.DataFrame) -> Any:
 def diagnose(recs: Any, truth: Any, **kwargs: Any) -> Diagnostics:
     """:func:`frame_metrics.diagnose` on dask DataFrames."""
     args = core.split_kwargs(kwargs)
-    run = _Run(recs, truth, aggregate=False, prefilter=False, **args)
+    run = _Run(recs, truth, aggregate=False, for_diagnose=True, **args)
     return core.run_diagnostics(run.collect, run.job, validate=args["validate"])
 
 
@@ -198,6 +198,16 @@ def to_polars(frame: Any) -> pl.DataFrame:
     return _to_polars(frame.compute(), "frame")
 
 
+#: pandas' nullable integer dtypes, named as polars names its integer dtypes.
+_NULLABLE_INTEGERS = frozenset(f"{u}Int{b}" for u in ("", "U") for b in (8, 16, 32, 64))
+
+
 def like(frame: Any, result: pl.DataFrame) -> Any:
-    """``result`` as a one-partition dask DataFrame (``frame`` is the caller's input)."""
-    return dd.from_pandas(_to_pandas(result), npartitions=1)
+    """``result`` as a one-partition dask DataFrame (``frame`` is the caller's input).
+
+    Integer columns keep integer dtypes, pandas' nullable ones (``Int64`` for polars'
+    Int64): numpy's int64 has no missing value, so a column with a null (compare's
+    ``n_paired`` on the baseline's rows) would become float64.
+    """
+    integers = {n: str(d) for n, d in result.schema.items() if str(d) in _NULLABLE_INTEGERS}
+    return dd.from_pandas(_to_pandas(result).astype(integers), npartitions=1)

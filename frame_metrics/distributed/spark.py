@@ -1,16 +1,20 @@
-"""Spark DataFrames: group by a bucket of the user key, the polars engine per bucket.
+"""Spark DataFrames: partition by a hash of the user key, the polars engine per partition.
 
-Every frame keyed by user gets the same bucket column; the frames are stacked into one
-(each column prefixed by its frame's name, so no two frames' columns clash) and grouped
-by bucket, and ``applyInArrow`` hands each bucket's rows of every frame to the engine
-(:mod:`frame_metrics.distributed.core`). The result is a lazy Spark DataFrame; the input
-checks and the few tables over every user (train popularity, ``by`` groups, the seen
-items) are computed when it is built.
+Every frame keyed by user gets the same bucket column (a hash of its user key); the
+frames are stacked into one (each column prefixed by its frame's name, so no two frames'
+columns clash) and repartitioned by bucket, and ``mapInArrow`` hands each partition's
+rows of every frame to the engine (:mod:`frame_metrics.distributed.core`): a partition
+holds whole users. Spark's adaptive execution sizes the partitions from the data
+(``spark.sql.adaptive.advisoryPartitionSizeInBytes``, 64 MB by default). The result is a
+lazy Spark DataFrame; the input checks and the few tables over every user (train
+popularity, ``by`` groups, the seen items) are computed when it is built.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -25,6 +29,25 @@ __all__ = ["diagnose", "evaluate", "is_spark", "like", "to_polars"]
 
 _TAG = "_fm_frame"
 _ONE = "_fm_one"
+
+#: Distinct values of the bucket column: it only sends each user's rows of every frame
+#: to the same partition; how many partitions, and so polars runs, Spark decides.
+_HASHES = 1 << 30
+
+
+@contextlib.contextmanager
+def _without_pandas_notice() -> Iterator[None]:
+    """Silence PySpark's notice that it does not fully support pandas 3, and only it.
+
+    ``mapInArrow`` and ``applyInArrow`` build their UDF with ``pandas_udf``, which
+    checks the pandas version and warns on pandas >= 3 each time (four times a call);
+    these UDFs take and give Arrow batches, pandas is not involved.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", "PySpark does not yet fully support pandas", category=FutureWarning
+        )
+        yield
 
 
 def is_spark(frame: object) -> bool:
@@ -92,7 +115,7 @@ class _Run:
         item_features: object | None,
         baseline: object | None,
         options: dict[str, Any],
-        prefilter: bool = True,
+        for_diagnose: bool = False,
     ) -> None:
         session = recs.sparkSession
         given = {"recs": recs, "truth": truth, "train": train, "baseline": baseline}
@@ -111,11 +134,12 @@ class _Run:
             if f is not None
         }
         schemas = {name: _polars_schema(f) for name, f in self.frames.items()}
-        self.job = core.unified_job(schemas, broadcast, options, aggregate)
+        self.job = core.unified_job(
+            schemas, broadcast, options, aggregate, for_diagnose=for_diagnose
+        )
         core.refuse_row_order(self.job, "Spark")
         self.schemas = dict(self.job.schemas)
-        self.n = max(1, int(session.conf.get("spark.sql.shuffle.partitions") or 200))
-        self.keep = core.row_filter(self.job) if prefilter else None
+        self.keep = None if for_diagnose else core.row_filter(self.job)
         self.bucketed = {name: self._bucketed(name) for name in self.frames}
         shared = core.global_tables(
             self.job, self.collect, self.distinct, has_recs=self.has_recs, validate=validate
@@ -126,7 +150,7 @@ class _Run:
         """One user frame with its bucket and its columns prefixed by its position."""
         from pyspark.sql import functions as F
 
-        user, n, schema = self.job.user, self.n, self.schemas[name]
+        user, n, schema = self.job.user, _HASHES, self.schemas[name]
         index = list(self.frames).index(name)
         keep = self.keep if name == "recs" else None
 
@@ -183,11 +207,19 @@ class _Run:
         positions = {name: list(self.frames).index(name) for name in names}
         schemas = self.schemas
 
-        def run(table: pa.Table) -> pa.Table:
-            return _arrow(fn(_unstack(table, positions, schemas)).cast(meta.schema))
+        def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            parts = [b for b in batches if b.num_rows]
+            if parts:  # an empty partition has no user
+                out = fn(_unstack(pa.Table.from_batches(parts), positions, schemas))
+                yield from _arrow(out.cast(meta.schema)).to_batches()
 
-        grouped = self.stacked(names).groupBy(core.BUCKET)
-        return grouped.applyInArrow(run, _spark_schema(meta))
+        # One polars run per partition, holding whole users: Spark's adaptive execution
+        # merges the shuffle's partitions into ones of about
+        # spark.sql.adaptive.advisoryPartitionSizeInBytes, so their number follows the
+        # data (a group per bucket value ran polars once per handful of users: 200
+        # groups of a few rows took 36 s for 2,320 rows).
+        stacked = self.stacked(names).repartition(core.BUCKET)
+        return stacked.mapInArrow(run, _spark_schema(meta))
 
     def collect(
         self,
@@ -229,6 +261,11 @@ def _unstack(
 
 def evaluate(recs: Any, truth: Any, *, aggregate: bool, **kwargs: Any) -> Any:
     """:func:`frame_metrics.evaluate` on Spark DataFrames; gives a Spark DataFrame."""
+    with _without_pandas_notice():
+        return _evaluate(recs, truth, aggregate=aggregate, **kwargs)
+
+
+def _evaluate(recs: Any, truth: Any, *, aggregate: bool, **kwargs: Any) -> Any:
     from pyspark.sql import functions as F
 
     args = core.split_kwargs(kwargs)
@@ -249,7 +286,8 @@ def evaluate(recs: Any, truth: Any, *, aggregate: bool, **kwargs: Any) -> Any:
         out = core.finish(sums.drop(_ONE).cast(meta.schema), job)
         return _arrow(out.cast(final_meta.schema))
 
-    one = result.withColumn(_ONE, F.lit(1))
+    # One partition holds the one group: no shuffle into 200 mostly empty partitions.
+    one = result.withColumn(_ONE, F.lit(1)).repartition(1, _ONE)
     return one.groupBy(_ONE).applyInArrow(finish, _spark_schema(final_meta))
 
 
@@ -263,9 +301,9 @@ def _checked(run: _Run, meta: pl.DataFrame) -> Any:
 
     job = run.job
     combined_meta = core.partition_checked_result(job.empty(), job)
-    combined = run.per_partition(
-        lambda frames: core.partition_checked_result(frames, job), combined_meta
-    ).persist()
+    combined = _persisted(
+        run.per_partition(lambda frames: core.partition_checked_result(frames, job), combined_meta)
+    )
     is_failure = F.col(core.TAG) == "failure"
     failures = pl.from_arrow(combined.filter(is_failure).select(*core.failure_columns()).toArrow())
     assert isinstance(failures, pl.DataFrame)
@@ -277,11 +315,35 @@ def _checked(run: _Run, meta: pl.DataFrame) -> Any:
     return combined.filter(~is_failure).select(*meta.columns)
 
 
+#: Spark caches a plan with adaptive execution's partition merging turned off, unless
+#: this is true when the plan is cached.
+_CACHED_PLAN_PARTITIONING = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
+
+
+def _persisted(frame: Any) -> Any:
+    """``frame.persist()``, its shuffle's partitions still merged to the data's size.
+
+    Without it each of the 200 shuffle partitions (Spark's default) would stay one
+    polars run. The session's setting is set only while the plan is cached.
+    """
+    conf = frame.sparkSession.conf
+    before = conf.get(_CACHED_PLAN_PARTITIONING, None)
+    conf.set(_CACHED_PLAN_PARTITIONING, "true")
+    try:
+        return frame.persist()
+    finally:
+        if before is None:
+            conf.unset(_CACHED_PLAN_PARTITIONING)
+        else:
+            conf.set(_CACHED_PLAN_PARTITIONING, before)
+
+
 def diagnose(recs: Any, truth: Any, **kwargs: Any) -> Diagnostics:
     """:func:`frame_metrics.diagnose` on Spark DataFrames."""
     args = core.split_kwargs(kwargs)
-    run = _Run(recs, truth, aggregate=False, prefilter=False, **args)
-    return core.run_diagnostics(run.collect, run.job, validate=args["validate"])
+    with _without_pandas_notice():
+        run = _Run(recs, truth, aggregate=False, for_diagnose=True, **args)
+        return core.run_diagnostics(run.collect, run.job, validate=args["validate"])
 
 
 def to_polars(frame: Any) -> pl.DataFrame:
