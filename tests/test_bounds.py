@@ -537,3 +537,52 @@ def test_random_tables_stay_in_range_under_presets_and_buckets(
             low, high = REGISTRY[name].range_under(preset)  # ranx's rbp gains the relevance
             for value in got[column].drop_nulls():
                 assert low <= value <= (high if high is not None else math.inf), (column, value)
+
+
+def _sklearn_case(scores: list[float]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    # scikit-learn's docstring table: one sample, five documents a..e.
+    items = list("abcde")
+    recs = pl.DataFrame({"user": [1] * 5, "item": items, "score": scores})
+    truth = pl.DataFrame({"user": [1] * 5, "item": items, "relevance": [10.0, 0, 0, 1, 5]})
+    return recs, truth
+
+
+@pytest.mark.parametrize(
+    ("scores", "k", "ties", "want"),
+    [
+        # ndcg_score(true_relevance, true_relevance, k=4) == 1.0
+        ([10.0, 0, 0, 1, 5], 4, "average", 1.0),
+        # scores [1, 0, 0, 0, 1], k=1: a and e tie at the top, their gains 10 and 5
+        # average to 7.5 at position 1, over the ideal 10: 0.75.
+        ([1.0, 0, 0, 0, 1], 1, "average", 0.75),
+    ],
+)
+def test_scikit_learn_docstring_cases_exactly(
+    scores: list[float], k: int, ties: Any, want: float
+) -> None:
+    recs, truth = _sklearn_case(scores)
+    got = fm.evaluate(
+        recs, truth, metrics=["ndcg"], k=k, score="score", ties=ties, convention="sklearn"
+    )
+    assert got[f"ndcg@{k}"].item() == want
+
+
+def test_scikit_learn_docstring_cases_against_scikit_learn() -> None:
+    metrics = pytest.importorskip("sklearn.metrics")
+    relevance = [[10, 0, 0, 1, 5]]
+    for scores, k in [
+        ([0.1, 0.2, 0.3, 4, 70], None),
+        ([0.05, 1.1, 1.0, 0.5, 0.0], None),
+        ([0.05, 1.1, 1.0, 0.5, 0.0], 4),
+        ([10, 0, 0, 1, 5], 4),
+        ([1, 0, 0, 0, 1], 1),
+    ]:
+        recs, truth = _sklearn_case([float(s) for s in scores])
+        cutoff = 5 if k is None else k
+        got = fm.evaluate(
+            recs, truth, metrics=["ndcg"], k=cutoff, score="score", convention="sklearn"
+        )
+        want = float(metrics.ndcg_score(relevance, [scores], k=k))
+        assert math.isclose(got[f"ndcg@{cutoff}"].item(), want, rel_tol=1e-15), (scores, k)
+        if want == 1.0:
+            assert got[f"ndcg@{cutoff}"].item() == 1.0
