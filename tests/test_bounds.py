@@ -570,13 +570,14 @@ def test_scikit_learn_docstring_cases_exactly(
 def test_scikit_learn_docstring_cases_against_scikit_learn() -> None:
     metrics = pytest.importorskip("sklearn.metrics")
     relevance = [[10, 0, 0, 1, 5]]
-    for scores, k in [
+    cases: list[tuple[list[float], int | None]] = [
         ([0.1, 0.2, 0.3, 4, 70], None),
         ([0.05, 1.1, 1.0, 0.5, 0.0], None),
         ([0.05, 1.1, 1.0, 0.5, 0.0], 4),
         ([10, 0, 0, 1, 5], 4),
         ([1, 0, 0, 0, 1], 1),
-    ]:
+    ]
+    for scores, k in cases:
         recs, truth = _sklearn_case([float(s) for s in scores])
         cutoff = 5 if k is None else k
         got = fm.evaluate(
