@@ -28,6 +28,7 @@ from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.errors import (
     DuplicateRowsError,
     FrameMetricsError,
+    IgnoredOptionWarning,
     InvalidOptionError,
     InvalidValueError,
     MissingColumnsError,
@@ -50,6 +51,7 @@ __all__ = [
     "Diagnostics",
     "DuplicateRowsError",
     "FrameMetricsError",
+    "IgnoredOptionWarning",
     "InvalidOptionError",
     "InvalidValueError",
     "MissingColumnsError",

@@ -8,7 +8,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from frame_metrics import engine
 from frame_metrics.diagnostics import Diagnostics
-from frame_metrics.errors import InvalidOptionError
+from frame_metrics.errors import IgnoredOptionWarning, InvalidOptionError, warn
 from frame_metrics.options import (
     ApDenominator,
     DuplicatePolicy,
@@ -99,7 +99,8 @@ def evaluate(
         without a cutoff) mix freely in one call; ``frame_metrics.REGISTRY`` lists them
         with their formulas.
     k
-        A cutoff or a list of them, for every metric named without one.
+        A cutoff or a list of them, for every metric named without one (with every
+        metric naming its own or taking none, ``k`` is ignored with a warning).
     aggregate
         ``False``: one row per evaluated user. ``True``: one row per ``by`` group with
         ``n_users`` and the mean of every metric over the users it is defined for:
@@ -109,6 +110,7 @@ def evaluate(
         (the usual definition), with ``n_pairs``. Corpus metrics (coverage,
         personalization, gini) have one value per group, so they need ``aggregate=True``.
         ``n_users`` counts the users with a value for at least one per-user metric.
+        A bool: any other value is an error.
     user, item, rank, score, relevance, prediction
         Column names; ``user`` may be a list (a composite key such as user + session).
         Give ``score`` to derive ranks: score descending, ties broken by item ascending.
@@ -141,6 +143,8 @@ def evaluate(
         compared as text: trec_eval's docnos), ``"input"`` (input row order: a stable
         sort, as Recommenders and ranx) or ``"average"`` (dcg, ndcg, precision, recall,
         f1 and hit_rate take their expected value over every order of the tied items).
+        Ranks given in a ``rank`` column are unique within a user and never tie: a tie
+        rule given with them (here or in a metric string) is ignored with a warning.
     users
         Who may be evaluated: ``"all"`` (every user seen, default), ``"truth"`` (users
         with a truth row), ``"recs"`` (users with a recommendation) or ``"both"``; then
@@ -218,6 +222,12 @@ def evaluate(
         (a ``ValueError``) for a missing column, a bad value or an unknown option; see
         :mod:`frame_metrics.errors`.
 
+    Warns
+    -----
+    IgnoredOptionWarning
+        An option given cannot change the result (``k`` when every metric has its own
+        cutoff, a tie rule with ranks given); the result is what it would be without it.
+
     Examples
     --------
     Spec example 1: liked {a, b, c, h, i, j}, recommended [a, b, c, d, e].
@@ -276,6 +286,17 @@ def evaluate(
     >>> fm.evaluate(scored, truth, metrics="precision@1", score="score", ties="average").row(0)
     (1, 0.5)
     """
+    aggregate = _flag("aggregate", aggregate)
+    for message in _ignored_options(
+        metrics,
+        k,
+        convention=convention,
+        ties=ties,
+        score=score,
+        rank=rank,
+        long_table=truth is None,
+    ):
+        warn(message, IgnoredOptionWarning)
     n_buckets = _buckets(recs, buckets)
     if n_buckets > 1:
         from frame_metrics.distributed import buckets as local
@@ -332,6 +353,94 @@ _NOT_OPTIONS = ("catalog", "train", "item_features", "baseline", "validate", "bu
 def _options(names: dict[str, Any]) -> dict[str, Any]:
     """The metric and column options among evaluate's local variables."""
     return {n: v for n, v in names.items() if n in _OPTION_DEFAULTS and n not in _NOT_OPTIONS}
+
+
+def _flag(name: str, value: object) -> bool:
+    """A yes/no option: a bool (numpy's too), not any value that happens to be truthy.
+
+    ``aggregate="mean"`` would otherwise aggregate, and ``aggregate="no"`` too.
+
+    Examples
+    --------
+    >>> _flag("aggregate", "mean")
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: aggregate: expected True or False, got 'mean'
+    """
+    kind = type(value)
+    if isinstance(value, bool) or (
+        kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
+    ):
+        return bool(value)
+    raise InvalidOptionError(f"{name}: expected True or False, got {value!r}")
+
+
+def _ignored_options(
+    metrics: str | Iterable[str] | None,
+    k: int | Iterable[int] | None,
+    *,
+    convention: str | None,
+    ties: str | None,
+    score: str | None,
+    rank: str,
+    long_table: bool,
+) -> list[str]:
+    """What the call gives that cannot change its result, one message each.
+
+    ``k`` when every metric names its own cutoff or takes none; a tie rule (the call's,
+    or a metric's own) when the rows are ranked by a rank column, whose ranks are unique
+    within a user (a repeated rank is an error), so that no two items ever tie. A tie
+    rule a convention sets is not the caller's doing, and is not reported.
+
+    Examples
+    --------
+    >>> _ignored_options(["ndcg@5", "rmse"], 10, convention=None, ties=None, score=None,
+    ...                  rank="rank", long_table=False)
+    ["k: 10 ignored, every metric has its own cutoff or none ('ndcg@5', 'rmse'); leave k out, or name a metric without a cutoff to compute it at k"]
+    """
+    from frame_metrics.conventions import METRIC_OPTIONS
+    from frame_metrics.metric_names import parse_name
+    from frame_metrics.metrics import DEFAULT_RANKING
+    from frame_metrics.metrics.registry import resolve, resolve_requests, split_names
+    from frame_metrics.options import is_int
+
+    # Refuses bad names and cutoffs with the messages a request gives, before any
+    # name is read here.
+    resolve_requests(metrics, k, DEFAULT_RANKING, convention=convention)
+    given = (
+        [metrics]
+        if isinstance(metrics, str)
+        else list(DEFAULT_RANKING if metrics is None else metrics)
+    )
+    names = [str(name) for raw in given for name in split_names(raw)]
+    known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
+    parsed = [parse_name(name, known) for name in names]
+    messages = []
+    if k is not None and not any(p.cut is None and resolve(p.name).takes_k for p in parsed):
+        # k is valid here: an int (numpy's too) or an iterable of them.
+        shown = int(cast("int", k)) if is_int(k) else [int(v) for v in cast("Iterable[int]", k)]
+        messages.append(
+            f"k: {shown!r} ignored, every metric has its own cutoff or none "
+            f"({', '.join(repr(n) for n in names)}); leave k out, or name a metric without "
+            "a cutoff to compute it at k"
+        )
+    if score is None:
+        ranked = (
+            f"the long table is ranked by column {rank!r}"
+            if long_table
+            else f"recs are ranked by column {rank!r}"
+        )
+        why = (
+            f"{ranked}, whose ranks are unique within a user, so no two items tie; pass "
+            "score= to rank by a score column instead"
+        )
+        if ties is not None:
+            messages.append(f"ties: {ties!r} ignored: {why}")
+        for p in parsed:
+            own = dict(p.options).get("ties")
+            if own is not None:
+                messages.append(f"ties: {own!r} in {p.raw!r} ignored: {why}")
+    return messages
 
 
 def _buckets(recs: object, buckets: int | Literal["auto"] | None) -> int:

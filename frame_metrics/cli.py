@@ -1177,6 +1177,7 @@ _FLAGS = {
     "persistence": "--persistence",
     "max_relevance": "--max-relevance",
     "baseline": "--baseline",
+    "ties": "--ties",
     # compare's keywords
     "baseline_model": "--baseline-model",
     "seed": "--seed",
@@ -1195,6 +1196,8 @@ def _in_cli_terms(message: str) -> str:
     'novelty: expected --train FILE (the train split)'
     >>> _in_cli_terms("head_share: expected a number in (0, 1), got 2.0")
     '--head-share: expected a number in (0, 1), got 2.0'
+    >>> _in_cli_terms("k: 5 ignored, every metric has its own cutoff or none ('ndcg@10'); leave k out")
+    "-k: 5 ignored, every metric has its own cutoff or none ('ndcg@10'); leave out -k"
     """
     corpus = re.fullmatch(
         r"aggregate: expected True for corpus metrics \((.*)\), got False with (.*)", message
@@ -1209,6 +1212,8 @@ def _in_cli_terms(message: str) -> str:
     message = re.sub(extra, lambda m: "--" + m[1].replace("_", "-"), message)
     message = re.sub(r"\bunexpected='(\w+)'", r"--unexpected \1", message)
     message = message.replace("pass truth= to", "give TRUTH to")
+    message = message.replace("pass score= to", "pass --score-col to")
+    message = message.replace("leave k out", "leave out -k")
     if message.startswith("-k: ") and message.endswith(", got None"):
         message = message.removesuffix("None") + (
             "none (every metric named without its own cutoff, like ndcg@10, needs -k)"
@@ -1245,7 +1250,7 @@ def _column_hint(missing: Sequence[str], args: argparse.Namespace) -> str:
 
 @contextlib.contextmanager
 def _warnings_as_lines() -> Iterator[None]:
-    """Show each warning as one ``frame-metrics: warning: ...`` line."""
+    """Show each warning as one ``frame-metrics: warning: ...`` line, in this CLI's terms."""
 
     def show(
         message: Warning | str,
@@ -1255,7 +1260,7 @@ def _warnings_as_lines() -> Iterator[None]:
         file: TextIO | None = None,
         line: str | None = None,
     ) -> None:
-        print(f"{PROG}: warning: {' '.join(str(message).split())}", file=sys.stderr)
+        print(f"{PROG}: warning: {_in_cli_terms(' '.join(str(message).split()))}", file=sys.stderr)
 
     with warnings.catch_warnings():
         warnings.showwarning = show

@@ -8,11 +8,14 @@ what was found and, for columns, which columns exist.
 from __future__ import annotations
 
 import difflib
+import sys
+import warnings
 from collections.abc import Iterable, Sequence
 
 __all__ = [
     "DuplicateRowsError",
     "FrameMetricsError",
+    "IgnoredOptionWarning",
     "InvalidOptionError",
     "InvalidValueError",
     "MissingColumnsError",
@@ -87,6 +90,27 @@ class MissingDependencyError(FrameMetricsError, ImportError):
 
 class UndefinedMetricWarning(UserWarning):
     """A metric is undefined for some users and was handled by the empty-case policy."""
+
+
+class IgnoredOptionWarning(UserWarning):
+    """An option was given that cannot change the result, and was ignored.
+
+    The call still means something (the result is what it would be without the
+    option); the message names the option, its value and why it has no effect.
+    """
+
+
+def warn(message: str, category: type[Warning]) -> None:
+    """Issue a warning attributed to the caller's own line, outside frame_metrics.
+
+    A fixed ``stacklevel`` would point into the package when the call came through the
+    namespace, ``compare`` or the command line.
+    """
+    package = __name__.rpartition(".")[0] + "."
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(package):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level + 1)
 
 
 def _quoted(names: Iterable[str]) -> str:

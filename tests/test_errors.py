@@ -266,6 +266,14 @@ CASES: list[Case] = [
         "threshold: expected a finite number >= 0 or None, got -1",
     ),
     (
+        "aggregate-not-a-bool",
+        same,
+        same,
+        {"aggregate": "mean"},
+        InvalidOptionError,
+        "aggregate: expected True or False, got 'mean'",
+    ),
+    (
         "user-not-a-name",
         same,
         same,
