@@ -110,7 +110,10 @@ def evaluate(
         (the usual definition), with ``n_pairs``. Corpus metrics (coverage,
         personalization, gini) have one value per group, so they need ``aggregate=True``.
         ``n_users`` counts the users with a value for at least one per-user metric.
-        A bool: any other value is an error.
+        Every group the inputs show (a recommendation within the largest cutoff, or a
+        truth row) has its row: with no user evaluated, ``n_users`` is 0 and the means
+        are null (corpus metrics keep their value); empty input gives no row. A bool:
+        any other value is an error.
     user, item, rank, score, relevance, prediction
         Column names; ``user`` may be a list (a composite key such as user + session).
         Give ``score`` to derive ranks: score descending, ties broken by item ascending.

@@ -17,7 +17,16 @@ from polars.testing import assert_frame_equal
 import frame_metrics as fm
 from frame_metrics.errors import DuplicateRowsError, InvalidOptionError
 from frame_metrics.progress import Progress
-from tests.test_distributed import CASES, RECS, TRAIN, TRUTH, _sorted, _tables
+from tests.test_distributed import (
+    CASES,
+    GROUP_METRICS,
+    RECS,
+    TRAIN,
+    TRUTH,
+    TRUTH_BY_MODEL,
+    _sorted,
+    _tables,
+)
 
 
 def _as_text(frame: pl.DataFrame) -> pl.DataFrame:
@@ -45,6 +54,15 @@ def test_corpus_metrics(by: str | None) -> None:
     metrics = ["coverage@2", "personalization@2", "gini@3", "precision@2"]
     expected = fm.evaluate(RECS, TRUTH, metrics=metrics, by=by, aggregate=True)
     result = fm.evaluate(RECS, TRUTH, metrics=metrics, by=by, aggregate=True, buckets=4)
+    assert_frame_equal(result, expected, check_dtypes=False, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("metrics", GROUP_METRICS, ids=str)
+def test_group_without_truth_rows(metrics: list[str]) -> None:
+    kwargs: dict[str, Any] = {"metrics": metrics, "by": "model", "aggregate": True}
+    expected = fm.evaluate(RECS, TRUTH_BY_MODEL, **kwargs)
+    assert expected["model"].to_list() == ["x", "y", "z"]
+    result = fm.evaluate(RECS, TRUTH_BY_MODEL, buckets=3, **kwargs)
     assert_frame_equal(result, expected, check_dtypes=False, rel_tol=1e-12)
 
 
