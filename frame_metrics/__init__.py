@@ -34,6 +34,7 @@ from frame_metrics.errors import (
     MissingColumnsError,
     MissingDependencyError,
     UndefinedMetricWarning,
+    UnmatchedIdsWarning,
 )
 from frame_metrics.metrics import REGISTRY
 from frame_metrics.namespace import register_all as _register_all
@@ -57,6 +58,7 @@ __all__ = [
     "MissingColumnsError",
     "MissingDependencyError",
     "UndefinedMetricWarning",
+    "UnmatchedIdsWarning",
     "__version__",
     "compare",
     "conventions",

@@ -198,6 +198,7 @@ def evaluate(
     validate
         Check values (nulls, negative relevance, bad or repeated ranks, duplicates)
         before computing; for a LazyFrame this is one aggregate pass over the inputs.
+        Also checks that the ids of recs and truth meet (see Warns).
     buckets
         Evaluate the users in this many buckets, one after another, so that peak memory
         falls with the number of buckets (inputs larger than memory: ``pl.scan_parquet``
@@ -230,6 +231,11 @@ def evaluate(
     IgnoredOptionWarning
         An option given cannot change the result (``k`` when every metric has its own
         cutoff, a tie rule with ranks given); the result is what it would be without it.
+    UnmatchedIdsWarning
+        Under 1% of the users of recs have a truth row, or none of their recommended
+        (user, item) pairs is one: ids written differently in the two frames (``"0015"``
+        and ``15``) match nothing. The message gives the counts and an example id of
+        each frame (:mod:`frame_metrics.id_match`). Not on Spark or Dask frames.
 
     Examples
     --------

@@ -34,6 +34,7 @@ from frame_metrics.extras import (
 )
 from frame_metrics.frames import Source, to_lazy
 from frame_metrics.global_tables import GlobalTables
+from frame_metrics.id_match import IdScreen
 from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.context import (
     IN_TAIL,
@@ -914,11 +915,32 @@ def evaluate(request: Request, *, aggregate: bool) -> Any:
         result = per_user.select(*request.columns.keys, *request.metric_columns)
     if plan.first_checks:
         run_checks(plan.first_checks, engine=DEFAULT_ENGINE)
+    screen = id_screen(request)
+    screening = [] if screen is None else screen.queries()
     if request.source.kind == "polars-lazy":
-        run_checks(plan.checks, engine=DEFAULT_ENGINE)
+        screened = run_checks(plan.checks, with_queries=screening, engine=DEFAULT_ENGINE)
+        if screen is not None:
+            screen.report(screened)
         return request.source.give_back(result)
-    (frame,) = run_checks(plan.checks, with_queries=[result], engine=DEFAULT_ENGINE)
+    frame, *screened = run_checks(
+        plan.checks, with_queries=[result, *screening], engine=DEFAULT_ENGINE
+    )
+    if screen is not None:
+        screen.report(screened)
     return request.source.give_back(frame)
+
+
+def id_screen(request: Request) -> IdScreen | None:
+    """The check that the ids of recs and truth match (:mod:`frame_metrics.id_match`).
+
+    One of the input checks: none with ``validate=False``, nor without truth (a long
+    table's ids are in one frame) or a metric that reads it.
+    """
+    if not request.validate or request.truth is None or "truth" not in request.needs:
+        return None
+    c = request.columns
+    truth_by = [b for b in c.by if b in request.truth.lazy.collect_schema()]
+    return IdScreen(request.source.lazy, request.truth.lazy, [*truth_by, *c.user], c.item)
 
 
 def diagnose(request: Request) -> Diagnostics:

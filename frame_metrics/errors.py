@@ -21,6 +21,7 @@ __all__ = [
     "MissingColumnsError",
     "MissingDependencyError",
     "UndefinedMetricWarning",
+    "UnmatchedIdsWarning",
 ]
 
 
@@ -97,6 +98,15 @@ class IgnoredOptionWarning(UserWarning):
 
     The call still means something (the result is what it would be without the
     option); the message names the option, its value and why it has no effect.
+    """
+
+
+class UnmatchedIdsWarning(UserWarning):
+    """Few or none of the recommended users, or none of their items, are in truth.
+
+    Ids written differently in the two frames (``"0015"`` against ``15``) match nothing,
+    and every metric is then 0 or undefined without any error. The message gives the
+    counts and an example id from each frame.
     """
 
 

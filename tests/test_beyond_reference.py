@@ -26,6 +26,12 @@ from frame_metrics.metrics.registry import REGISTRY
 from frame_metrics.options import MetricOptions
 from tests.conftest import CONSTRUCTORS, to_polars
 
+pytestmark = pytest.mark.filterwarnings(
+    # Random tables: their users and items need not meet, which the UnmatchedIdsWarning
+    # reports (frame_metrics.id_match); here it is expected, not a finding.
+    "ignore::frame_metrics.errors.UnmatchedIdsWarning"
+)
+
 KS = [1, 3, 5, 10]
 KS_RUNNING = [1, 3, PIVOT_MAX_K + 1]
 LIST_METRICS = ["novelty", "arp", "aplt", "diversity"]

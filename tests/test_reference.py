@@ -23,6 +23,12 @@ from frame_metrics.metrics.registry import UserCase
 from frame_metrics.options import CHOICES, MetricOptions
 from tests.conftest import CONSTRUCTORS, Constructor, to_polars
 
+pytestmark = pytest.mark.filterwarnings(
+    # Random tables: their users and items need not meet, which the UnmatchedIdsWarning
+    # reports (frame_metrics.id_match); here it is expected, not a finding.
+    "ignore::frame_metrics.errors.UnmatchedIdsWarning"
+)
+
 #: The metrics computed from ranks and relevance alone (the others have their own tests).
 REGISTRY = {
     name: m

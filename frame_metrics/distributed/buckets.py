@@ -24,6 +24,7 @@ import polars as pl
 from frame_metrics.distributed import core
 from frame_metrics.engine import DEFAULT_ENGINE
 from frame_metrics.frames import to_lazy
+from frame_metrics.id_match import IdScreen
 from frame_metrics.progress import Progress
 
 __all__ = ["BUCKET_ROWS", "auto_buckets", "evaluate"]
@@ -63,6 +64,22 @@ def _conditions(
         return [col.is_between(a, z - 1) for a, z in itertools.pairwise(bounds)]
     key = pl.col(user[0]) if len(user) == 1 else pl.struct(user)
     return [key.hash(seed=0) % n == b for b in range(n)]
+
+
+def _check_ids(job: core.Job, frames: Mapping[str, pl.LazyFrame], first: pl.Expr) -> None:
+    """Warn when the ids of recs and truth do not meet (:mod:`frame_metrics.id_match`).
+
+    The sample is the first bucket's: one more read of that bucket's users (with ranges
+    of ids and parquet statistics, of its row groups alone); every row is read again
+    only when the sample breaks the rule.
+    """
+    request = job.request(job.empty(), validate=False)
+    if "truth" not in frames or "truth" not in request.needs:
+        return
+    truth_schema = frames["truth"].collect_schema()
+    keys = [*(b for b in job.by if b in truth_schema), *job.user]
+    screen = IdScreen(frames["recs"], frames["truth"], keys, request.columns.item, within=first)
+    screen.report(pl.collect_all(screen.queries(), engine=DEFAULT_ENGINE))
 
 
 def evaluate(
@@ -142,6 +159,7 @@ def evaluate(
     rows = pl.concat(parts, how="vertical_relaxed")
     if validate:
         core.raise_first(rows.filter(pl.col(core.TAG) == "failure").select(core.failure_columns()))
+        _check_ids(job, typed, conditions[0])
         meta = core.partition_result(job.empty(), job)
         rows = rows.filter(pl.col(core.TAG) == "result").select(meta.columns).cast(meta.schema)
     if aggregate:
