@@ -28,6 +28,7 @@ from frame_metrics.options import (
 __all__ = ["diagnose", "evaluate"]
 
 FrameT = TypeVar("FrameT")
+T = TypeVar("T")
 
 
 def evaluate(
@@ -296,6 +297,8 @@ def evaluate(
     (1, 0.5)
     """
     aggregate = _flag("aggregate", aggregate)
+    # Read twice below (here, then by the request): a generator must not run dry.
+    metrics, k = _reusable(metrics), _reusable(k)
     for message in _ignored_options(
         metrics,
         k,
@@ -362,6 +365,19 @@ _NOT_OPTIONS = ("catalog", "train", "item_features", "baseline", "validate", "bu
 def _options(names: dict[str, Any]) -> dict[str, Any]:
     """The metric and column options among evaluate's local variables."""
     return {n: v for n, v in names.items() if n in _OPTION_DEFAULTS and n not in _NOT_OPTIONS}
+
+
+def _reusable(value: T) -> T:
+    """An iterable argument as a list, which can be read more than once; else itself.
+
+    Examples
+    --------
+    >>> _reusable(n for n in ["ndcg", "recall"]), _reusable("ndcg"), _reusable(5)
+    (['ndcg', 'recall'], 'ndcg', 5)
+    """
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes)):
+        return cast("T", list(value))
+    return value
 
 
 def _flag(name: str, value: object) -> bool:

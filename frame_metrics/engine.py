@@ -733,11 +733,11 @@ class Plan:
         A group is seen when it has a recommendation the metrics read (within the largest
         cutoff, as a distributed run moves them) or a judged row (truth's rows, a long
         table's rows with a relevance); truth without some of the ``by`` columns applies
-        to every group of recs. Every seen group gets a row in the
-        aggregate, with ``n_users`` 0 and null means when none of its users is evaluated;
-        empty input shows no group, so its aggregate has no rows (spec section 4).
-        Without ``by``, ``SEEN`` counts the frames with a row (0: empty input).
-        ``SEEN`` adds up over disjoint sets of users (buckets, partitions).
+        to every group of recs. Every seen group gets a row in the aggregate, with
+        ``n_users`` 0 and null means when none of its users is evaluated; empty input
+        shows no group, so its aggregate has no rows (spec section 4). Without ``by``,
+        ``SEEN`` counts the frames with a row (0: empty input). ``SEEN`` adds up over
+        disjoint sets of users (buckets, partitions).
         """
         r, c = self.request, self.request.columns
         by = list(c.by)

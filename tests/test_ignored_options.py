@@ -178,3 +178,13 @@ def test_command_line_says_it_in_its_own_terms(
         "whose ranks are unique within a user, so no two items tie; pass --score-col to rank "
         "by a score column instead",
     ]
+
+
+def test_generator_arguments() -> None:
+    """metrics and k are read to look for ignored options, then by the evaluation."""
+    got = fm.evaluate(
+        RECS, TRUTH, metrics=(m for m in ["precision", "recall"]), k=(k for k in [1, 2])
+    )
+    assert got.columns == ["user", "precision@1", "precision@2", "recall@1", "recall@2"]
+    # user 1: a, b at ranks 1, 2 and b relevant; user 2: a, and d relevant.
+    assert got.rows() == [(1, 0.0, 1 / 2, 0.0, 1.0), (2, 0.0, 0.0, 0.0, 0.0)]
