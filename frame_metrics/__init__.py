@@ -28,11 +28,13 @@ from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.errors import (
     DuplicateRowsError,
     FrameMetricsError,
+    IgnoredOptionWarning,
     InvalidOptionError,
     InvalidValueError,
     MissingColumnsError,
     MissingDependencyError,
     UndefinedMetricWarning,
+    UnmatchedIdsWarning,
 )
 from frame_metrics.metrics import REGISTRY
 from frame_metrics.namespace import register_all as _register_all
@@ -50,11 +52,13 @@ __all__ = [
     "Diagnostics",
     "DuplicateRowsError",
     "FrameMetricsError",
+    "IgnoredOptionWarning",
     "InvalidOptionError",
     "InvalidValueError",
     "MissingColumnsError",
     "MissingDependencyError",
     "UndefinedMetricWarning",
+    "UnmatchedIdsWarning",
     "__version__",
     "compare",
     "conventions",

@@ -8,7 +8,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from frame_metrics import engine
 from frame_metrics.diagnostics import Diagnostics
-from frame_metrics.errors import InvalidOptionError
+from frame_metrics.errors import IgnoredOptionWarning, InvalidOptionError, warn
 from frame_metrics.options import (
     ApDenominator,
     DuplicatePolicy,
@@ -29,6 +29,7 @@ from frame_metrics.options import (
 __all__ = ["diagnose", "evaluate"]
 
 FrameT = TypeVar("FrameT")
+T = TypeVar("T")
 
 
 def evaluate(
@@ -107,7 +108,8 @@ def evaluate(
         without a cutoff) mix freely in one call; ``frame_metrics.REGISTRY`` lists them
         with their formulas.
     k
-        A cutoff or a list of them, for every metric named without one.
+        A cutoff or a list of them, for every metric named without one (with every
+        metric naming its own or taking none, ``k`` is ignored with a warning).
     aggregate
         ``False``: one row per evaluated user. ``True``: one row per ``by`` group with
         ``n_users`` and the mean of every metric over the users it is defined for:
@@ -117,6 +119,10 @@ def evaluate(
         (the usual definition), with ``n_pairs``. Corpus metrics (coverage,
         personalization, gini) have one value per group, so they need ``aggregate=True``.
         ``n_users`` counts the users with a value for at least one per-user metric.
+        Every group the inputs show (a recommendation within the largest cutoff, or a
+        truth row) has its row: with no user evaluated, ``n_users`` is 0 and the means
+        are null (corpus metrics keep their value); empty input gives no row. A bool:
+        any other value is an error.
     user
         The user column of every frame, or a list of columns (a composite key such as
         user + session).
@@ -159,6 +165,8 @@ def evaluate(
         compared as text: trec_eval's docnos), ``"input"`` (input row order: a stable
         sort, as Recommenders and ranx) or ``"average"`` (dcg, ndcg, precision, recall,
         f1 and hit_rate take their expected value over every order of the tied items).
+        Ranks given in a ``rank`` column are unique within a user and never tie: a tie
+        rule given with them (here or in a metric string) is ignored with a warning.
     users
         Who may be evaluated: ``"all"`` (every user seen, default), ``"truth"`` (users
         with a truth row), ``"recs"`` (users with a recommendation) or ``"both"``; then
@@ -216,6 +224,7 @@ def evaluate(
     validate
         Check values (nulls, negative relevance, bad or repeated ranks, duplicates)
         before computing; for a LazyFrame this is one aggregate pass over the inputs.
+        Also checks that the ids of recs and truth meet (see Warns).
     buckets
         Evaluate the users in this many buckets, one after another, so that peak memory
         falls with the number of buckets (inputs larger than memory: ``pl.scan_parquet``
@@ -244,6 +253,17 @@ def evaluate(
     FrameMetricsError
         (a ``ValueError``) for a missing column, a bad value or an unknown option; see
         :mod:`frame_metrics.errors`.
+
+    Warns
+    -----
+    IgnoredOptionWarning
+        An option given cannot change the result (``k`` when every metric has its own
+        cutoff, a tie rule with ranks given); the result is what it would be without it.
+    UnmatchedIdsWarning
+        Under 1% of the users of recs have a truth row, or none of their recommended
+        (user, item) pairs is one: ids written differently in the two frames (``"0015"``
+        and ``15``) match nothing. The message gives the counts and an example id of
+        each frame (:mod:`frame_metrics.id_match`). Not on Spark or Dask frames.
 
     Examples
     --------
@@ -303,6 +323,19 @@ def evaluate(
     >>> fm.evaluate(scored, truth, metrics="precision@1", score="score", ties="average").row(0)
     (1, 0.5)
     """
+    aggregate = _flag("aggregate", aggregate)
+    # Read twice below (here, then by the request): a generator must not run dry.
+    metrics, k = _reusable(metrics), _reusable(k)
+    for message in _ignored_options(
+        metrics,
+        k,
+        convention=convention,
+        ties=ties,
+        score=score,
+        rank=rank,
+        long_table=truth is None,
+    ):
+        warn(message, IgnoredOptionWarning)
     n_buckets = _buckets(recs, buckets)
     if n_buckets > 1:
         from frame_metrics.distributed import buckets as local
@@ -363,6 +396,107 @@ _NOT_OPTIONS = ("catalog", "train", "item_features", "baseline", "validate", "bu
 def _options(names: dict[str, Any]) -> dict[str, Any]:
     """The metric and column options among evaluate's local variables."""
     return {n: v for n, v in names.items() if n in _OPTION_DEFAULTS and n not in _NOT_OPTIONS}
+
+
+def _reusable(value: T) -> T:
+    """An iterable argument as a list, which can be read more than once; else itself.
+
+    Examples
+    --------
+    >>> _reusable(n for n in ["ndcg", "recall"]), _reusable("ndcg"), _reusable(5)
+    (['ndcg', 'recall'], 'ndcg', 5)
+    """
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes)):
+        return cast("T", list(value))
+    return value
+
+
+def _flag(name: str, value: object) -> bool:
+    """A yes/no option: a bool (numpy's too), not any value that happens to be truthy.
+
+    ``aggregate="mean"`` would otherwise aggregate, and ``aggregate="no"`` too.
+
+    Examples
+    --------
+    >>> _flag("aggregate", "mean")
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: aggregate: expected True or False, got 'mean'
+    """
+    kind = type(value)
+    if isinstance(value, bool) or (
+        kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
+    ):
+        return bool(value)
+    raise InvalidOptionError(f"{name}: expected True or False, got {value!r}")
+
+
+def _ignored_options(
+    metrics: str | Iterable[str] | None,
+    k: int | Iterable[int] | None,
+    *,
+    convention: str | None,
+    ties: str | None,
+    score: str | None,
+    rank: str,
+    long_table: bool,
+) -> list[str]:
+    """What the call gives that cannot change its result, one message each.
+
+    ``k`` when every metric names its own cutoff or takes none; a tie rule (the call's,
+    or a metric's own) when the rows are ranked by a rank column, whose ranks are unique
+    within a user (a repeated rank is an error), so that no two items ever tie. A tie
+    rule a convention sets is not the caller's doing, and is not reported.
+
+    Examples
+    --------
+    >>> _ignored_options(["ndcg@5", "rmse"], 10, convention=None, ties=None, score=None,
+    ...                  rank="rank", long_table=False)
+    ["k: 10 ignored, every metric has its own cutoff or none ('ndcg@5', 'rmse'); leave k out, or name a metric without a cutoff to compute it at k"]
+    """
+    from frame_metrics.conventions import METRIC_OPTIONS
+    from frame_metrics.metric_names import parse_name
+    from frame_metrics.metrics import DEFAULT_RANKING
+    from frame_metrics.metrics.registry import resolve, resolve_requests, split_names
+    from frame_metrics.options import is_int
+
+    # Refuses bad names and cutoffs with the messages a request gives, before any
+    # name is read here.
+    resolve_requests(metrics, k, DEFAULT_RANKING, convention=convention)
+    given = (
+        [metrics]
+        if isinstance(metrics, str)
+        else list(DEFAULT_RANKING if metrics is None else metrics)
+    )
+    names = [str(name) for raw in given for name in split_names(raw)]
+    known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
+    parsed = [parse_name(name, known) for name in names]
+    messages = []
+    if k is not None and not any(p.cut is None and resolve(p.name).takes_k for p in parsed):
+        # k is valid here: an int (numpy's too) or an iterable of them.
+        shown = int(cast("int", k)) if is_int(k) else [int(v) for v in cast("Iterable[int]", k)]
+        messages.append(
+            f"k: {shown!r} ignored, every metric has its own cutoff or none "
+            f"({', '.join(repr(n) for n in names)}); leave k out, or name a metric without "
+            "a cutoff to compute it at k"
+        )
+    if score is None:
+        ranked = (
+            f"the long table is ranked by column {rank!r}"
+            if long_table
+            else f"recs are ranked by column {rank!r}"
+        )
+        why = (
+            f"{ranked}, whose ranks are unique within a user, so no two items tie; pass "
+            "score= to rank by a score column instead"
+        )
+        if ties is not None:
+            messages.append(f"ties: {ties!r} ignored: {why}")
+        for p in parsed:
+            own = dict(p.options).get("ties")
+            if own is not None:
+                messages.append(f"ties: {own!r} in {p.raw!r} ignored: {why}")
+    return messages
 
 
 def _buckets(recs: object, buckets: int | Literal["auto"] | None) -> int:

@@ -1329,6 +1329,7 @@ _FLAGS = {
     "persistence": "--persistence",
     "max_relevance": "--max-relevance",
     "baseline": "--baseline",
+    "ties": "--ties",
     # compare's keywords
     "baseline_model": "--baseline-model",
     "seed": "--seed",
@@ -1347,6 +1348,8 @@ def _in_cli_terms(message: str) -> str:
     'novelty: expected --train FILE (the train split)'
     >>> _in_cli_terms("head_share: expected a number in (0, 1), got 2.0")
     '--head-share: expected a number in (0, 1), got 2.0'
+    >>> _in_cli_terms("k: 5 ignored, every metric has its own cutoff or none ('ndcg@10'); leave k out")
+    "-k: 5 ignored, every metric has its own cutoff or none ('ndcg@10'); leave out -k"
     """
     corpus = re.fullmatch(
         r"aggregate: expected True for corpus metrics \((.*)\), got False with (.*)", message
@@ -1368,6 +1371,8 @@ def _in_cli_terms(message: str) -> str:
         lambda m: f"pass --{m[1].replace('_', '-')} to override it)",
         message,
     )
+    message = message.replace("pass score= to", "pass --score-col to")
+    message = message.replace("leave k out", "leave out -k")
     if message.startswith("-k: ") and message.endswith(", got None"):
         message = message.removesuffix("None") + (
             "none (every metric named without its own cutoff, like ndcg@10, needs -k)"
@@ -1404,7 +1409,7 @@ def _column_hint(missing: Sequence[str], args: argparse.Namespace) -> str:
 
 @contextlib.contextmanager
 def _warnings_as_lines() -> Iterator[None]:
-    """Show each warning as one ``frame-metrics: warning: ...`` line."""
+    """Show each warning as one ``frame-metrics: warning: ...`` line, in this CLI's terms."""
 
     def show(
         message: Warning | str,
@@ -1414,7 +1419,7 @@ def _warnings_as_lines() -> Iterator[None]:
         file: TextIO | None = None,
         line: str | None = None,
     ) -> None:
-        print(f"{PROG}: warning: {' '.join(str(message).split())}", file=sys.stderr)
+        print(f"{PROG}: warning: {_in_cli_terms(' '.join(str(message).split()))}", file=sys.stderr)
 
     with warnings.catch_warnings():
         warnings.showwarning = show

@@ -34,6 +34,7 @@ from frame_metrics.extras import (
 )
 from frame_metrics.frames import Source, to_lazy
 from frame_metrics.global_tables import GlobalTables
+from frame_metrics.id_match import IdScreen
 from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.context import (
     IN_TAIL,
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_ENGINE",
+    "SEEN",
     "Plan",
     "Request",
     "diagnose",
@@ -424,6 +426,8 @@ def _stats_options(options: MetricOptions, call: MetricOptions) -> MetricOptions
 
 #: The corpus frame's count of users with a recommendation within the largest corpus k.
 _CORPUS_USERS = "_fm_corpus_users"
+#: Per ``by`` group: how many input frames show it (see :meth:`Plan.seen_groups`).
+SEEN = "_fm_seen"
 
 #: Which extra input an entry of ``Metric.needs`` reads.
 _EXTRA_OF_NEED = {
@@ -802,23 +806,84 @@ class Plan:
             )
         return exposure.join(sizes, how="cross")
 
+    def seen_groups(self) -> pl.LazyFrame:
+        """The ``by`` groups the inputs show, each with ``SEEN`` > 0; without ``by``, one row.
+
+        A group is seen when it has a recommendation the metrics read (within the largest
+        cutoff, as a distributed run moves them) or a judged row (truth's rows, a long
+        table's rows with a relevance); truth without some of the ``by`` columns applies
+        to every group of recs. Every seen group gets a row in the aggregate, with
+        ``n_users`` 0 and null means when none of its users is evaluated; empty input
+        shows no group, so its aggregate has no rows (spec section 4). Without ``by``,
+        ``SEEN`` counts the frames with a row (0: empty input). ``SEEN`` adds up over
+        disjoint sets of users (buckets, partitions).
+        """
+        r, c = self.request, self.request.columns
+        by = list(c.by)
+        sides: list[tuple[pl.LazyFrame, pl.LazyFrame, list[str], pl.LazyFrame | None]] = []
+        if self.prepared is not None:
+            p = self.prepared
+            # Judged rows, relevance 0 included: a long table's as well as truth's.
+            judged = p.truth if p.judged is None else p.judged
+            sides.append((p.top, judged, p.truth_keys, p.groups))
+        if self.ratings is not None:
+            recs = r.source.lazy
+            truth = recs if r.truth is None else r.truth.lazy
+            truth_cols = truth.collect_schema().names()
+            missing = [b for b in by if b not in truth_cols]
+            groups = recs.select(missing).unique() if missing else None
+            sides.append((recs, truth, [b for b in by if b in truth_cols], groups))
+        if not by:
+            # Whether any frame has a row (a literal alone would make a row of nothing).
+            rows = [
+                frame.head(1).select(pl.len().cast(pl.Int64).alias(SEEN))
+                for recs, truth, _, _ in sides
+                for frame in (recs, truth)
+            ]
+            return pl.concat(rows).select(pl.col(SEEN).sum())
+        frames: list[pl.LazyFrame] = []
+        for recs, truth, truth_keys, groups in sides:
+            frames.append(recs.select(by).unique())
+            truth_by = [b for b in by if b in truth_keys]
+            # Truth without any by column shows the groups it applies to once it has a row.
+            shown = (
+                truth.select(truth_by).unique()
+                if truth_by
+                else truth.head(1).select(pl.len().alias(SEEN)).filter(pl.col(SEEN) > 0)
+            )
+            if groups is not None:
+                shown = shown.join(groups, how="cross")
+            frames.append(shown.select(by))
+        seen = pl.concat(frames, how="vertical_relaxed").unique()
+        return seen.with_columns(pl.lit(1, pl.Int64).alias(SEEN))
+
     def aggregate(self, per_user: pl.LazyFrame) -> pl.LazyFrame:
         """Per ``by`` group: ``n_users``, means, pooled rating errors and corpus metrics.
 
         Each mean is over the users the metric is defined for; rating errors are pooled
-        over pairs, reported with ``n_pairs``.
+        over pairs, reported with ``n_pairs``. Every group :meth:`seen_groups` shows has
+        a row.
+        """
+        r = self.request
+        if not r.per_user_columns:
+            corpus = self.corpus()
+            assert corpus is not None
+            return self.finish_corpus(self.seen_groups(), corpus)
+        return self.finish_aggregate(self.group_sums(per_user), self.corpus())
+
+    def finish_corpus(self, seen: pl.LazyFrame, corpus: pl.LazyFrame) -> pl.LazyFrame:
+        """Corpus metrics alone: one row per seen group, from :meth:`corpus_from`'s frame.
+
+        ``n_users`` is the users with a recommendation within the largest corpus k,
+        which the corpus frame counts already; a group seen only in truth has 0 and
+        null metrics.
         """
         r = self.request
         by = list(r.columns.by)
-        if not r.per_user_columns:
-            # Corpus metrics only: n_users is the users with a recommendation within k,
-            # which the corpus frame counts already.
-            corpus = self.corpus()
-            assert corpus is not None
-            out = corpus.rename({_CORPUS_USERS: "n_users"}).filter(pl.col("n_users") > 0)
-            out = out.select(*by, "n_users", *r.metric_columns)
-            return out.sort(by) if by else out
-        return self.finish_aggregate(self.group_sums(per_user), self.corpus())
+        out = _left_join(seen.filter(pl.col(SEEN) > 0), corpus, by)
+        out = out.with_columns(pl.col(_CORPUS_USERS).fill_null(0).alias("n_users"))
+        out = out.select(*by, "n_users", *r.metric_columns)
+        return out.sort(by) if by else out
 
     def summed_columns(self) -> list[str]:
         """The per-user columns the aggregate sums: metrics with a mean, rating errors."""
@@ -831,15 +896,22 @@ class Plan:
         return [*cols, *([SQUARED_ERRORS, ABS_ERRORS] if self.ratings is not None else [])]
 
     def group_sums(self, per_user: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-        """Per ``by`` group: user and pair counts, and the exact partial sums.
+        """Per seen ``by`` group: user and pair counts, ``SEEN``, and the exact partial sums.
 
-        Both add up over disjoint sets of users (buckets, partitions).
+        All add up over disjoint sets of users (buckets, partitions).
         """
         by = list(self.request.columns.by)
         counts: list[pl.Expr] = [pl.len().cast(pl.Int64).alias("n_users")]
         if self.ratings is not None:
             counts.append(pl.col(N_PAIRS).fill_null(0).sum().cast(pl.Int64).alias(N_PAIRS))
         grouped = per_user.group_by(by).agg(counts) if by else per_user.select(counts)
+        seen = self.seen_groups()
+        if by:
+            grouped = seen.join(grouped, on=by, how="full", coalesce=True, nulls_equal=True)
+        else:
+            grouped = grouped.join(seen, how="cross")
+        filled = ["n_users", *([N_PAIRS] if self.ratings is not None else []), SEEN]
+        grouped = grouped.with_columns(pl.col(filled).fill_null(0))
         return grouped, exact_partials(per_user, by, self.summed_columns())
 
     def finish_aggregate(
@@ -848,16 +920,18 @@ class Plan:
         """The aggregate from :meth:`group_sums` and the corpus metrics per group.
 
         The sums are one run's, or several runs' added up; the corpus frame is
-        :meth:`corpus`, or computed from summed exposures.
+        :meth:`corpus`, or computed from summed exposures. A seen group without an
+        evaluated user has ``n_users`` 0 and null means (and a null pooled error
+        without a rated pair); its corpus metrics are its own.
         """
         r = self.request
         by = list(r.columns.by)
         counts, partials = sums
         summed = self.summed_columns()
         totals = exact_totals(partials, by, summed)
-        out = counts.join(totals, on=by, how="left") if by else counts.join(totals, how="cross")
-        # A global mean of nothing is one row of nulls in polars; the spec wants no rows.
-        out = out.filter(pl.col("n_users") > 0)
+        out = _left_join(counts, totals, by)
+        # Empty input has no seen group (and no user), so no row (spec section 4).
+        out = out.filter((pl.col("n_users") > 0) | (pl.col(SEEN) > 0))
         pooled = RatingContext(pooled=True)
         values: list[pl.Expr] = []
         for q in r.requests:
@@ -872,11 +946,29 @@ class Plan:
             out = out.group_by(by).agg(*(pl.col(c).first() for c in lead), *values)
         else:
             out = out.select(*lead, *values)
+        # A mean over no user, a pooled error over no pair: null, not 0/0.
+        out = out.with_columns(
+            pl.when(pl.col(N_PAIRS if q.metric.family == "rating" else "n_users") > 0)
+            .then(pl.col(q.column))
+            .alias(q.column)
+            for q in r.requests
+            if q.metric.population != "corpus"
+        )
         if corpus is not None:
-            out = out.join(corpus, on=by, how="left") if by else out.join(corpus, how="cross")
-        lead = ["n_users", *([N_PAIRS] if self.ratings is not None else [])]
+            out = _left_join(out, corpus, by)
         out = out.select(*by, *lead, *r.metric_columns)
         return out.sort(by) if by else out
+
+
+def _left_join(left: pl.LazyFrame, right: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
+    """``left`` with ``right``'s columns joined on ``by``; without ``by``, on one key.
+
+    Without ``by`` both frames have one row at most, and a cross join would drop
+    ``left``'s row when ``right`` has none.
+    """
+    if by:
+        return left.join(right, on=by, how="left")
+    return left.join(right, left_on=pl.lit(0), right_on=pl.lit(0), how="left")
 
 
 def read_columns(options: Mapping[str, Any], given: Collection[str]) -> dict[str, set[str]]:
@@ -937,11 +1029,32 @@ def evaluate(request: Request, *, aggregate: bool) -> Any:
     plan, result = query(request, aggregate=aggregate)
     if plan.first_checks:
         run_checks(plan.first_checks, engine=DEFAULT_ENGINE)
+    screen = id_screen(request)
+    screening = [] if screen is None else screen.queries()
     if request.source.kind == "polars-lazy":
-        run_checks(plan.checks, engine=DEFAULT_ENGINE)
+        screened = run_checks(plan.checks, with_queries=screening, engine=DEFAULT_ENGINE)
+        if screen is not None:
+            screen.report(screened)
         return request.source.give_back(result)
-    (frame,) = run_checks(plan.checks, with_queries=[result], engine=DEFAULT_ENGINE)
+    frame, *screened = run_checks(
+        plan.checks, with_queries=[result, *screening], engine=DEFAULT_ENGINE
+    )
+    if screen is not None:
+        screen.report(screened)
     return request.source.give_back(frame)
+
+
+def id_screen(request: Request) -> IdScreen | None:
+    """The check that the ids of recs and truth match (:mod:`frame_metrics.id_match`).
+
+    One of the input checks: none with ``validate=False``, nor without truth (a long
+    table's ids are in one frame) or a metric that reads it.
+    """
+    if not request.validate or request.truth is None or "truth" not in request.needs:
+        return None
+    c = request.columns
+    truth_by = [b for b in c.by if b in request.truth.lazy.collect_schema()]
+    return IdScreen(request.source.lazy, request.truth.lazy, [*truth_by, *c.user], c.item)
 
 
 def diagnose(request: Request) -> Diagnostics:

@@ -10,18 +10,22 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
+import sys
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 __all__ = [
     "DuplicateRowsError",
     "FrameMetricsError",
+    "IgnoredOptionWarning",
     "InvalidOptionError",
     "InvalidValueError",
     "Keyword",
     "MissingColumnsError",
     "MissingDependencyError",
     "UndefinedMetricWarning",
+    "UnmatchedIdsWarning",
     "shown",
 ]
 
@@ -127,6 +131,36 @@ class MissingDependencyError(FrameMetricsError, ImportError):
 
 class UndefinedMetricWarning(UserWarning):
     """A metric is undefined for some users and was handled by the empty-case policy."""
+
+
+class IgnoredOptionWarning(UserWarning):
+    """An option was given that cannot change the result, and was ignored.
+
+    The call still means something (the result is what it would be without the
+    option); the message names the option, its value and why it has no effect.
+    """
+
+
+class UnmatchedIdsWarning(UserWarning):
+    """Few or none of the recommended users, or none of their items, are in truth.
+
+    Ids written differently in the two frames (``"0015"`` against ``15``) match nothing,
+    and every metric is then 0 or undefined without any error. The message gives the
+    counts and an example id from each frame.
+    """
+
+
+def warn(message: str, category: type[Warning]) -> None:
+    """Issue a warning attributed to the caller's own line, outside frame_metrics.
+
+    A fixed ``stacklevel`` would point into the package when the call came through the
+    namespace, ``compare`` or the command line.
+    """
+    package = __name__.rpartition(".")[0] + "."
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(package):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level + 1)
 
 
 def _quoted(names: Iterable[str]) -> str:

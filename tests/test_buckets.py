@@ -27,12 +27,15 @@ from frame_metrics.errors import (
 from frame_metrics.progress import Progress
 from tests.test_distributed import (
     CASES,
+    GROUP_METRICS,
     NAME_CASES,
     NAMED,
     NAMED_COLUMNS,
     RECS,
     TRAIN,
     TRUTH,
+    TRUTH_BY_MODEL,
+    UNMATCHED_IDS_EXPECTED,
     _sorted,
     _tables,
 )
@@ -71,6 +74,15 @@ def test_corpus_metrics(by: str | None) -> None:
     metrics = ["coverage@2", "personalization@2", "gini@3", "precision@2"]
     expected = fm.evaluate(RECS, TRUTH, metrics=metrics, by=by, aggregate=True)
     result = fm.evaluate(RECS, TRUTH, metrics=metrics, by=by, aggregate=True, buckets=4)
+    assert_frame_equal(result, expected, check_dtypes=False, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("metrics", GROUP_METRICS, ids=str)
+def test_group_without_truth_rows(metrics: list[str]) -> None:
+    kwargs: dict[str, Any] = {"metrics": metrics, "by": "model", "aggregate": True}
+    expected = fm.evaluate(RECS, TRUTH_BY_MODEL, **kwargs)
+    assert expected["model"].to_list() == ["x", "y", "z"]
+    result = fm.evaluate(RECS, TRUTH_BY_MODEL, buckets=3, **kwargs)
     assert_frame_equal(result, expected, check_dtypes=False, rel_tol=1e-12)
 
 
@@ -193,6 +205,7 @@ def test_progress_bar(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Mo
     assert capsys.readouterr().err == ""  # quick work draws nothing
 
 
+@UNMATCHED_IDS_EXPECTED
 @settings(max_examples=25, deadline=None)
 @given(tables=_tables(), buckets=st.integers(1, 5), aggregate=st.booleans())
 def test_random_tables(

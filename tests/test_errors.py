@@ -389,6 +389,14 @@ CASES: list[Case] = [
         "metrics: expected a metric string of at most 1000 characters (a longer gain table goes in gain=), got 'ndcg(threshold=----... (100019 characters)",
     ),
     (
+        "aggregate-not-a-bool",
+        same,
+        same,
+        {"aggregate": "mean"},
+        InvalidOptionError,
+        "aggregate: expected True or False, got 'mean'",
+    ),
+    (
         "user-not-a-name",
         same,
         same,

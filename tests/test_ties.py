@@ -29,7 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import frame_metrics as fm
-from frame_metrics.errors import InvalidOptionError
+from frame_metrics.errors import IgnoredOptionWarning, InvalidOptionError
 from tests.conftest import CONSTRUCTORS, Constructor
 from tests.conftest import assert_user_values as assert_close
 from tests.conftest import evaluate_as_polars as run
@@ -471,13 +471,19 @@ RANK_TRUTH = pl.DataFrame(
 
 
 def test_average_is_a_no_op_with_ranks(constructor: Constructor) -> None:
+    """Unique ranks never tie: the option changes nothing, and a warning says so."""
     metrics = [*AVERAGED, "ap", "mrr"]
     default = run(constructor, RANK_RECS, RANK_TRUTH, metrics=metrics, k=[1, 3, 5])
-    averaged = run(constructor, RANK_RECS, RANK_TRUTH, metrics=metrics, k=[1, 3, 5], ties="average")
+    ignored = r"^ties: 'average' ignored: (recs are|the long table is) ranked by column 'rank'"
+    with pytest.warns(IgnoredOptionWarning, match=ignored):
+        averaged = run(
+            constructor, RANK_RECS, RANK_TRUTH, metrics=metrics, k=[1, 3, 5], ties="average"
+        )
     assert averaged.rows() == default.rows()
     long = RANK_RECS.join(RANK_TRUTH, on=["user", "item"], how="full", coalesce=True)
     long_default = run(constructor, long, None, metrics=metrics, k=[1, 3, 5])
-    long_averaged = run(constructor, long, None, metrics=metrics, k=[1, 3, 5], ties="average")
+    with pytest.warns(IgnoredOptionWarning, match=ignored):
+        long_averaged = run(constructor, long, None, metrics=metrics, k=[1, 3, 5], ties="average")
     assert long_averaged.rows() == long_default.rows() == default.rows()
     # A spot check of the values: user 1's hits at ranks 2 (rel 1) and 5 (rel 3).
     assert values(default, "precision@5")[1] == 2 / 5

@@ -23,6 +23,7 @@ import polars as pl
 from frame_metrics.distributed import core
 from frame_metrics.engine import DEFAULT_ENGINE, read_columns
 from frame_metrics.frames import to_lazy
+from frame_metrics.id_match import IdScreen
 from frame_metrics.progress import Progress
 
 __all__ = ["BUCKET_ROWS", "auto_buckets", "evaluate"]
@@ -80,6 +81,22 @@ def _used(frames: Mapping[str, pl.LazyFrame], bucket: pl.Expr) -> list[int]:
     """The buckets holding a row of some frame, ascending (at most one per user)."""
     ids = pl.concat([f.select(bucket.alias("b")) for f in frames.values()]).unique()
     return sorted(int(b) for b in ids.drop_nulls().collect(engine=DEFAULT_ENGINE)["b"])
+
+
+def _check_ids(job: core.Job, frames: Mapping[str, pl.LazyFrame], first: pl.Expr) -> None:
+    """Warn when the ids of recs and truth do not meet (:mod:`frame_metrics.id_match`).
+
+    The sample is the first bucket's: one more read of that bucket's users (with ranges
+    of ids and parquet statistics, of its row groups alone); every row is read again
+    only when the sample breaks the rule.
+    """
+    request = job.request(job.empty(), validate=False)
+    if "truth" not in frames or "truth" not in request.needs:
+        return
+    truth_schema = frames["truth"].collect_schema()
+    keys = [*(b for b in job.by if b in truth_schema), *job.user]
+    screen = IdScreen(frames["recs"], frames["truth"], keys, request.columns.item, within=first)
+    screen.report(pl.collect_all(screen.queries(), engine=DEFAULT_ENGINE))
 
 
 def evaluate(
@@ -161,6 +178,7 @@ def evaluate(
     rows = pl.concat(parts, how="vertical_relaxed")
     if validate:
         core.raise_first(rows.filter(pl.col(core.TAG) == "failure").select(core.failure_columns()))
+        _check_ids(job, typed, conditions[0])
         meta = core.partition_result(job.empty(), job)
         rows = rows.filter(pl.col(core.TAG) == "result").select(meta.columns).cast(meta.schema)
     if aggregate:

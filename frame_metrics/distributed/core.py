@@ -31,7 +31,15 @@ from frame_metrics import errors
 from frame_metrics.api import _NOT_OPTIONS, _OPTION_DEFAULTS
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.dtypes import unify_keys
-from frame_metrics.engine import DEFAULT_ENGINE, Plan, Request, diagnose, query, unseen_items
+from frame_metrics.engine import (
+    DEFAULT_ENGINE,
+    SEEN,
+    Plan,
+    Request,
+    diagnose,
+    query,
+    unseen_items,
+)
 from frame_metrics.extras import N_TRAIN_USERS, popularity_levels, train_counts
 from frame_metrics.global_tables import GlobalTables
 from frame_metrics.metrics.corpus import exposure_column, users_column
@@ -340,9 +348,10 @@ def partition_result(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.DataFra
 def _sums(plan: Plan, per_user: pl.LazyFrame) -> pl.LazyFrame:
     """What adds up over partitions, in one frame of three kinds of rows (``KIND``).
 
-    ``counts``: users and rating pairs per group; ``exact``: the exact partial sums of
-    :mod:`frame_metrics.exact_sums`; ``long``: item exposures and users within each
-    corpus k, as (by, item, ``NAME``, ``VALUE``), integers held exactly in floats.
+    ``counts``: users, rating pairs and ``SEEN`` per group (``SEEN`` alone for corpus
+    metrics alone); ``exact``: the exact partial sums of :mod:`frame_metrics.exact_sums`;
+    ``long``: item exposures and users within each corpus k, as (by, item, ``NAME``,
+    ``VALUE``), integers held exactly in floats.
     """
     r = plan.request
     by, item = list(r.columns.by), r.columns.item
@@ -352,6 +361,8 @@ def _sums(plan: Plan, per_user: pl.LazyFrame) -> pl.LazyFrame:
         counts, partials = plan.group_sums(per_user)
         parts.append(counts.with_columns(pl.lit("counts").alias(KIND)))
         parts.append(partials.with_columns(pl.lit("exact").alias(KIND)))
+    else:
+        parts.append(plan.seen_groups().with_columns(pl.lit("counts").alias(KIND)))
     exposure = plan.exposures()
     if exposure is not None:
         ks = sorted({q.k for q in r.requests if q.metric.family == "corpus"})
@@ -391,25 +402,28 @@ def finish(sums: pl.DataFrame, job: Job) -> pl.DataFrame:
         long = sums.filter(pl.col(KIND) == "long").select(*by, item, NAME, VALUE)
         totals = long.group_by([*by, item, NAME], maintain_order=True).agg(pl.col(VALUE).sum())
         corpus = _corpus(plan, totals, by, item)
-    if request.per_user_columns:
-        count_cols = ["n_users", *([N_PAIRS] if plan.ratings is not None else [])]
-        counts = sums.filter(pl.col(KIND) == "counts").select(*by, *count_cols)
-        counts = (
-            counts.group_by(by).agg(pl.col(count_cols).sum())
-            if by
-            else counts.select(pl.col(count_cols).sum())
-        )
-        exact = sums.filter(pl.col(KIND) == "exact").select(
-            *by, *(c for c in sums.columns if c.startswith("_fm_") and c not in (KIND, NAME, VALUE))
-        )
-        out = plan.finish_aggregate(
-            (counts.lazy(), exact.lazy()), None if corpus is None else corpus.lazy()
-        ).collect()
-        return out
-    assert corpus is not None
-    out = corpus.rename({"_fm_corpus_users": "n_users"}).filter(pl.col("n_users") > 0)
-    out = out.select(*by, "n_users", *request.metric_columns)
-    return out.sort(by) if by else out
+    count_cols = [
+        *(["n_users"] if request.per_user_columns else []),
+        *([N_PAIRS] if plan.ratings is not None else []),
+        SEEN,
+    ]
+    counts = sums.filter(pl.col(KIND) == "counts").select(*by, *count_cols)
+    # A group seen in any partition is seen (SEEN > 0), with the users of every one.
+    counts = (
+        counts.group_by(by).agg(pl.col(count_cols).sum())
+        if by
+        else counts.select(pl.col(count_cols).sum())
+    )
+    if not request.per_user_columns:
+        assert corpus is not None
+        return plan.finish_corpus(counts.lazy(), corpus.lazy()).collect()
+    exact = sums.filter(pl.col(KIND) == "exact").select(
+        *by,
+        *(c for c in sums.columns if c.startswith("_fm_") and c not in (KIND, NAME, VALUE, SEEN)),
+    )
+    return plan.finish_aggregate(
+        (counts.lazy(), exact.lazy()), None if corpus is None else corpus.lazy()
+    ).collect()
 
 
 def _wide(rows: pl.DataFrame, index: list[str], names: list[str]) -> pl.DataFrame:
