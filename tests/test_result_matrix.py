@@ -27,3 +27,17 @@ def test_every_local_path_agrees_with_polars() -> None:
         for path, got in paths.items():
             mode = path.split("/")[0]
             assert got == paths[f"{mode}/polars"], (case, path)
+
+
+def test_the_recorded_dask_and_spark_results_equal_polars() -> None:
+    # Recorded with `python -m tests.result_matrix record` (Dask and Spark included):
+    # partitioned runs gave the polars bits, dtypes and errors, on every distributed case.
+    recorded = json.loads(result_matrix.PATH.read_text())
+    seen = 0
+    for case, paths in recorded["results"].items():
+        for path, got in paths.items():
+            mode, engine = path.split("/")
+            if engine in ("dask", "spark"):
+                seen += 1
+                assert got == paths[f"{mode}/polars"], (case, path)
+    assert seen == 4 * len(result_matrix.DISTRIBUTED)
