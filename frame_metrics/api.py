@@ -431,6 +431,22 @@ def _flag(name: str, value: object) -> bool:
     raise InvalidOptionError(f"{name}: expected True or False, got {value!r}")
 
 
+def _takes_call_k(name: str, convention: str | None) -> bool:
+    """Whether the metric string ``name`` is computed at the call's ``k``.
+
+    Not when it names its own cutoff (``ndcg@5``, trec_eval's ``P_10``), takes none
+    (``rmse``) or reads the whole list (``RR``): resolved with a probe cutoff it does
+    not write, it is computed at the probe only if it takes the call's.
+    """
+    from frame_metrics.metrics import DEFAULT_RANKING
+    from frame_metrics.metrics.registry import resolve_requests
+    from frame_metrics.options import MAX_K
+
+    probe = MAX_K if not name.endswith(f"@{MAX_K}") else MAX_K - 1
+    requests = resolve_requests([name], probe, DEFAULT_RANKING, convention=convention)
+    return any(q.k == probe for q in requests)
+
+
 def _ignored_options(
     metrics: str | Iterable[str] | None,
     k: int | Iterable[int] | None,
@@ -457,7 +473,7 @@ def _ignored_options(
     from frame_metrics.conventions import METRIC_OPTIONS
     from frame_metrics.metric_names import parse_name
     from frame_metrics.metrics import DEFAULT_RANKING
-    from frame_metrics.metrics.registry import resolve, resolve_requests, split_names
+    from frame_metrics.metrics.registry import resolve_requests, split_names
     from frame_metrics.options import is_int
 
     # Refuses bad names and cutoffs with the messages a request gives, before any
@@ -472,7 +488,7 @@ def _ignored_options(
     known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
     parsed = [parse_name(name, known) for name in names]
     messages = []
-    if k is not None and not any(p.cut is None and resolve(p.name).takes_k for p in parsed):
+    if k is not None and not any(_takes_call_k(name, convention) for name in names):
         # k is valid here: an int (numpy's too) or an iterable of them.
         shown = int(cast("int", k)) if is_int(k) else [int(v) for v in cast("Iterable[int]", k)]
         messages.append(

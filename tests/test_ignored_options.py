@@ -188,3 +188,18 @@ def test_generator_arguments() -> None:
     assert got.columns == ["user", "precision@1", "precision@2", "recall@1", "recall@2"]
     # user 1: a, b at ranks 1, 2 and b relevant; user 2: a, and d relevant.
     assert got.rows() == [(1, 0.0, 1 / 2, 0.0, 1.0), (2, 0.0, 0.0, 0.0, 0.0)]
+
+
+def test_k_with_tool_measure_names() -> None:
+    # trec_eval's P_10 names its cutoff and ir_measures' RR reads the whole list: k is
+    # ignored; ir_measures' P without a cutoff is computed at k (a bare tool name used
+    # to fail the check with "expected a known metric name, got 'P'").
+    recs = pl.DataFrame({"user": [1, 1], "item": ["a", "b"], "rank": [1, 2]})
+    truth = pl.DataFrame({"user": [1], "item": ["a"], "relevance": [1]})
+    with pytest.warns(IgnoredOptionWarning, match=r"^k: 5 ignored, .* \('P_10', 'RR'\); "):
+        got = fm.evaluate(recs, truth, metrics=["P_10", "RR"], k=5)
+    assert got.row(0) == (1, 1 / 10, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredOptionWarning)
+        got = fm.evaluate(recs, truth, metrics=["P", "RR"], k=5)
+    assert got.row(0) == (1, 1 / 5, 1.0)

@@ -549,6 +549,7 @@ def test_conventions_table() -> None:
         "gain_scope": "relevant",
         "persistence": "0.8",
         "rbp_gain": "binary",
+        "zero_ideal": "zero",
     }
     for option, default in zip(table["option"], table["default"], strict=True):
         assert spec_defaults[option] == default, option
