@@ -61,14 +61,17 @@ def exact_partials(frame: pl.LazyFrame, by: Sequence[str], columns: Sequence[str
     # Two power-of-two factors, each finite for any float exponent: the product is exact.
     half = shift // 2
     scaled = v * pl.lit(2.0).pow(half) * pl.lit(2.0).pow(shift - half)
-    mantissa = scaled.filter(finite).cast(pl.Int128, strict=False)
     per_bin = (
         long.with_columns(exponent.cast(pl.Int64, strict=False).alias(_BIN))
+        .with_columns(
+            pl.when(finite).then(scaled).cast(pl.Int128, strict=False).alias("_fm_m"),
+            pl.when(finite).then(0.0).otherwise(v).alias(_NONFINITE),
+        )
         .group_by([*by, NAME, _BIN])
         .agg(
-            mantissa.sum().alias("_fm_m"),
+            pl.col("_fm_m").sum(),
             v.count().cast(pl.Int64).alias(_COUNT),
-            v.filter(v.is_not_null() & ~finite).sum().alias(_NONFINITE),
+            pl.col(_NONFINITE).sum(),  # NaN or ±inf when any was, else 0.0
         )
     )
     m = pl.col("_fm_m")
