@@ -322,6 +322,18 @@ def evaluate(
     >>> scored = pl.DataFrame({"user": 1, "item": ["x", "b"], "score": [0.5, 0.5]})
     >>> fm.evaluate(scored, truth, metrics="precision@1", score="score", ties="average").row(0)
     (1, 0.5)
+
+    A user whose relevant items all gain 0 (``threshold=0`` makes relevance 0 relevant)
+    has an ideal DCG of 0: ndcg 0 by default (trec_eval, scikit-learn), no value under
+    ``zero_ideal="skip"`` (Recommenders), so the mean, and ``n_users``, count the others.
+
+    >>> zeros = pl.DataFrame({"user": [1, 2], "item": ["a", "a"], "relevance": [0, 2]})
+    >>> two = pl.DataFrame({"user": [1, 2], "item": ["a", "a"], "rank": [1, 1]})
+    >>> fm.evaluate(two, zeros, metrics="ndcg@1", threshold=0, aggregate=True).row(0)
+    (2, 0.5)
+    >>> fm.evaluate(two, zeros, metrics="ndcg@1", threshold=0, aggregate=True,
+    ...             zero_ideal="skip").row(0)
+    (1, 1.0)
     """
     aggregate = _flag("aggregate", aggregate)
     # Read twice below (here, then by the request): a generator must not run dry.

@@ -9,6 +9,7 @@ leaves its range, by a last bit either. Every assertion here is exact: no tolera
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -298,6 +299,22 @@ BOUNDED = [
 ]
 
 
+def _scored(recs: pl.DataFrame) -> pl.DataFrame:
+    """``recs`` ranked by a score with many ties (rank mod 3) instead of its ranks."""
+    return recs.with_columns(score=(pl.col("rank") % 3).cast(pl.Float64)).drop("rank")
+
+
+def _assert_in_range(got: pl.DataFrame, options_of: Callable[[str], MetricOptions | None]) -> None:
+    """Every metric column of ``got`` within its metric's range under its options."""
+    for column in got.columns:
+        if column in ("user", "n_users"):
+            continue
+        name = column.split("@")[0].split("(")[0]
+        low, high = REGISTRY[name].range_under(options_of(name))
+        for value in got[column].drop_nulls():
+            assert low <= value <= (high if high is not None else math.inf), (column, value)
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     table=tables(),
@@ -306,11 +323,10 @@ BOUNDED = [
     ties=st.sampled_from(["item", "average"]),
 )
 def test_random_tables_stay_in_range(table: Any, gain: Any, ks: list[int], ties: str) -> None:
-    recs = table.recs().with_columns(score=(pl.col("rank") % 3).cast(pl.Float64)).drop("rank")
     metrics = [m for m in BOUNDED if ties != "average" or REGISTRY[m].tie_average]
     cases: list[tuple[pl.DataFrame, dict[str, Any]]] = [
         (table.recs(), {}),
-        (recs, {"score": "score", "ties": ties}),
+        (_scored(table.recs()), {"score": "score", "ties": ties}),
     ]
     for frame, kwargs in cases:
         for aggregate in [False, True]:
@@ -324,16 +340,7 @@ def test_random_tables_stay_in_range(table: Any, gain: Any, ks: list[int], ties:
                 **kwargs,
             )
             assert isinstance(got, pl.DataFrame)
-            for column in got.columns:
-                if column in ("user", "n_users"):
-                    continue
-                name = column.split("@")[0].split("(")[0]
-                low, high = REGISTRY[name].bounds
-                for value in got[column].drop_nulls():
-                    assert low <= value <= (high if high is not None else math.inf), (
-                        column,
-                        value,
-                    )
+            _assert_in_range(got, lambda name: None)
 
 
 @pytest.mark.parametrize("vector", [[0.938, -0.9], [-0.19, 0.905], [0.1, 0.7, 0.3]])
@@ -513,7 +520,7 @@ def test_random_tables_stay_in_range_under_presets_and_buckets(
     frame = table.recs()
     kwargs: dict[str, Any] = {}
     if scored:
-        frame = frame.with_columns(score=(pl.col("rank") % 3).cast(pl.Float64)).drop("rank")
+        frame = _scored(frame)
         kwargs["score"] = "score"
     ties = fm.CONVENTIONS[convention].options_for("ndcg").get("ties")
     metrics = [m for m in BOUNDED if ties != "average" or REGISTRY[m].tie_average]
@@ -529,14 +536,10 @@ def test_random_tables_stay_in_range_under_presets_and_buckets(
             **kwargs,
         )
         assert isinstance(got, pl.DataFrame)
-        for column in got.columns:
-            if column in ("user", "n_users"):
-                continue
-            name = column.split("@")[0]
-            preset = MetricOptions(**fm.CONVENTIONS[convention].options_for(name))
-            low, high = REGISTRY[name].range_under(preset)  # ranx's rbp gains the relevance
-            for value in got[column].drop_nulls():
-                assert low <= value <= (high if high is not None else math.inf), (column, value)
+        # Under the preset's options: ranx's rbp gains the relevance, unbounded above.
+        _assert_in_range(
+            got, lambda name: MetricOptions(**fm.CONVENTIONS[convention].options_for(name))
+        )
 
 
 def _sklearn_case(scores: list[float]) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -587,3 +590,23 @@ def test_scikit_learn_docstring_cases_against_scikit_learn() -> None:
         assert math.isclose(got[f"ndcg@{cutoff}"].item(), want, rel_tol=1e-15), (scores, k)
         if want == 1.0:
             assert got[f"ndcg@{cutoff}"].item() == 1.0
+
+
+@pytest.mark.parametrize("aggregate", [False, True], ids=["per-user", "aggregate"])
+def test_zero_ideal(constructor: Constructor, aggregate: bool) -> None:
+    # threshold=0: user 1's only relevant item has relevance 0, so its ideal DCG is 0;
+    # user 2's list is ideal (1.0). "zero" scores user 1 0 (mean 1/2); "skip" gives it
+    # no ndcg (Recommenders' NaN), so the mean is user 2's alone.
+    recs = pl.DataFrame({"user": [1, 2], "item": ["a", "a"], "rank": [1, 1]})
+    truth = pl.DataFrame({"user": [1, 2], "item": ["a", "a"], "relevance": [0, 2]})
+    kwargs: dict[str, Any] = {"metrics": ["ndcg@1"], "threshold": 0, "aggregate": aggregate}
+    zero = evaluate_as_polars(constructor, recs, truth, **kwargs)
+    skip = evaluate_as_polars(constructor, recs, truth, zero_ideal="skip", **kwargs)
+    if aggregate:
+        assert zero["ndcg@1"].item() == (0.0 + 1.0) / 2
+        assert skip["ndcg@1"].item() == 1.0
+    else:
+        assert zero.rows() == [(1, 0.0), (2, 1.0)]
+        assert skip.rows() == [(2, 1.0)]
+    with pytest.raises(InvalidOptionError, match="zero_ideal: expected one of 'zero', 'skip'"):
+        evaluate_as_polars(constructor, recs, truth, zero_ideal="nan", **kwargs)
