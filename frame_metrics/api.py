@@ -25,6 +25,7 @@ from frame_metrics.options import (
     Users,
     ZeroIdeal,
 )
+from frame_metrics.spec import Spec, build_spec
 
 __all__ = ["diagnose", "evaluate"]
 
@@ -349,56 +350,45 @@ def evaluate(
     ):
         warn(message, IgnoredOptionWarning)
     n_buckets = _buckets(recs, buckets)
+    extras = {"catalog": catalog, "train": train, "item_features": item_features}
+    extras["baseline"] = baseline
+    spec = _spec(truth, extras, validate, _options(locals()))
     if n_buckets > 1:
         from frame_metrics.distributed import buckets as local
-        from frame_metrics.engine import read_columns
         from frame_metrics.frames import to_lazy
+        from frame_metrics.planner import reads
 
-        given = {"truth": truth, "catalog": catalog, "train": train}
-        given |= {"item_features": item_features, "baseline": baseline}
-        reads = read_columns(_options(locals()), [n for n, f in given.items() if f is not None])
-        source = to_lazy(recs, "recs" if truth is not None else "long table", reads["recs"])
+        source = to_lazy(recs, spec.source_label, reads(spec)["recs"])
         out = local.evaluate(
+            spec,
             source.lazy,
             truth,
+            extras,
             aggregate=aggregate,
             buckets=n_buckets,
             progress=progress,
-            validate=validate,
-            catalog=catalog,
-            train=train,
-            item_features=item_features,
-            baseline=baseline,
-            **_options(locals()),
         )
         return cast("FrameT", source.give_back(out))
     distributed = _distributed(recs)
     if distributed is not None:
-        return cast(
-            "FrameT",
-            distributed(
-                recs,
-                truth,
-                aggregate=aggregate,
-                validate=validate,
-                catalog=catalog,
-                train=train,
-                item_features=item_features,
-                baseline=baseline,
-                **_options(locals()),
-            ),
-        )
-    request = engine.Request(
-        recs,
-        truth,
-        catalog=catalog,
-        train=train,
-        item_features=item_features,
-        baseline=baseline,
-        validate=validate,
-        **_options(locals()),
-    )
-    return cast("FrameT", engine.evaluate(request, aggregate=aggregate))
+        return cast("FrameT", distributed(spec, recs, truth, extras, aggregate=aggregate))
+    from frame_metrics.inputs import Inputs
+    from frame_metrics.planner import reads
+
+    inputs = Inputs.read(spec, recs, truth, extras, reads(spec))
+    return cast("FrameT", engine.evaluate(spec, inputs, aggregate=aggregate))
+
+
+def _spec(
+    truth: object | None,
+    extras: Mapping[str, object | None],
+    validate: bool,
+    options: Mapping[str, Any],
+) -> Spec:
+    """The call's :class:`~frame_metrics.spec.Spec`, from evaluate's keyword arguments."""
+    given = [name for name, frame in extras.items() if frame is not None]
+    frames = [*(["truth"] if truth is not None else []), *given]
+    return build_spec(frames, validate=validate, **options)
 
 
 #: evaluate's keywords that are frames or control how it runs, not metric options.
@@ -451,8 +441,8 @@ def _takes_call_k(name: str, convention: str | None) -> bool:
     not write, it is computed at the probe only if it takes the call's.
     """
     from frame_metrics.metrics import DEFAULT_RANKING
-    from frame_metrics.metrics.registry import resolve_requests
     from frame_metrics.options import MAX_K
+    from frame_metrics.spec import resolve_requests
 
     probe = MAX_K if not name.endswith(f"@{MAX_K}") else MAX_K - 1
     requests = resolve_requests([name], probe, DEFAULT_RANKING, convention=convention)
@@ -485,8 +475,9 @@ def _ignored_options(
     from frame_metrics.conventions import METRIC_OPTIONS
     from frame_metrics.metric_names import parse_name
     from frame_metrics.metrics import DEFAULT_RANKING
-    from frame_metrics.metrics.registry import resolve_requests, split_names
+    from frame_metrics.metrics.registry import split_names
     from frame_metrics.options import is_int
+    from frame_metrics.spec import resolve_requests
 
     # Refuses bad names and cutoffs with the messages a request gives, before any
     # name is read here.
@@ -585,10 +576,17 @@ def diagnose(recs: object, truth: object | None = None, **kwargs: Any) -> Diagno
         )
     from frame_metrics.distributed import adapter_for
 
+    arguments = {**_OPTION_DEFAULTS, **kwargs}
+    extras = {name: arguments.pop(name) for name in ("catalog", "train", "item_features")}
+    extras["baseline"] = arguments.pop("baseline")
+    spec = _spec(truth, extras, arguments.pop("validate"), arguments)
     adapter = adapter_for(recs)
     if adapter is not None:
-        return cast("Diagnostics", adapter.diagnose(recs, truth, **kwargs))
-    return engine.diagnose(engine.Request(recs, truth, **{**_OPTION_DEFAULTS, **kwargs}))
+        return cast("Diagnostics", adapter.diagnose(spec, recs, truth, extras))
+    from frame_metrics.inputs import Inputs
+    from frame_metrics.planner import reads
+
+    return engine.diagnose(spec, Inputs.read(spec, recs, truth, extras, reads(spec)))
 
 
 # The keyword options of evaluate with their defaults, shared by diagnose.

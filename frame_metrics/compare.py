@@ -521,7 +521,7 @@ def compare(
         if metrics is None:
             metric_cols = [c for c in per_user.columns if c not in keys]
         else:
-            from frame_metrics.metrics.registry import resolve_requests
+            from frame_metrics.spec import resolve_requests
 
             wanted = [r.column for r in resolve_requests(metrics, k, [])]
             absent = [c for c in wanted if c not in per_user.columns]

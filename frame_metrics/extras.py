@@ -35,7 +35,6 @@ from frame_metrics.options import MetricOptions
 from frame_metrics.validation import Check, CheckedFrame, duplicate_check, null_checks
 
 __all__ = [
-    "EXTRA_INPUTS",
     "FEATURES",
     "N_TRAIN_USERS",
     "ExtraFrame",
@@ -49,14 +48,6 @@ __all__ = [
     "require_columns",
     "train_counts",
 ]
-
-#: Every extra input, as the error for a metric that needs one that was not given says it.
-EXTRA_INPUTS: dict[str, str] = {
-    "train": "reference interactions with the user and item columns, usually the train split",
-    "catalog": "a frame of the catalog's items, in the item column",
-    "item_features": "one row per item with the item column and the features column",
-    "baseline": "a baseline model's recommendations with the user, item and rank/score columns",
-}
 
 #: The item-feature column in the engine's tables.
 FEATURES = "_fm_features"

@@ -17,6 +17,7 @@ from frame_metrics.errors import InvalidOptionError, shown
 
 __all__ = [
     "CHOICES",
+    "COMBINATION_OPTIONS",
     "DEFAULT_K",
     "MAX_K",
     "GainTable",
@@ -62,6 +63,20 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "rbp_gain": ("binary", "relevance", "relative"),
     "zero_ideal": ("zero", "skip"),
 }
+
+#: Options that change only how a metric combines its per-user statistics, not the
+#: statistics: metrics that differ only in these share one statistics frame.
+COMBINATION_OPTIONS: tuple[str, ...] = (
+    "ap_denominator",
+    "empty",
+    "users",
+    "idcg",
+    "mrr_cutoff",
+    "persistence",
+    "max_relevance",
+    "rbp_gain",
+    "zero_ideal",
+)
 
 #: The gains of ``gain=`` given by name (a mapping is a gain table).
 GAIN_NAMES: tuple[str, ...] = ("linear", "exponential", "binary")
@@ -284,7 +299,7 @@ class MetricOptions:
 
 #: The largest cutoff: far beyond any list a person reads, and small enough that every
 #: fixed-point sum over a top k (novelty, cosine diversity) keeps 35 or more bits below
-#: the point (see ``metrics/user_stats.py``).
+#: the point (see ``families/ranking/stats.py``).
 MAX_K = 2**20
 
 #: The cutoff of a metric named without one, in a call without ``k`` (spec section 8).

@@ -380,7 +380,7 @@ HEADLINE = ("ndcg", "ap", "recall", "precision", "mrr", "hit_rate")
 def test_headline_metrics_have_their_own_pages(build: Build) -> None:
     from frame_metrics.conventions import CONVENTIONS
     from frame_metrics.metric_names import format_value
-    from frame_metrics.metrics.registry import resolve_requests
+    from frame_metrics.spec import resolve_requests
 
     gen_headline = _gen("gen_headline")
     assert set(HEADLINE) <= set(gen_headline.HEADLINE)

@@ -28,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import frame_metrics as fm
-from frame_metrics import ranking_query
+from frame_metrics.families.ranking import query as ranking_query
 from frame_metrics.metrics.registry import REGISTRY as ALL_METRICS
 from frame_metrics.metrics.registry import UserCase
 from frame_metrics.options import MetricOptions

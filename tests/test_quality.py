@@ -27,6 +27,8 @@ CODE = [
         [sys.executable, "-m", "mypy", "--strict", "tests"],
         [sys.executable, "-m", "mypy", "--strict", "bench"],
         [sys.executable, "-m", "mypy", "--strict", "docs/gen"],
+        # The layers contract of pyproject.toml: no module imports a layer above its own.
+        [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
     ],
     ids=[
         "ruff-check",
@@ -35,6 +37,7 @@ CODE = [
         "mypy-strict-tests",
         "mypy-strict-bench",
         "mypy-strict-docs",
+        "import-layers",
     ],
 )
 def test_tool_is_clean(command: list[str]) -> None:

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import polars as pl
 
 from frame_metrics.distributed import core
-from frame_metrics.engine import DEFAULT_ENGINE, read_columns
+from frame_metrics.engine import DEFAULT_ENGINE
 from frame_metrics.frames import to_lazy
 from frame_metrics.id_match import IdScreen
+from frame_metrics.planner import reads
 from frame_metrics.progress import Progress
+from frame_metrics.spec import Spec
 
 __all__ = ["BUCKET_ROWS", "auto_buckets", "evaluate"]
 
@@ -90,51 +91,50 @@ def _check_ids(job: core.Job, frames: Mapping[str, pl.LazyFrame], first: pl.Expr
     of ids and parquet statistics, of its row groups alone); every row is read again
     only when the sample breaks the rule.
     """
-    request = job.request(job.empty(), validate=False)
-    if "truth" not in frames or "truth" not in request.needs:
+    c = job.spec.columns
+    if "truth" not in frames or "truth" not in job.spec.needs:
         return
     truth_schema = frames["truth"].collect_schema()
-    keys = [*(b for b in job.by if b in truth_schema), *job.user]
-    screen = IdScreen(frames["recs"], frames["truth"], keys, request.columns.item, within=first)
+    keys = [*(b for b in c.by if b in truth_schema), *c.user]
+    screen = IdScreen(frames["recs"], frames["truth"], keys, c.item, within=first)
     screen.report(pl.collect_all(screen.queries(), engine=DEFAULT_ENGINE))
 
 
 def evaluate(
+    spec: Spec,
     recs: object,
     truth: object,
+    extras: Mapping[str, object | None],
     *,
     aggregate: bool,
     buckets: int,
     progress: bool,
-    validate: bool,
-    catalog: object | None,
-    train: object | None,
-    item_features: object | None,
-    baseline: object | None,
-    **options: Any,
 ) -> pl.DataFrame:
     """:func:`frame_metrics.evaluate` over ``buckets`` buckets of users, one after another."""
-    keyed = {"recs": recs, "truth": truth, "train": train, "baseline": baseline}
+    keyed = {"recs": recs, "truth": truth, "train": extras.get("train")}
+    keyed["baseline"] = extras.get("baseline")
     keyed = {name: f for name, f in keyed.items() if f is not None}
-    items = {"catalog": catalog, "item_features": item_features}
+    items = {"catalog": extras.get("catalog"), "item_features": extras.get("item_features")}
     items = {name: f for name, f in items.items() if f is not None}
     # The frames keyed by user are read bucket by bucket: only the columns the call
     # reads are converted (the item tables are small, and read whole).
-    reads = read_columns(options, [*keyed, *items])
-    frames = {name: to_lazy(f, name, reads[name]).lazy for name, f in keyed.items()}
+    read = reads(spec)
+    frames = {name: to_lazy(f, name, read[name]).lazy for name, f in keyed.items()}
     broadcast = {name: to_lazy(f, name).lazy.collect() for name, f in items.items()}
     raw = {name: f.collect_schema() for name, f in frames.items()}
-    job = core.unified_job(raw, broadcast, options, aggregate)
+    job = core.unified_job(spec, raw, broadcast, aggregate)
     schemas = dict(job.schemas)
-    keys = [*job.by, *job.user, str(options.get("item", "item"))]
+    c = spec.columns
+    user = list(c.user)
+    keys = [*c.by, *user, c.item]
     # Frames whose user key already has the shared dtype are filtered before anything
     # else, so that the filter reaches the scan (parquet statistics skip row groups).
-    as_is = {name for name in frames if all(raw[name][u] == schemas[name][u] for u in job.user)}
+    as_is = {name for name in frames if all(raw[name][u] == schemas[name][u] for u in user)}
     typed = {
         name: f.with_columns(pl.col(c).cast(schemas[name][c]) for c in keys if c in schemas[name])
         for name, f in frames.items()
     }
-    conditions = _conditions(typed, job.user, schemas["recs"], buckets)
+    conditions = _conditions(typed, user, schemas["recs"], buckets)
     bar = Progress(
         len(conditions), "frame_metrics: buckets", enabled=progress, delay=2.0, unit="bucket"
     )
@@ -163,11 +163,11 @@ def evaluate(
         return typed["recs"].select(cols).unique().collect(engine=DEFAULT_ENGINE)
 
     def has_recs() -> bool:
-        return typed["recs"].select(job.user).head(1).collect().height > 0
+        return typed["recs"].select(user).head(1).collect().height > 0
 
-    shared = core.global_tables(job, collect, distinct, has_recs=has_recs, validate=validate)
-    job = core.Job(options, aggregate, schemas, broadcast, shared)
-    step = core.partition_checked_result if validate else core.partition_result
+    shared = core.global_tables(job, collect, distinct, has_recs=has_recs)
+    job = core.Job(spec, aggregate, schemas, broadcast, shared)
+    step = core.partition_checked_result if spec.validate else core.partition_result
     parts = []
     try:
         for cond in conditions:
@@ -176,12 +176,11 @@ def evaluate(
     finally:
         bar.close()
     rows = pl.concat(parts, how="vertical_relaxed")
-    if validate:
+    if spec.validate:
         core.raise_first(rows.filter(pl.col(core.TAG) == "failure").select(core.failure_columns()))
         _check_ids(job, typed, conditions[0])
-        meta = core.partition_result(job.empty(), job)
-        rows = rows.filter(pl.col(core.TAG) == "result").select(meta.columns).cast(meta.schema)
+        meta = core.result_schema(job)
+        rows = rows.filter(pl.col(core.TAG) == "result").select(list(meta)).cast(meta)
     if aggregate:
         return core.finish(rows, job)
-    request = job.request(job.empty(), validate=False)
-    return rows.sort(request.columns.keys)
+    return rows.sort(c.keys)

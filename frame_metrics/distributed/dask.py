@@ -19,6 +19,7 @@ import polars as pl
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.distributed import core
 from frame_metrics.frames import kind_of, to_lazy
+from frame_metrics.spec import Spec
 
 __all__ = ["diagnose", "evaluate", "is_dask", "like", "to_polars"]
 
@@ -60,40 +61,35 @@ class _Run:
 
     def __init__(
         self,
+        spec: Spec,
         recs: Any,
         truth: Any,
+        extras: Mapping[str, object | None],
         *,
         aggregate: bool,
-        validate: bool,
-        catalog: object | None,
-        train: object | None,
-        item_features: object | None,
-        baseline: object | None,
-        options: dict[str, Any],
         for_diagnose: bool = False,
     ) -> None:
-        given = {"recs": recs, "truth": truth, "train": train, "baseline": baseline}
+        given = {"recs": recs, "truth": truth, "train": extras.get("train")}
+        given["baseline"] = extras.get("baseline")
         self.frames = {name: _as_dask(f, name) for name, f in given.items() if f is not None}
         broadcast = {
             name: _local(f, name)
-            for name, f in {"catalog": catalog, "item_features": item_features}.items()
-            if f is not None
+            for name in ("catalog", "item_features")
+            if (f := extras.get(name)) is not None
         }
         schemas = {name: _to_polars(f._meta, name).schema for name, f in self.frames.items()}
-        job = core.unified_job(schemas, broadcast, options, aggregate, for_diagnose=for_diagnose)
-        core.refuse_row_order(job, "Dask")
+        job = core.unified_job(spec, schemas, broadcast, aggregate, for_diagnose=for_diagnose)
+        core.refuse_row_order(spec, "Dask")
         self.schemas = dict(job.schemas)
         self.n = max(1, self.frames["recs"].npartitions)
         self.job = job
         self.keep = None if for_diagnose else core.row_filter(self.job)
         self.shuffled = {name: self._bucketed(name, f) for name, f in self.frames.items()}
-        shared = core.global_tables(
-            job, self.collect, self.distinct, has_recs=self.has_recs, validate=validate
-        )
-        self.job = core.Job(options, aggregate, self.schemas, broadcast, shared)
+        shared = core.global_tables(job, self.collect, self.distinct, has_recs=self.has_recs)
+        self.job = core.Job(spec, aggregate, self.schemas, broadcast, shared)
 
     def _bucketed(self, name: str, frame: Any) -> Any:
-        schema, user, n = self.schemas[name], self.job.user, self.n
+        schema, user, n = self.schemas[name], list(self.job.spec.columns.user), self.n
         keep = self.keep if name == "recs" else None
 
         def add(part: pd.DataFrame) -> pd.DataFrame:
@@ -148,13 +144,14 @@ class _Run:
         return bool(len(self.frames["recs"].head(1, npartitions=-1)))
 
 
-def evaluate(recs: Any, truth: Any, *, aggregate: bool, **kwargs: Any) -> Any:
+def evaluate(
+    spec: Spec, recs: Any, truth: Any, extras: Mapping[str, object | None], *, aggregate: bool
+) -> Any:
     """:func:`frame_metrics.evaluate` on dask DataFrames; gives a dask DataFrame."""
-    args = core.split_kwargs(kwargs)
-    run = _Run(recs, truth, aggregate=aggregate, **args)
+    run = _Run(spec, recs, truth, extras, aggregate=aggregate)
     job = run.job
-    meta = core.partition_result(job.empty(), job)
-    if args["validate"]:
+    meta = pl.DataFrame(schema=core.result_schema(job))
+    if spec.validate:
         result = _checked(run, meta)
     else:
         result = run.per_partition(lambda frames: core.partition_result(frames, job), meta)
@@ -186,11 +183,10 @@ def _checked(run: _Run, meta: pl.DataFrame) -> Any:
     return combined[~is_failure][columns]
 
 
-def diagnose(recs: Any, truth: Any, **kwargs: Any) -> Diagnostics:
+def diagnose(spec: Spec, recs: Any, truth: Any, extras: Mapping[str, object | None]) -> Diagnostics:
     """:func:`frame_metrics.diagnose` on dask DataFrames."""
-    args = core.split_kwargs(kwargs)
-    run = _Run(recs, truth, aggregate=False, for_diagnose=True, **args)
-    return core.run_diagnostics(run.collect, run.job, validate=args["validate"])
+    run = _Run(spec, recs, truth, extras, aggregate=False, for_diagnose=True)
+    return core.run_diagnostics(run.collect, run.job)
 
 
 def to_polars(frame: Any) -> pl.DataFrame:

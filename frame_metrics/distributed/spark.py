@@ -24,6 +24,7 @@ import pyarrow as pa
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.distributed import core
 from frame_metrics.frames import kind_of, to_lazy
+from frame_metrics.spec import Spec
 
 __all__ = ["diagnose", "evaluate", "is_spark", "like", "to_polars"]
 
@@ -105,20 +106,17 @@ class _Run:
 
     def __init__(
         self,
+        spec: Spec,
         recs: Any,
         truth: Any,
+        extras: Mapping[str, object | None],
         *,
         aggregate: bool,
-        validate: bool,
-        catalog: object | None,
-        train: object | None,
-        item_features: object | None,
-        baseline: object | None,
-        options: dict[str, Any],
         for_diagnose: bool = False,
     ) -> None:
         session = recs.sparkSession
-        given = {"recs": recs, "truth": truth, "train": train, "baseline": baseline}
+        given = {"recs": recs, "truth": truth, "train": extras.get("train")}
+        given["baseline"] = extras.get("baseline")
         self.frames: dict[str, Any] = {}
         for name, given_frame in given.items():
             if given_frame is None:
@@ -130,27 +128,23 @@ class _Run:
             self.frames[name] = frame
         broadcast = {
             name: _local(f, name)
-            for name, f in {"catalog": catalog, "item_features": item_features}.items()
-            if f is not None
+            for name in ("catalog", "item_features")
+            if (f := extras.get(name)) is not None
         }
         schemas = {name: _polars_schema(f) for name, f in self.frames.items()}
-        self.job = core.unified_job(
-            schemas, broadcast, options, aggregate, for_diagnose=for_diagnose
-        )
-        core.refuse_row_order(self.job, "Spark")
+        self.job = core.unified_job(spec, schemas, broadcast, aggregate, for_diagnose=for_diagnose)
+        core.refuse_row_order(spec, "Spark")
         self.schemas = dict(self.job.schemas)
         self.keep = None if for_diagnose else core.row_filter(self.job)
         self.bucketed = {name: self._bucketed(name) for name in self.frames}
-        shared = core.global_tables(
-            self.job, self.collect, self.distinct, has_recs=self.has_recs, validate=validate
-        )
-        self.job = core.Job(options, aggregate, self.schemas, broadcast, shared)
+        shared = core.global_tables(self.job, self.collect, self.distinct, has_recs=self.has_recs)
+        self.job = core.Job(spec, aggregate, self.schemas, broadcast, shared)
 
     def _bucketed(self, name: str) -> Any:
         """One user frame with its bucket and its columns prefixed by its position."""
         from pyspark.sql import functions as F
 
-        user, n, schema = self.job.user, _HASHES, self.schemas[name]
+        user, n, schema = list(self.job.spec.columns.user), _HASHES, self.schemas[name]
         index = list(self.frames).index(name)
         keep = self.keep if name == "recs" else None
 
@@ -176,10 +170,10 @@ class _Run:
         """
         from pyspark.sql import functions as F
 
-        request = self.job.request(self.job.empty(), validate=False)
-        c = request.columns
+        spec = self.job.spec
+        c = spec.columns
         rank = F.col(c.rank)
-        keep = rank.isNull() | (rank <= request.max_k)
+        keep = rank.isNull() | (rank <= spec.max_k)
         for col in [*c.keys, c.item]:
             keep = keep | F.col(col).isNull()
         if self.schemas["recs"][c.rank].is_float():
@@ -259,20 +253,23 @@ def _unstack(
     return frames
 
 
-def evaluate(recs: Any, truth: Any, *, aggregate: bool, **kwargs: Any) -> Any:
+def evaluate(
+    spec: Spec, recs: Any, truth: Any, extras: Mapping[str, object | None], *, aggregate: bool
+) -> Any:
     """:func:`frame_metrics.evaluate` on Spark DataFrames; gives a Spark DataFrame."""
     with _without_pandas_notice():
-        return _evaluate(recs, truth, aggregate=aggregate, **kwargs)
+        return _evaluate(spec, recs, truth, extras, aggregate=aggregate)
 
 
-def _evaluate(recs: Any, truth: Any, *, aggregate: bool, **kwargs: Any) -> Any:
+def _evaluate(
+    spec: Spec, recs: Any, truth: Any, extras: Mapping[str, object | None], *, aggregate: bool
+) -> Any:
     from pyspark.sql import functions as F
 
-    args = core.split_kwargs(kwargs)
-    run = _Run(recs, truth, aggregate=aggregate, **args)
+    run = _Run(spec, recs, truth, extras, aggregate=aggregate)
     job = run.job
-    meta = core.partition_result(job.empty(), job)
-    if args["validate"]:
+    meta = pl.DataFrame(schema=core.result_schema(job))
+    if spec.validate:
         result = _checked(run, meta)
     else:
         result = run.per_partition(lambda frames: core.partition_result(frames, job), meta)
@@ -338,12 +335,11 @@ def _persisted(frame: Any) -> Any:
             conf.set(_CACHED_PLAN_PARTITIONING, before)
 
 
-def diagnose(recs: Any, truth: Any, **kwargs: Any) -> Diagnostics:
+def diagnose(spec: Spec, recs: Any, truth: Any, extras: Mapping[str, object | None]) -> Diagnostics:
     """:func:`frame_metrics.diagnose` on Spark DataFrames."""
-    args = core.split_kwargs(kwargs)
     with _without_pandas_notice():
-        run = _Run(recs, truth, aggregate=False, for_diagnose=True, **args)
-        return core.run_diagnostics(run.collect, run.job, validate=args["validate"])
+        run = _Run(spec, recs, truth, extras, aggregate=False, for_diagnose=True)
+        return core.run_diagnostics(run.collect, run.job)
 
 
 def to_polars(frame: Any) -> pl.DataFrame:

@@ -7,7 +7,7 @@ and a few sums over the recommended list. Two classes implement it:
 :class:`RankingContext`
     Over one user's rows of the spec's long table, inside a caller's own
     ``group_by(...).agg(...)`` (:mod:`frame_metrics.exprs`): every piece is an aggregation.
-:class:`frame_metrics.metrics.user_stats.UserStats`
+:class:`frame_metrics.families.ranking.stats.UserStats`
     The engine's: every piece is a column of a per-user statistics frame that the engine
     builds from the hits (top-k recommendations joined with relevant truth), the truth
     alone and the recommended list alone (see :mod:`frame_metrics.ranking_plan`).

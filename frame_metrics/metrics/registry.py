@@ -8,7 +8,7 @@ reference-vs-expression property test all read from here.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
@@ -16,7 +16,7 @@ import polars as pl
 
 from frame_metrics.errors import InvalidOptionError
 from frame_metrics.metrics.context import RankingContext, RankingPieces
-from frame_metrics.options import DEFAULT_K, MetricOptions, validate_k
+from frame_metrics.options import MetricOptions
 
 __all__ = [
     "ALIASES",
@@ -30,7 +30,6 @@ __all__ = [
     "UserCase",
     "register",
     "resolve",
-    "resolve_requests",
 ]
 
 
@@ -278,125 +277,3 @@ def split_names(raw: object) -> list[object]:
     parts.append(raw[start:])
     names: list[object] = [p.strip() for p in parts]
     return [n for n in names if n] if len(names) > 1 else names
-
-
-def resolve_requests(
-    metrics: str | Iterable[str] | None,
-    k: int | Iterable[int] | None,
-    default: Iterable[str],
-    *,
-    given: Mapping[str, Any] | None = None,
-    convention: str | None = None,
-) -> list[Requested]:
-    """Turn ``metrics`` and ``k`` into the ordered, distinct metrics to compute.
-
-    A name carrying its own cutoff (``"ndcg@10"``) uses it; a plain name takes every k.
-    A metric without a cutoff (``"rmse"``) ignores ``k`` and is paired with 0. A name
-    may carry options (``"ap(ap_denominator=relevant)@10"``): they replace the call's
-    (``given``, ``None`` = not given, and ``convention``) for that metric alone. The
-    column is the string as written (surrounding spaces aside), ``"@<k>"`` appended for
-    a name without its cutoff: two strings of one computation are two columns.
-
-    Examples
-    --------
-    >>> import frame_metrics
-    >>> [(r.metric.name, r.k) for r in resolve_requests(["ndcg", "map@3"], [10, 5], [])]
-    [('ndcg', 5), ('ndcg', 10), ('ap', 3)]
-    >>> [r.column for r in resolve_requests(["rmse", "mae"], None, [])]
-    ['rmse', 'mae']
-    >>> [r.column for r in resolve_requests(["map@10", "ap(ap_denominator=min_k)"], None, [])]
-    ['map@10', 'ap(ap_denominator=min_k)@10']
-    >>> resolve_requests("rmse@5", None, [])
-    Traceback (most recent call last):
-    ...
-    frame_metrics.errors.InvalidOptionError: metrics: expected 'rmse' without a cutoff (it has none), got 'rmse@5'
-    >>> resolve_requests("precision(gain=binary)@5", None, [])
-    Traceback (most recent call last):
-    ...
-    frame_metrics.errors.InvalidOptionError: metrics: expected options precision reads (convention, empty, relevant_set, threshold, ties, users), got gain in 'precision(gain=binary)@5'
-    """
-    from frame_metrics.conventions import METRIC_OPTIONS, preset_settings, resolve_options
-    from frame_metrics.measure_names import TOOL_CONVENTION, tool_measure
-    from frame_metrics.metric_names import parse_name
-
-    given = dict(given or {})
-    given_raw = (
-        [metrics] if isinstance(metrics, str) else list(default if metrics is None else metrics)
-    )
-    # "ndcg,recall" is two names, as on the command line.
-    names = [part for raw in given_raw for part in split_names(raw)]
-    if not names:
-        raise InvalidOptionError("metrics: expected at least one metric name, got an empty list")
-    ks = validate_k(k, required=False) or None
-    known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
-    known.pop("on_duplicate")
-    package = {name.lower() for name in (*REGISTRY, *ALIASES)}
-    out: list[Requested] = []
-    for raw in names:
-        if not isinstance(raw, str):
-            raise InvalidOptionError(f"metrics: expected metric names as strings, got {raw!r}")
-        parsed = parse_name(raw, known)
-        tool = tool_measure(parsed.name, parsed.cut, raw, package)
-        metric = resolve(parsed.name if tool is None else tool.metric)
-        label = metric.name if tool is None else tool.name  # as messages name it
-        own = dict(parsed.options)
-        # A tool's name fixes its conventions and some options: those are not the caller's.
-        readable = metric.reads() - ({"convention", *dict(tool.fixed)} if tool else set())
-        unread = sorted(set(own) - readable)
-        if unread:
-            raise InvalidOptionError(
-                f"metrics: expected options {label} reads ({', '.join(sorted(readable)) or 'none'}), "
-                f"got {', '.join(unread)} in {raw!r}"
-            )
-        layers: dict[str, Any] = {"metric": metric.name}
-        if tool is None:
-            layers |= {"convention": convention, "metric_convention": own.pop("convention", None)}
-            layers["metric_given"] = own
-        else:
-            # The measure as the tool defines it: trec_eval's conventions, whatever the
-            # call's; the call's options over them (trec_eval's -l, -c); the name's own
-            # options (gdeval's g_max, RR@k's cutoff) over everything.
-            layers |= {"convention": None, "metric_convention": TOOL_CONVENTION}
-            layers["metric_given"] = own | dict(tool.fixed)
-        options = metric.effective(resolve_options(given, **layers))
-        named = {"call": f"convention={convention!r}", "metric": repr(raw)}
-        presets = tuple(
-            (option, named[where]) for option, where in preset_settings(given, **layers).items()
-        )
-        # The column is the string as written (spec section 8): a user indexes the
-        # result by what they asked; a name without its cutoff gets "@k" per k.
-        as_written = parsed.cut is not None or not metric.takes_k
-        if tool is not None and tool.k is not None:
-            cuts, as_written = validate_k(tool.k), True  # trec_eval's P_10
-        elif tool is not None and tool.whole_list:
-            # RR, recip_rank: the first relevant item anywhere (mrr_cutoff="none" above),
-            # whatever k; 1 keeps the query's depth and cutoffs as they are.
-            cuts, as_written = (1,), True
-        elif not metric.takes_k:
-            if parsed.cut is not None:
-                raise InvalidOptionError(
-                    f"metrics: expected {label!r} without a cutoff (it has none), got {raw!r}"
-                )
-            cuts = (0,)
-        elif parsed.cut is not None:
-            try:
-                cut_k = int(parsed.cut)
-            except ValueError:
-                raise InvalidOptionError(
-                    f"metrics: expected '<name>@<int k>', got {raw!r}"
-                ) from None
-            cuts = validate_k(cut_k)
-        else:
-            if ks is None:
-                ks = (DEFAULT_K,)  # spec section 8; the column name says @10
-            cuts = ks
-        for kk in cuts:
-            column = raw if as_written else f"{raw}@{kk}"
-            request = Requested(metric, kk, options, column, presets)
-            if request not in out:
-                if any(r.column == column for r in out):
-                    raise InvalidOptionError(
-                        f"metrics: expected one meaning per column, got two for {column!r}"
-                    )
-                out.append(request)
-    return out

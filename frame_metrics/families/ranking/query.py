@@ -5,7 +5,7 @@ The cost follows the rows that can change a value, not an outer join of everythi
 1. **hits** - the recommendations within the largest cutoff, inner-joined with the
    relevant truth rows on (user, item), then one ``group_by(user)``: hit counts per
    cutoff, the first hit's rank, the DCG and AP numerators (see
-   :class:`~frame_metrics.metrics.user_stats.UserStats` for how their float sums are
+   :class:`~frame_metrics.families.ranking.stats.UserStats` for how their float sums are
    kept independent of row order);
 2. **truth** - the relevant truth rows alone, one ``group_by(user)``: ``|R|`` and the
    ideal DCG per cutoff;
@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from frame_metrics.metrics.context import gain_expr, is_relevant
-from frame_metrics.metrics.user_stats import (
+from frame_metrics.families.ranking.stats import (
     GAIN,
     HIT_N_RELEVANT,
     IN_RECS,
@@ -41,6 +40,7 @@ from frame_metrics.metrics.user_stats import (
     Source,
     UserStats,
 )
+from frame_metrics.metrics.context import gain_expr, is_relevant
 from frame_metrics.options import MetricOptions
 from frame_metrics.prepare import RANK, REL, TIE_FIRST, TIE_LAST
 

@@ -3,7 +3,7 @@
 A builder asks :class:`UserStats` for a piece (``hits(10)``, ``gain_sum(5)``, ...) and
 gets back an expression over columns of a per-user statistics frame; asking records the
 statistic, and the engine then computes exactly the recorded ones, each from the
-smallest rows that hold it (see :mod:`frame_metrics.ranking_query`):
+smallest rows that hold it (see :mod:`frame_metrics.families.ranking.query`):
 
 ``"hits"``
     the top-k recommendations joined with the user's relevant truth items (inner): hit

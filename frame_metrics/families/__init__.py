@@ -1,0 +1,34 @@
+"""The metric families: one module each, found here, run by the planner in ``order``.
+
+Each module defines ``FAMILY``, an instance of :class:`~frame_metrics.families.base.Family`.
+A new family is a new module here (plus its registry entries in ``metrics/`` and its
+tests): nothing else lists the families.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from frame_metrics.families.base import Family
+
+__all__ = ["FAMILIES", "Family", "family"]
+
+
+def _discover() -> dict[str, Family]:
+    found: list[Family] = []
+    for module in pkgutil.iter_modules(__path__):
+        if module.name == "base":
+            continue
+        loaded = importlib.import_module(f"{__name__}.{module.name}")
+        found.append(loaded.FAMILY)
+    return {f.name: f for f in sorted(found, key=lambda f: (f.order, f.name))}
+
+
+#: Every family by its registry name, in plan order.
+FAMILIES: dict[str, Family] = _discover()
+
+
+def family(name: str) -> Family:
+    """The family that computes metrics of ``Metric.family == name``."""
+    return FAMILIES[name]

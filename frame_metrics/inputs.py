@@ -1,0 +1,130 @@
+"""The frames of one call, read at the edge and typed: what the families compute on.
+
+:class:`Inputs` holds the caller's frames as LazyFrames (only the columns the call reads,
+see :func:`frame_metrics.planner.reads`), every key column in one lossless dtype, empty
+columns typed; and, when the call is one partition of a larger run, the tables over
+every user (:class:`~frame_metrics.global_tables.GlobalTables`). It knows nothing of
+metrics: the :class:`~frame_metrics.spec.Spec` says what to compute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import polars as pl
+
+from frame_metrics.dtypes import FloatKey, type_null_columns, unify_keys
+from frame_metrics.extras import ExtraFrame, require_columns
+from frame_metrics.frames import Source, to_lazy
+from frame_metrics.global_tables import GlobalTables
+from frame_metrics.prepare import Prepared, prepare
+from frame_metrics.spec import Spec
+
+__all__ = ["Inputs"]
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """One call's frames, converted and typed.
+
+    ``source``: recs (or the long table); ``truth``: None for a long table;
+    ``extras``: train, catalog, item_features, baseline as given; ``float_keys``: key
+    columns read as floats, which the checks require to hold whole numbers;
+    ``shared``: the tables over every user when this is one partition of a larger run.
+    """
+
+    spec: Spec
+    source: Source
+    truth: Source | None
+    extras: Mapping[str, ExtraFrame]
+    float_keys: Sequence[FloatKey] = ()
+    shared: GlobalTables | None = field(default=None)
+
+    @staticmethod
+    def read(
+        spec: Spec,
+        recs: object,
+        truth: object | None,
+        extras: Mapping[str, object | None],
+        reads: Mapping[str, set[str]],
+        *,
+        shared: GlobalTables | None = None,
+    ) -> Inputs:
+        """Convert the caller's frames (the columns in ``reads`` of each) and type them."""
+        source = to_lazy(recs, spec.source_label, reads["recs"])
+        truth_source = None if truth is None else to_lazy(truth, "truth", reads["truth"])
+        given = {
+            name: to_lazy(frame, name, reads[name])
+            for name, frame in extras.items()
+            if frame is not None
+        }
+        return _typed(spec, source, truth_source, given, shared)
+
+    @property
+    def validate(self) -> bool:
+        """Whether the input checks run."""
+        return self.spec.validate
+
+    def prepared(self, *, tie_cutoffs: tuple[int, ...] = ()) -> Prepared:
+        """The checked long table of the call: top rows, truth, judged rows, checks."""
+        spec = self.spec
+        return prepare(
+            self.source.lazy,
+            None if self.truth is None else self.truth.lazy,
+            spec.columns,
+            spec.options,
+            spec.depth,
+            validate=spec.validate,
+            tie_cutoffs=tie_cutoffs,
+            needs_relevance="truth" in spec.needs and spec.max_k > 0,
+            groups=None if self.shared is None else self.shared.groups,
+            gains=spec.gains,
+            largest_relevance=spec.largest_relevance,
+            row_order=spec.row_order,
+            every_column=self.source.every_column,
+        )
+
+    def extra(self, name: str, names: Sequence[str]) -> ExtraFrame:
+        """An extra input, checked to have its join columns (typed like recs' already)."""
+        extra = self.extras[name]
+        require_columns(extra, [*extra.by, *names])
+        return extra
+
+
+def _typed(
+    spec: Spec,
+    source: Source,
+    truth: Source | None,
+    extras: dict[str, Source],
+    shared: GlobalTables | None,
+) -> Inputs:
+    """Every input's key columns in one lossless dtype, empty columns typed (dtypes.py)."""
+    c = spec.columns
+    label = spec.source_label
+    sources = {label: source}
+    if truth is not None:
+        sources["truth"] = truth
+    sources |= extras
+    values: dict[str, pl.DataType] = {
+        c.rank: pl.Int64(),
+        c.relevance: pl.Float64(),
+        c.prediction: pl.Float64(),
+        c.features: pl.List(pl.String()),
+    }
+    if c.score is not None:
+        values[c.score] = pl.Float64()
+    keys = [*c.by, *c.user, c.item]
+    typed, float_keys = unify_keys({name: s.lazy for name, s in sources.items()}, keys)
+    # A key with no values anywhere (every frame empty) is read as integers.
+    typed = {
+        name: type_null_columns(frame, {**values, **dict.fromkeys(keys, pl.Int64())})
+        for name, frame in typed.items()
+    }
+    source = replace(source, lazy=typed[label])
+    if truth is not None:
+        truth = replace(truth, lazy=typed["truth"])
+    wrapped = {
+        name: ExtraFrame.of(name, replace(s, lazy=typed[name]), c) for name, s in extras.items()
+    }
+    return Inputs(spec, source, truth, wrapped, float_keys if spec.validate else (), shared)

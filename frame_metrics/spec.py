@@ -1,0 +1,389 @@
+"""The call, described once and without frames: what every runner receives.
+
+``fm.evaluate`` (and ``diagnose``) resolves its arguments into one frozen :class:`Spec`
+before any frame is read: the columns, the call's options after its convention, the
+requested metrics each with its own options and the exact string the caller wrote, the
+cutoffs, how deep the lists are read and which inputs the metrics need. The one-pass
+engine, the bucket runner, Spark and Dask all receive this Spec; none rebuilds it, and
+none learns a fact about the call from anything else.
+
+Every check that needs no frame runs here, in a fixed order, so that a typo in an
+option costs no pass over the data and every runner raises the same first error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from frame_metrics.columns import Columns, as_names
+from frame_metrics.conventions import METRIC_OPTIONS, OPTION_NAMES, preset_settings, resolve_options
+from frame_metrics.errors import InvalidOptionError, Keyword
+from frame_metrics.metrics import DEFAULT_RANKING
+from frame_metrics.metrics.registry import ALIASES, REGISTRY, Requested, resolve, split_names
+from frame_metrics.options import DEFAULT_K, MetricOptions, other_tie_rules, validate_k
+
+__all__ = ["EXTRA_INPUTS", "EXTRA_OF_NEED", "FRAMES", "Spec", "build_spec", "resolve_requests"]
+
+#: The frames besides recs a call may pass, as evaluate names them.
+FRAMES = ("truth", "catalog", "train", "item_features", "baseline")
+
+#: Every extra input, as the error for a metric that needs one that was not given says it.
+EXTRA_INPUTS: dict[str, str] = {
+    "train": "reference interactions with the user and item columns, usually the train split",
+    "catalog": "a frame of the catalog's items, in the item column",
+    "item_features": "one row per item with the item column and the features column",
+    "baseline": "a baseline model's recommendations with the user, item and rank/score columns",
+}
+
+#: Which extra input an entry of ``Metric.needs`` reads.
+EXTRA_OF_NEED = {
+    "popularity": "train",
+    "history": "train",
+    "train": "train",
+    "catalog": "catalog",
+    "item_features": "item_features",
+    "baseline": "baseline",
+}
+_SERENDIPITY_HINT = {
+    ("serendipity", "baseline"): "; or pass unexpected='history' to judge against train= instead",
+    ("serendipity", "train"): "; or pass unexpected='baseline' (the default) to judge against "
+    "baseline= instead",
+}
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One call of ``evaluate`` without its frames: frozen, checked, built once.
+
+    ``options`` are the call's (what a metric named without options of its own reads),
+    after the convention; ``requests`` the metrics to compute, each with its own
+    options; ``frames`` the names of the frames passed besides recs (``"truth"``,
+    ``"train"``, ...); ``validate`` whether the input checks run.
+
+    Examples
+    --------
+    >>> spec = build_spec({"truth"}, metrics=["ndcg@5", "recall"], k=[10, 20])
+    >>> spec.metric_columns, spec.cutoffs, spec.depth
+    (['ndcg@5', 'recall@10', 'recall@20'], (5, 10, 20), 20)
+    >>> spec.families, sorted(spec.needs)
+    (frozenset({'ranking'}), ['truth'])
+    """
+
+    columns: Columns
+    options: MetricOptions
+    requests: tuple[Requested, ...]
+    frames: frozenset[str] = field(default_factory=lambda: frozenset({"truth"}))
+    validate: bool = True
+    convention: str | None = None
+
+    @property
+    def long_table(self) -> bool:
+        """Recs without truth: a long table that carries relevance itself."""
+        return "truth" not in self.frames
+
+    @property
+    def source_label(self) -> str:
+        """How messages name the recommendations frame."""
+        return "long table" if self.long_table else "recs"
+
+    @cached_property
+    def families(self) -> frozenset[str]:
+        """The metric families asked for."""
+        return frozenset(r.metric.family for r in self.requests)
+
+    def of_family(self, family: str) -> list[Requested]:
+        """The requested metrics of one family, in request order."""
+        return [r for r in self.requests if r.metric.family == family]
+
+    @cached_property
+    def needs(self) -> frozenset[str]:
+        """The inputs the metrics read beyond recs (``Metric.needs``, resolved)."""
+        return frozenset().union(*(r.metric.inputs(r.options) for r in self.requests))
+
+    @property
+    def max_k(self) -> int:
+        """The largest cutoff asked for."""
+        return max((r.k for r in self.requests if r.metric.takes_k), default=0)
+
+    @property
+    def depth(self) -> int | None:
+        """How deep into each list any metric reads: rows ranked below it are never read.
+
+        ``None``: the whole list (bpref, rbp, r_precision, an MRR without cutoff, or R
+        taken from the recommended items).
+        """
+        whole = any(
+            r.metric.whole_list
+            or (r.metric.name == "mrr" and r.options.mrr_cutoff == "none")
+            or (r.metric.family == "ranking" and r.options.relevant_set == "listed")
+            for r in self.requests
+        )
+        return None if whole else self.max_k
+
+    @property
+    def cutoffs(self) -> tuple[int, ...]:
+        """Every distinct cutoff asked for, ascending."""
+        return tuple(sorted({r.k for r in self.requests if r.metric.takes_k}))
+
+    @property
+    def metric_columns(self) -> list[str]:
+        """Output column names, ``"<metric>@<k>"`` (or the bare name), in request order."""
+        return [r.column for r in self.requests]
+
+    @property
+    def per_user_columns(self) -> list[str]:
+        """The output columns that have a value per user (all but corpus metrics)."""
+        return [r.column for r in self.requests if r.metric.population != "corpus"]
+
+    @property
+    def all_options(self) -> list[MetricOptions]:
+        """The call's options and every metric's: what the prepared rows must serve.
+
+        The call's count even when every metric overrides them: the prepared top rows
+        are ranked by the call's tie rule.
+        """
+        return [self.options, *(q.options for q in self.requests)]
+
+    @property
+    def gains(self) -> frozenset[str]:
+        """The gains in use, for the relevance checks (a gain table counts as linear)."""
+        gains = {o.gain if isinstance(o.gain, str) else "linear" for o in self.all_options}
+        if any(q.metric.name == "err" for q in self.requests):
+            gains.add("exponential")  # 2^rel
+        return frozenset(gains)
+
+    @property
+    def largest_relevance(self) -> float | None:
+        """The smallest ``max_relevance`` err is given, which no relevance may exceed."""
+        given = [
+            q.options.max_relevance
+            for q in self.requests
+            if q.metric.name == "err" and q.options.max_relevance is not None
+        ]
+        return min(given, default=None)
+
+    @property
+    def row_order(self) -> bool:
+        """Whether a tie rule reads the input row order (``ties="input"``)."""
+        return any(o.ties == "input" for o in self.all_options)
+
+
+def build_spec(
+    frames: Iterable[str],
+    *,
+    metrics: str | Iterable[str] | None = None,
+    k: int | Iterable[int] | None = None,
+    user: str | Sequence[str] = "user",
+    item: str = "item",
+    rank: str = "rank",
+    score: str | None = None,
+    relevance: str = "relevance",
+    prediction: str = "prediction",
+    features: str = "features",
+    by: str | Sequence[str] | None = None,
+    convention: str | None = None,
+    validate: bool = True,
+    **options: Any,
+) -> Spec:
+    """The :class:`Spec` of a call, every frame-free check run, in a fixed order.
+
+    ``frames``: the names of the frames passed besides recs (``"truth"``, ``"train"``,
+    ...); ``options``: evaluate's metric options (``None``: not given).
+
+    Examples
+    --------
+    >>> build_spec({"truth"}, metrics="novelty@5")
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: novelty: expected train= (reference interactions with the user and item columns, usually the train split), got None
+    """
+    # Options and names first: a typo costs no pass over the data.
+    unknown = sorted(set(options) - set(OPTION_NAMES))
+    if unknown:
+        raise InvalidOptionError(
+            f"options: expected keywords among {', '.join(OPTION_NAMES)}, got {', '.join(unknown)}"
+        )
+    given = frozenset(frames)
+    call = resolve_options(options, convention=convention)
+    columns = Columns(
+        as_names(user, "user"),
+        item,
+        rank,
+        score,
+        relevance,
+        as_names(by, "by"),
+        prediction,
+        features,
+    )
+    requests = tuple(
+        resolve_requests(metrics, k, DEFAULT_RANKING, given=options, convention=convention)
+    )
+    long_table = "truth" not in given
+    _check_metric_options(requests, long_table, score is not None)
+    for q in requests:
+        for need in sorted(q.metric.inputs(q.options)):
+            source = EXTRA_OF_NEED.get(need)
+            if source is not None and source not in given:
+                raise InvalidOptionError(
+                    f"{q.metric.name}: expected {source}= ({EXTRA_INPUTS[source]}), "
+                    "got None" + _SERENDIPITY_HINT.get((q.metric.name, source), "")
+                )
+    if long_table and score is not None:
+        raise InvalidOptionError(
+            "score: expected None for a long table (it carries ranks), got "
+            f"{score!r}; pass truth= to rank recommendations by score"
+        )
+    return Spec(columns, call, requests, given, validate, convention)
+
+
+def _check_metric_options(requests: Sequence[Requested], long_table: bool, scored: bool) -> None:
+    """Options a metric's input cannot honour, refused before any pass over the data."""
+    for q in requests:
+        if q.metric.family != "ranking":
+            continue
+        if long_table and q.options.threshold == 0:
+            raise InvalidOptionError(
+                f"threshold: expected a number > 0 or None for {q.column} on a long table "
+                "(relevance 0 marks a recommended item outside truth there; pass truth= "
+                "to make every truth row relevant), got 0" + q.set_by("threshold")
+            )
+        gain = q.metric.effective(q.options).gain
+        if q.metric.name == "ndcg" and q.options.idcg == "k" and gain != "binary":
+            shown = gain if isinstance(gain, str) else dict(gain)
+            raise InvalidOptionError(
+                f"idcg: expected 'relevant' for {q.column} under gain={shown!r} "
+                "(idcg='k' is k ideal slots of gain 1, an upper bound of DCG only under "
+                "gain='binary': pass ",
+                Keyword("gain", "binary"),
+                " with it), got 'k'",
+            )
+        if scored and q.options.ties == "average" and not q.metric.tie_average:
+            averaged = sorted(m.name for m in REGISTRY.values() if m.tie_average)
+            raise InvalidOptionError(
+                f"ties: expected {other_tie_rules('average')} for "
+                f"{q.column} (ties='average' is defined for {', '.join(averaged)}), "
+                "got 'average'" + q.set_by("ties")
+            )
+
+
+def resolve_requests(
+    metrics: str | Iterable[str] | None,
+    k: int | Iterable[int] | None,
+    default: Iterable[str],
+    *,
+    given: Mapping[str, Any] | None = None,
+    convention: str | None = None,
+) -> list[Requested]:
+    """Turn ``metrics`` and ``k`` into the ordered, distinct metrics to compute.
+
+    A name carrying its own cutoff (``"ndcg@10"``) uses it; a plain name takes every k.
+    A metric without a cutoff (``"rmse"``) ignores ``k`` and is paired with 0. A name
+    may carry options (``"ap(ap_denominator=relevant)@10"``): they replace the call's
+    (``given``, ``None`` = not given, and ``convention``) for that metric alone. The
+    column is the string as written (surrounding spaces aside), ``"@<k>"`` appended for
+    a name without its cutoff: two strings of one computation are two columns.
+
+    Examples
+    --------
+    >>> [(r.metric.name, r.k) for r in resolve_requests(["ndcg", "map@3"], [10, 5], [])]
+    [('ndcg', 5), ('ndcg', 10), ('ap', 3)]
+    >>> [r.column for r in resolve_requests(["rmse", "mae"], None, [])]
+    ['rmse', 'mae']
+    >>> [r.column for r in resolve_requests(["map@10", "ap(ap_denominator=min_k)"], None, [])]
+    ['map@10', 'ap(ap_denominator=min_k)@10']
+    >>> resolve_requests("rmse@5", None, [])
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: metrics: expected 'rmse' without a cutoff (it has none), got 'rmse@5'
+    >>> resolve_requests("precision(gain=binary)@5", None, [])
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: metrics: expected options precision reads (convention, empty, relevant_set, threshold, ties, users), got gain in 'precision(gain=binary)@5'
+    """
+    from frame_metrics.measure_names import TOOL_CONVENTION, tool_measure
+    from frame_metrics.metric_names import parse_name
+
+    given = dict(given or {})
+    given_raw = (
+        [metrics] if isinstance(metrics, str) else list(default if metrics is None else metrics)
+    )
+    # "ndcg,recall" is two names, as on the command line.
+    names = [part for raw in given_raw for part in split_names(raw)]
+    if not names:
+        raise InvalidOptionError("metrics: expected at least one metric name, got an empty list")
+    ks = validate_k(k, required=False) or None
+    known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
+    known.pop("on_duplicate")
+    package = {name.lower() for name in (*REGISTRY, *ALIASES)}
+    out: list[Requested] = []
+    for raw in names:
+        if not isinstance(raw, str):
+            raise InvalidOptionError(f"metrics: expected metric names as strings, got {raw!r}")
+        parsed = parse_name(raw, known)
+        tool = tool_measure(parsed.name, parsed.cut, raw, package)
+        metric = resolve(parsed.name if tool is None else tool.metric)
+        label = metric.name if tool is None else tool.name  # as messages name it
+        own = dict(parsed.options)
+        # A tool's name fixes its conventions and some options: those are not the caller's.
+        readable = metric.reads() - ({"convention", *dict(tool.fixed)} if tool else set())
+        unread = sorted(set(own) - readable)
+        if unread:
+            raise InvalidOptionError(
+                f"metrics: expected options {label} reads ({', '.join(sorted(readable)) or 'none'}), "
+                f"got {', '.join(unread)} in {raw!r}"
+            )
+        layers: dict[str, Any] = {"metric": metric.name}
+        if tool is None:
+            layers |= {"convention": convention, "metric_convention": own.pop("convention", None)}
+            layers["metric_given"] = own
+        else:
+            # The measure as the tool defines it: trec_eval's conventions, whatever the
+            # call's; the call's options over them (trec_eval's -l, -c); the name's own
+            # options (gdeval's g_max, RR@k's cutoff) over everything.
+            layers |= {"convention": None, "metric_convention": TOOL_CONVENTION}
+            layers["metric_given"] = own | dict(tool.fixed)
+        options = metric.effective(resolve_options(given, **layers))
+        named = {"call": f"convention={convention!r}", "metric": repr(raw)}
+        presets = tuple(
+            (option, named[where]) for option, where in preset_settings(given, **layers).items()
+        )
+        # The column is the string as written (spec section 8): a user indexes the
+        # result by what they asked; a name without its cutoff gets "@k" per k.
+        as_written = parsed.cut is not None or not metric.takes_k
+        if tool is not None and tool.k is not None:
+            cuts, as_written = validate_k(tool.k), True  # trec_eval's P_10
+        elif tool is not None and tool.whole_list:
+            # RR, recip_rank: the first relevant item anywhere (mrr_cutoff="none" above),
+            # whatever k; 1 keeps the query's depth and cutoffs as they are.
+            cuts, as_written = (1,), True
+        elif not metric.takes_k:
+            if parsed.cut is not None:
+                raise InvalidOptionError(
+                    f"metrics: expected {label!r} without a cutoff (it has none), got {raw!r}"
+                )
+            cuts = (0,)
+        elif parsed.cut is not None:
+            try:
+                cut_k = int(parsed.cut)
+            except ValueError:
+                raise InvalidOptionError(
+                    f"metrics: expected '<name>@<int k>', got {raw!r}"
+                ) from None
+            cuts = validate_k(cut_k)
+        else:
+            if ks is None:
+                ks = (DEFAULT_K,)  # spec section 8; the column name says @10
+            cuts = ks
+        for kk in cuts:
+            column = raw if as_written else f"{raw}@{kk}"
+            request = Requested(metric, kk, options, column, presets)
+            if request not in out:
+                if any(r.column == column for r in out):
+                    raise InvalidOptionError(
+                        f"metrics: expected one meaning per column, got two for {column!r}"
+                    )
+                out.append(request)
+    return out
