@@ -19,7 +19,7 @@ from frame_metrics.extras import ExtraFrame, require_columns
 from frame_metrics.frames import Source, to_lazy
 from frame_metrics.global_tables import GlobalTables
 from frame_metrics.prepare import Prepared, prepare
-from frame_metrics.spec import Spec
+from frame_metrics.spec import EXTRA_INPUTS, Spec
 
 __all__ = ["Inputs"]
 
@@ -55,9 +55,9 @@ class Inputs:
         source = to_lazy(recs, spec.source_label, reads["recs"])
         truth_source = None if truth is None else to_lazy(truth, "truth", reads["truth"])
         given = {
-            name: to_lazy(frame, name, reads[name])
-            for name, frame in extras.items()
-            if frame is not None
+            e.name: to_lazy(frame, e.name, reads[e.name])
+            for e in EXTRA_INPUTS
+            if (frame := extras.get(e.name)) is not None
         }
         return _typed(spec, source, truth_source, given, shared)
 

@@ -22,7 +22,7 @@ from frame_metrics.families import FAMILIES, Family
 from frame_metrics.families.base import GROUP_USERS, Context
 from frame_metrics.inputs import Inputs
 from frame_metrics.prepare import prepare_ratings
-from frame_metrics.spec import Spec
+from frame_metrics.spec import EXTRA_INPUTS, Spec
 from frame_metrics.validation import CheckedFrame
 
 __all__ = ["SEEN", "Plan", "check_call", "families_of", "query", "reads"]
@@ -49,8 +49,8 @@ def reads(spec: Spec) -> dict[str, set[str]]:
     """The columns the call reads of each frame, by role: only those are converted.
 
     Each ``by`` column in every frame (a frame may lack it); the rank or score column
-    in recs and the baseline; relevance in truth (in recs for a long table); what each
-    family adds (prediction for rating metrics; features only in item_features).
+    in recs; relevance in truth (in recs for a long table); the roles each extra input
+    declares (``EXTRA_INPUTS``); what each family adds (prediction for rating metrics).
 
     Examples
     --------
@@ -65,14 +65,11 @@ def reads(spec: Spec) -> dict[str, set[str]]:
     recs = keys | order
     if spec.long_table:
         recs |= {c.rank, c.relevance}
-    out = {
-        "recs": recs,
-        "truth": keys | {c.relevance},
-        "train": keys,
-        "baseline": keys | order,
-        "catalog": {*c.by, c.item},
-        "item_features": {*c.by, c.item, c.features},
-    }
+    roles = {"by": set(c.by), "user": set(c.user), "item": {c.item}, "order": order}
+    roles["features"] = {c.features}
+    out = {"recs": recs, "truth": keys | {c.relevance}}
+    for extra in EXTRA_INPUTS:
+        out[extra.name] = set().union(*(roles[role] for role in extra.reads))
     for family in families_of(spec):
         for frame, columns in family.reads(spec).items():
             out[frame] |= set(columns)

@@ -25,28 +25,63 @@ from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.registry import ALIASES, REGISTRY, Requested, resolve, split_names
 from frame_metrics.options import DEFAULT_K, MetricOptions, other_tie_rules, validate_k
 
-__all__ = ["EXTRA_INPUTS", "EXTRA_OF_NEED", "FRAMES", "Spec", "build_spec", "resolve_requests"]
+__all__ = ["EXTRA_INPUTS", "EXTRA_OF_NEED", "ExtraInput", "Spec", "build_spec", "resolve_requests"]
 
-#: The frames besides recs a call may pass, as evaluate names them.
-FRAMES = ("truth", "catalog", "train", "item_features", "baseline")
 
-#: Every extra input, as the error for a metric that needs one that was not given says it.
-EXTRA_INPUTS: dict[str, str] = {
-    "train": "reference interactions with the user and item columns, usually the train split",
-    "catalog": "a frame of the catalog's items, in the item column",
-    "item_features": "one row per item with the item column and the features column",
-    "baseline": "a baseline model's recommendations with the user, item and rank/score columns",
-}
+@dataclass(frozen=True)
+class ExtraInput:
+    """A frame a call may pass besides recs and truth: one row of :data:`EXTRA_INPUTS`.
 
-#: Which extra input an entry of ``Metric.needs`` reads.
-EXTRA_OF_NEED = {
-    "popularity": "train",
-    "history": "train",
-    "train": "train",
-    "catalog": "catalog",
-    "item_features": "item_features",
-    "baseline": "baseline",
-}
+    ``keyed``: its rows belong to users (train, a baseline), so a partitioned run
+    splits it by user with recs; otherwise it is an item table every partition gets
+    whole. ``reads``: the roles of the columns read (``"by"``: each ``by`` column it
+    has, ``"user"``, ``"item"``, ``"order"``: the rank or score column, ``"features"``);
+    families may read more (``Family.reads``). ``needs``: the entries of
+    ``Metric.needs`` it provides. ``what``: how a message names it.
+    """
+
+    name: str
+    keyed: bool
+    reads: tuple[str, ...]
+    needs: frozenset[str]
+    what: str
+
+
+#: Every extra input, in the order evaluate takes them (and converts them).
+EXTRA_INPUTS: tuple[ExtraInput, ...] = (
+    ExtraInput(
+        "catalog",
+        keyed=False,
+        reads=("by", "item"),
+        needs=frozenset({"catalog"}),
+        what="a frame of the catalog's items, in the item column",
+    ),
+    ExtraInput(
+        "train",
+        keyed=True,
+        reads=("by", "user", "item"),
+        needs=frozenset({"popularity", "history", "train"}),
+        what="reference interactions with the user and item columns, usually the train split",
+    ),
+    ExtraInput(
+        "item_features",
+        keyed=False,
+        reads=("by", "item", "features"),
+        needs=frozenset({"item_features"}),
+        what="one row per item with the item column and the features column",
+    ),
+    ExtraInput(
+        "baseline",
+        keyed=True,
+        reads=("by", "user", "item", "order"),
+        needs=frozenset({"baseline"}),
+        what="a baseline model's recommendations with the user, item and rank/score columns",
+    ),
+)
+
+#: Which extra input provides an entry of ``Metric.needs``.
+EXTRA_OF_NEED = {need: e.name for e in EXTRA_INPUTS for need in e.needs}
+_WHAT = {e.name: e.what for e in EXTRA_INPUTS}
 _SERENDIPITY_HINT = {
     ("serendipity", "baseline"): "; or pass unexpected='history' to judge against train= instead",
     ("serendipity", "train"): "; or pass unexpected='baseline' (the default) to judge against "
@@ -228,7 +263,7 @@ def build_spec(
             source = EXTRA_OF_NEED.get(need)
             if source is not None and source not in given:
                 raise InvalidOptionError(
-                    f"{q.metric.name}: expected {source}= ({EXTRA_INPUTS[source]}), "
+                    f"{q.metric.name}: expected {source}= ({_WHAT[source]}), "
                     "got None" + _SERENDIPITY_HINT.get((q.metric.name, source), "")
                 )
     if long_table and score is not None:

@@ -111,11 +111,7 @@ def evaluate(
     progress: bool,
 ) -> pl.DataFrame:
     """:func:`frame_metrics.evaluate` over ``buckets`` buckets of users, one after another."""
-    keyed = {"recs": recs, "truth": truth, "train": extras.get("train")}
-    keyed["baseline"] = extras.get("baseline")
-    keyed = {name: f for name, f in keyed.items() if f is not None}
-    items = {"catalog": extras.get("catalog"), "item_features": extras.get("item_features")}
-    items = {name: f for name, f in items.items() if f is not None}
+    keyed, items = core.split_inputs(recs, truth, extras)
     # The frames keyed by user are read bucket by bucket: only the columns the call
     # reads are converted (the item tables are small, and read whole).
     read = reads(spec)

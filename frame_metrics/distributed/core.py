@@ -37,7 +37,7 @@ from frame_metrics.global_tables import GlobalTables
 from frame_metrics.inputs import Inputs
 from frame_metrics.options import other_tie_rules
 from frame_metrics.planner import SEEN, Plan, check_call, families_of, reads
-from frame_metrics.spec import Spec
+from frame_metrics.spec import EXTRA_INPUTS, Spec
 from frame_metrics.validation import Failure, dump_parts, find_failures, load_parts
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "result_schema",
     "row_filter",
     "run_diagnostics",
+    "split_inputs",
     "unified_job",
     "with_bucket",
 ]
@@ -100,12 +101,7 @@ class Job:
         spec = (
             self.spec if validate == self.spec.validate else replace(self.spec, validate=validate)
         )
-        extras = {
-            "catalog": self.broadcast.get("catalog"),
-            "train": typed.get("train"),
-            "item_features": self.broadcast.get("item_features"),
-            "baseline": typed.get("baseline"),
-        }
+        extras = {e.name: (typed if e.keyed else self.broadcast).get(e.name) for e in EXTRA_INPUTS}
         return Inputs.read(
             spec, typed["recs"], typed.get("truth"), extras, reads(spec), shared=self.shared
         )
@@ -118,6 +114,25 @@ class Job:
     def empty(self) -> dict[str, pl.DataFrame]:
         """Empty, typed partition frames."""
         return {name: pl.DataFrame(schema=schema) for name, schema in self.schemas.items()}
+
+
+def split_inputs(
+    recs: object, truth: object | None, extras: Mapping[str, object | None]
+) -> tuple[dict[str, object], dict[str, object]]:
+    """The frames split by user (recs, truth, keyed inputs), and the item tables.
+
+    A partitioned run moves the first by user key and gives every partition the second
+    whole (``ExtraInput.keyed``); frames not given are left out.
+    """
+    keyed: dict[str, object] = {"recs": recs}
+    if truth is not None:
+        keyed["truth"] = truth
+    items: dict[str, object] = {}
+    for e in EXTRA_INPUTS:
+        frame = extras.get(e.name)
+        if frame is not None:
+            (keyed if e.keyed else items)[e.name] = frame
+    return keyed, items
 
 
 def unified_job(

@@ -69,14 +69,9 @@ class _Run:
         aggregate: bool,
         for_diagnose: bool = False,
     ) -> None:
-        given = {"recs": recs, "truth": truth, "train": extras.get("train")}
-        given["baseline"] = extras.get("baseline")
-        self.frames = {name: _as_dask(f, name) for name, f in given.items() if f is not None}
-        broadcast = {
-            name: _local(f, name)
-            for name in ("catalog", "item_features")
-            if (f := extras.get(name)) is not None
-        }
+        given, items = core.split_inputs(recs, truth, extras)
+        self.frames = {name: _as_dask(f, name) for name, f in given.items()}
+        broadcast = {name: _local(f, name) for name, f in items.items()}
         schemas = {name: _to_polars(f._meta, name).schema for name, f in self.frames.items()}
         job = core.unified_job(spec, schemas, broadcast, aggregate, for_diagnose=for_diagnose)
         core.refuse_row_order(spec, "Dask")

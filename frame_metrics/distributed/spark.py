@@ -115,22 +115,15 @@ class _Run:
         for_diagnose: bool = False,
     ) -> None:
         session = recs.sparkSession
-        given = {"recs": recs, "truth": truth, "train": extras.get("train")}
-        given["baseline"] = extras.get("baseline")
+        given, items = core.split_inputs(recs, truth, extras)
         self.frames: dict[str, Any] = {}
         for name, given_frame in given.items():
-            if given_frame is None:
-                continue
             frame = given_frame
             if not is_spark(frame):
                 kind_of(frame)  # a clear error for an unsupported kind
                 frame = session.createDataFrame(_arrow(to_lazy(frame, name).lazy.collect()))
             self.frames[name] = frame
-        broadcast = {
-            name: _local(f, name)
-            for name in ("catalog", "item_features")
-            if (f := extras.get(name)) is not None
-        }
+        broadcast = {name: _local(f, name) for name, f in items.items()}
         schemas = {name: _polars_schema(f) for name, f in self.frames.items()}
         self.job = core.unified_job(spec, schemas, broadcast, aggregate, for_diagnose=for_diagnose)
         core.refuse_row_order(spec, "Spark")

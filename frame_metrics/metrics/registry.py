@@ -57,12 +57,13 @@ class UserCase:
 Builder = Callable[[Any, int], pl.Expr]
 Reference = Callable[..., Any]
 
-#: How a metric is computed, which decides the query it joins:
-#: ``"ranking"`` - an expression over one user's rows of the long table;
-#: ``"diversity"`` - over the pairs of one user's top-k items;
-#: ``"rating"`` - over one user's (true rating, prediction) pairs, pooled in the aggregate;
-#: ``"corpus"`` - one value per ``by`` group from the item exposure counts.
-Family = Literal["ranking", "diversity", "rating", "corpus"]
+#: Which family computes a metric: the name of a module of :mod:`frame_metrics.families`
+#: (its ``FAMILY.name``), which decides the query it joins. Today ``"ranking"`` (an
+#: expression over one user's statistics), ``"diversity"`` (over the pairs of one user's
+#: top-k items), ``"rating"`` (over one user's (rating, prediction) pairs, pooled in the
+#: aggregate) and ``"corpus"`` (one value per ``by`` group from item exposures); a new
+#: family is a new module there, not a change here.
+Family = str
 
 #: Who gets a value, i.e. who is averaged:
 #: ``"relevant"`` - the spec's section 3 policy (users with a relevant item; ``empty=``);
