@@ -337,22 +337,14 @@ def evaluate(
     (1, 1.0)
     """
     aggregate = _flag("aggregate", aggregate)
-    # Read twice below (here, then by the request): a generator must not run dry.
+    # Read twice (metric names and warnings): a generator must not run dry.
     metrics, k = _reusable(metrics), _reusable(k)
-    for message in _ignored_options(
-        metrics,
-        k,
-        convention=convention,
-        ties=ties,
-        score=score,
-        rank=rank,
-        long_table=truth is None,
-    ):
-        warn(message, IgnoredOptionWarning)
-    n_buckets = _buckets(recs, buckets)
     extras = {"catalog": catalog, "train": train, "item_features": item_features}
     extras["baseline"] = baseline
     spec = _spec(truth, extras, validate, _options(locals()))
+    for message in spec.ignored:
+        warn(message, IgnoredOptionWarning)
+    n_buckets = _buckets(recs, buckets)
     if n_buckets > 1:
         from frame_metrics.distributed import buckets as local
         from frame_metrics.frames import to_lazy
@@ -431,91 +423,6 @@ def _flag(name: str, value: object) -> bool:
     ):
         return bool(value)
     raise InvalidOptionError(f"{name}: expected True or False, got {value!r}")
-
-
-def _takes_call_k(name: str, convention: str | None) -> bool:
-    """Whether the metric string ``name`` is computed at the call's ``k``.
-
-    Not when it names its own cutoff (``ndcg@5``, trec_eval's ``P_10``), takes none
-    (``rmse``) or reads the whole list (``RR``): resolved with a probe cutoff it does
-    not write, it is computed at the probe only if it takes the call's.
-    """
-    from frame_metrics.metrics import DEFAULT_RANKING
-    from frame_metrics.options import MAX_K
-    from frame_metrics.spec import resolve_requests
-
-    probe = MAX_K if not name.endswith(f"@{MAX_K}") else MAX_K - 1
-    requests = resolve_requests([name], probe, DEFAULT_RANKING, convention=convention)
-    return any(q.k == probe for q in requests)
-
-
-def _ignored_options(
-    metrics: str | Iterable[str] | None,
-    k: int | Iterable[int] | None,
-    *,
-    convention: str | None,
-    ties: str | None,
-    score: str | None,
-    rank: str,
-    long_table: bool,
-) -> list[str]:
-    """What the call gives that cannot change its result, one message each.
-
-    ``k`` when every metric names its own cutoff or takes none; a tie rule (the call's,
-    or a metric's own) when the rows are ranked by a rank column, whose ranks are unique
-    within a user (a repeated rank is an error), so that no two items ever tie. A tie
-    rule a convention sets is not the caller's doing, and is not reported.
-
-    Examples
-    --------
-    >>> _ignored_options(["ndcg@5", "rmse"], 10, convention=None, ties=None, score=None,
-    ...                  rank="rank", long_table=False)
-    ["k: 10 ignored, every metric has its own cutoff or none ('ndcg@5', 'rmse'); leave k out, or name a metric without a cutoff to compute it at k"]
-    """
-    from frame_metrics.conventions import METRIC_OPTIONS
-    from frame_metrics.metric_names import parse_name
-    from frame_metrics.metrics import DEFAULT_RANKING
-    from frame_metrics.metrics.registry import split_names
-    from frame_metrics.options import is_int
-    from frame_metrics.spec import resolve_requests
-
-    # Refuses bad names and cutoffs with the messages a request gives, before any
-    # name is read here.
-    resolve_requests(metrics, k, DEFAULT_RANKING, convention=convention)
-    given = (
-        [metrics]
-        if isinstance(metrics, str)
-        else list(DEFAULT_RANKING if metrics is None else metrics)
-    )
-    names = [str(name) for raw in given for name in split_names(raw)]
-    known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
-    parsed = [parse_name(name, known) for name in names]
-    messages = []
-    if k is not None and not any(_takes_call_k(name, convention) for name in names):
-        # k is valid here: an int (numpy's too) or an iterable of them.
-        shown = int(cast("int", k)) if is_int(k) else [int(v) for v in cast("Iterable[int]", k)]
-        messages.append(
-            f"k: {shown!r} ignored, every metric has its own cutoff or none "
-            f"({', '.join(repr(n) for n in names)}); leave k out, or name a metric without "
-            "a cutoff to compute it at k"
-        )
-    if score is None:
-        ranked = (
-            f"the long table is ranked by column {rank!r}"
-            if long_table
-            else f"recs are ranked by column {rank!r}"
-        )
-        why = (
-            f"{ranked}, whose ranks are unique within a user, so no two items tie; pass "
-            "score= to rank by a score column instead"
-        )
-        if ties is not None:
-            messages.append(f"ties: {ties!r} ignored: {why}")
-        for p in parsed:
-            own = dict(p.options).get("ties")
-            if own is not None:
-                messages.append(f"ties: {own!r} in {p.raw!r} ignored: {why}")
-    return messages
 
 
 def _buckets(recs: object, buckets: int | Literal["auto"] | None) -> int:

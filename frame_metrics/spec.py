@@ -16,14 +16,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 from frame_metrics.columns import Columns, as_names
 from frame_metrics.conventions import METRIC_OPTIONS, OPTION_NAMES, preset_settings, resolve_options
 from frame_metrics.errors import InvalidOptionError, Keyword
 from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.registry import ALIASES, REGISTRY, Requested, resolve, split_names
-from frame_metrics.options import DEFAULT_K, MetricOptions, other_tie_rules, validate_k
+from frame_metrics.options import (
+    DEFAULT_K,
+    MAX_K,
+    MetricOptions,
+    is_int,
+    other_tie_rules,
+    validate_k,
+)
 
 __all__ = ["EXTRA_INPUTS", "EXTRA_OF_NEED", "ExtraInput", "Spec", "build_spec", "resolve_requests"]
 
@@ -113,6 +120,8 @@ class Spec:
     frames: frozenset[str] = field(default_factory=lambda: frozenset({"truth"}))
     validate: bool = True
     convention: str | None = None
+    #: What the call gives that cannot change its result, one warning message each.
+    ignored: tuple[str, ...] = ()
 
     @property
     def long_table(self) -> bool:
@@ -242,6 +251,18 @@ def build_spec(
             f"options: expected keywords among {', '.join(OPTION_NAMES)}, got {', '.join(unknown)}"
         )
     given = frozenset(frames)
+    requests = tuple(
+        resolve_requests(metrics, k, DEFAULT_RANKING, given=options, convention=convention)
+    )
+    ignored = _ignored_options(
+        metrics,
+        k,
+        convention=convention,
+        ties=options.get("ties"),
+        score=score,
+        rank=rank,
+        long_table="truth" not in given,
+    )
     call = resolve_options(options, convention=convention)
     columns = Columns(
         as_names(user, "user"),
@@ -252,9 +273,6 @@ def build_spec(
         as_names(by, "by"),
         prediction,
         features,
-    )
-    requests = tuple(
-        resolve_requests(metrics, k, DEFAULT_RANKING, given=options, convention=convention)
     )
     long_table = "truth" not in given
     _check_metric_options(requests, long_table, score is not None)
@@ -271,7 +289,7 @@ def build_spec(
             "score: expected None for a long table (it carries ranks), got "
             f"{score!r}; pass truth= to rank recommendations by score"
         )
-    return Spec(columns, call, requests, given, validate, convention)
+    return Spec(columns, call, requests, given, validate, convention, tuple(ignored))
 
 
 def _check_metric_options(requests: Sequence[Requested], long_table: bool, scored: bool) -> None:
@@ -422,3 +440,76 @@ def resolve_requests(
                     )
                 out.append(request)
     return out
+
+
+def _takes_call_k(name: str, convention: str | None) -> bool:
+    """Whether the metric string ``name`` is computed at the call's ``k``.
+
+    Not when it names its own cutoff (``ndcg@5``, trec_eval's ``P_10``), takes none
+    (``rmse``) or reads the whole list (``RR``): resolved with a probe cutoff it does
+    not write, it is computed at the probe only if it takes the call's.
+    """
+    probe = MAX_K if not name.endswith(f"@{MAX_K}") else MAX_K - 1
+    requests = resolve_requests([name], probe, DEFAULT_RANKING, convention=convention)
+    return any(q.k == probe for q in requests)
+
+
+def _ignored_options(
+    metrics: str | Iterable[str] | None,
+    k: int | Iterable[int] | None,
+    *,
+    convention: str | None,
+    ties: str | None,
+    score: str | None,
+    rank: str,
+    long_table: bool,
+) -> list[str]:
+    """What the call gives that cannot change its result, one message each.
+
+    ``k`` when every metric names its own cutoff or takes none; a tie rule (the call's,
+    or a metric's own) when the rows are ranked by a rank column, whose ranks are unique
+    within a user (a repeated rank is an error), so that no two items ever tie. A tie
+    rule a convention sets is not the caller's doing, and is not reported.
+
+    Examples
+    --------
+    >>> _ignored_options(["ndcg@5", "rmse"], 10, convention=None, ties=None, score=None,
+    ...                  rank="rank", long_table=False)
+    ["k: 10 ignored, every metric has its own cutoff or none ('ndcg@5', 'rmse'); leave k out, or name a metric without a cutoff to compute it at k"]
+    """
+    from frame_metrics.metric_names import parse_name
+
+    given = (
+        [metrics]
+        if isinstance(metrics, str)
+        else list(DEFAULT_RANKING if metrics is None else metrics)
+    )
+    names = [str(name) for raw in given for name in split_names(raw)]
+    known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
+    parsed = [parse_name(name, known) for name in names]
+    messages = []
+    if k is not None and not any(_takes_call_k(name, convention) for name in names):
+        # k is valid here: an int (numpy's too) or an iterable of them.
+        shown = int(cast("int", k)) if is_int(k) else [int(v) for v in cast("Iterable[int]", k)]
+        messages.append(
+            f"k: {shown!r} ignored, every metric has its own cutoff or none "
+            f"({', '.join(repr(n) for n in names)}); leave k out, or name a metric without "
+            "a cutoff to compute it at k"
+        )
+    if score is None:
+        ranked = (
+            f"the long table is ranked by column {rank!r}"
+            if long_table
+            else f"recs are ranked by column {rank!r}"
+        )
+        why = (
+            f"{ranked}, whose ranks are unique within a user, so no two items tie; pass "
+            "score= to rank by a score column instead"
+        )
+        if ties is not None:
+            messages.append(f"ties: {ties!r} ignored: {why}")
+        for p in parsed:
+            own = dict(p.options).get("ties")
+            if own is not None:
+                messages.append(f"ties: {own!r} in {p.raw!r} ignored: {why}")
+    return messages
