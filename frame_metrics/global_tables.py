@@ -14,7 +14,9 @@ distributed adapter computes them once and hands them to every partition:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 import polars as pl
 
@@ -29,7 +31,9 @@ class GlobalTables:
     ``n_train_users``: (train ``by`` columns, ``N_TRAIN_USERS``); ``groups``: the
     distinct values of the ``by`` columns truth lacks; ``seen_items``: the distinct items
     of recommendations, truth and train (the catalog when none is given);
-    ``max_relevance``: the largest relevance in truth (err's default g_max).
+    ``max_relevance``: the largest relevance in truth (err's default g_max);
+    ``tables``: any other family's, by the names its ``global_tables`` gives them (a new
+    family adds its tables here without a new field).
     """
 
     popularity: pl.DataFrame | None = None
@@ -37,3 +41,13 @@ class GlobalTables:
     groups: pl.DataFrame | None = None
     seen_items: pl.DataFrame | None = None
     max_relevance: float | None = None
+    tables: Mapping[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def of(found: Mapping[str, Any]) -> GlobalTables:
+        """The tables the families and the runner found, by name, in their fields."""
+        named = {f.name for f in fields(GlobalTables)} - {"tables"}
+        return GlobalTables(
+            **{k: v for k, v in found.items() if k in named},
+            tables={k: v for k, v in found.items() if k not in named},
+        )

@@ -1,18 +1,21 @@
 """The polars side of a distributed run, shared by the Spark and Dask adapters.
 
-A distributed run is the single-machine engine run once per bucket of user keys:
+A distributed run is the single-machine plan run once per bucket of user keys, from the
+call's :class:`~frame_metrics.spec.Spec` (carried by a :class:`Job`):
 
-1. every frame keyed by user (recommendations, truth, train, a baseline) gets a bucket
-   column, a hash of its user key in the key dtype all frames share (:func:`with_bucket`),
-   and the adapter co-partitions them by it;
+1. every frame keyed by user (recommendations, truth, the keyed extra inputs: train, a
+   baseline) gets a bucket column, a hash of its user key in the key dtype all frames
+   share (:func:`with_bucket`), and the adapter co-partitions them by it;
 2. item tables (catalog, item features) go whole to every partition;
-3. tables over every user (train popularity, the ``by`` groups truth applies to, the
-   catalog) are computed first and handed to each partition (:class:`GlobalTables`);
-4. each partition runs the engine on its users (:func:`partition_result`): per-user
-   rows, or, for ``aggregate=True``, sums that add up over partitions (per-user metric
-   sums and counts, rating error sums, item exposures), in one long frame;
-5. the adapter sums those per (group, item, name) and :func:`finish` turns the sums into
-   the same means and corpus metrics as :meth:`~frame_metrics.engine.Plan.aggregate`.
+3. tables over every user (the ``by`` groups truth applies to, and each family's:
+   train popularity, the items seen) are computed first and handed to each partition
+   (:class:`GlobalTables`, :meth:`Family.global_tables`);
+4. each partition runs the plan on its users (:func:`partition_result`): per-user rows,
+   or, for ``aggregate=True``, what adds up over partitions (counts, exact partial sums
+   of the per-user values, each group-level family's partials), in one frame;
+5. the adapter stacks those and :func:`finish` adds them up and finishes them as
+   :meth:`~frame_metrics.planner.Plan.aggregate` does (``Family.combine``,
+   ``Family.finish_groups``): no family logic lives here.
 
 Checks run the same way (:func:`partition_checks`): each partition counts its failures,
 the adapter sums the counts of each check, and :func:`raise_first` raises the error the
@@ -404,7 +407,7 @@ def global_tables(
     run = Partitioned(job.schemas, tuple(job.broadcast), collect_sums, has_recs)
     for family in families_of(spec):
         tables |= family.global_tables(spec, run)
-    return GlobalTables(**tables)
+    return GlobalTables.of(tables)
 
 
 _PART = "_fm_part"
