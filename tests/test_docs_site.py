@@ -8,12 +8,14 @@ The site is built once into a temporary folder (about 15 s). Then:
   case of tests/test_errors.py; every notebook is a page with all its plots;
 - no page loads a script or stylesheet from the network;
 - the README's Documentation section links to pages that exist;
+- the architecture page holds its layers diagram (inline SVG) and its families' table;
 - headless Chromium (Debian's ``chromium``) renders the home page, a metric page and a
   notebook page as a person sees them, served over HTTP on 127.0.0.1: a probe script added
   to the page waits for MathJax and the fonts, scrolls to the element under test and
   reports its box; the screenshot (PNG) is then cropped to that box and must show ink
   there: a typeset formula (MathJax's own glyphs, not TeX source) and a drawn plot (a
-  loaded image with coloured marks).
+  loaded image with coloured marks); the architecture diagram's names keep a readable
+  contrast with what they are drawn on, in the light and the dark (slate) scheme.
 
 Skips when mkdocs is not installed (the ``docs`` extra, part of ``dev``); the browser check
 skips without ``chromium`` except on CI (``CI`` set), where .ci/run installs it.
@@ -509,6 +511,28 @@ def test_readme_links_to_the_site(build: Build) -> None:
         assert (ROOT / link).is_file(), link
 
 
+def test_architecture_page_draws_the_layers_and_the_families(build: Build) -> None:
+    """The page's markers are replaced by the diagram (inline, no script) and the table."""
+    import inspect
+
+    from frame_metrics.families import FAMILIES, Family
+
+    text = page(build, "architecture")
+    assert "<!-- architecture:" not in text
+    svg = text.split('<svg xmlns="http://www.w3.org/2000/svg" class="fm-architecture"', 1)[1]
+    svg = svg.split("</svg>", 1)[0]
+    drawn = re.findall(r"<text[^>]*>([^<]+)</text>", svg)
+    for name in FAMILIES:
+        assert name in drawn, name
+    assert "<script" not in svg
+    table = text.split(">what it answers<", 1)[1].split("</table>", 1)[0]
+    for name, member in vars(Family).items():
+        if inspect.isfunction(member) and not name.startswith("_"):
+            assert f'<td style="text-align: left;"><code>{name}</code></td>' in table, name
+    home = (build.site / "index.html").read_text(encoding="utf-8")
+    assert 'href="architecture/"' in home  # in the navigation
+
+
 # -- the site in a browser ------------------------------------------------------------------
 
 #: Runs after load: waits for MathJax's first typeset and the fonts, scrolls the element
@@ -619,7 +643,66 @@ TABLE_PAGES = (
     "api/compare",
     "metrics/ndcg",
     "metrics/ap",
+    "architecture",
 )
+
+#: Runs after load and the fonts, in the colour scheme given: for every name drawn in the
+#: architecture diagram, the WCAG contrast ratio of its colour with what it is drawn on
+#: (its chip, its layer's box and the page, each colour laid over the one below it).
+DIAGRAM_PROBE = """
+<script>
+window.addEventListener("load", function () {
+  document.body.setAttribute("data-md-color-scheme", %(scheme)s);
+  document.fonts.ready.then(function () {
+    var rgba = function (css) {
+      var v = (css.match(/[\\d.]+/g) || []).map(Number);
+      return {r: v[0], g: v[1], b: v[2], a: v.length > 3 ? v[3] : 1};
+    };
+    var over = function (top, below) {
+      var a = top.a;
+      return {r: top.r * a + below.r * (1 - a), g: top.g * a + below.g * (1 - a),
+              b: top.b * a + below.b * (1 - a), a: 1};
+    };
+    var luminance = function (c) {
+      var ch = function (v) {
+        v /= 255;
+        return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+      };
+      return 0.2126 * ch(c.r) + 0.7152 * ch(c.g) + 0.0722 * ch(c.b);
+    };
+    var svg = document.querySelector("article svg.fm-architecture");
+    var page = {r: 255, g: 255, b: 255, a: 1};
+    for (var el = svg && svg.parentElement; el; el = el.parentElement) {
+      var bg = rgba(getComputedStyle(el).backgroundColor);
+      if (bg.a > 0) { page = over(bg, {r: 255, g: 255, b: 255, a: 1}); break; }
+    }
+    var names = [];
+    (svg ? Array.from(svg.querySelectorAll("text")) : []).forEach(function (text) {
+      var below = page;
+      var layer = text.closest(".fm-layer");
+      var chip = text.closest(".fm-chip");
+      [layer && layer.querySelector(".fm-box"), chip && chip.querySelector("rect")]
+        .forEach(function (rect) {
+          if (rect) below = over(rgba(getComputedStyle(rect).fill), below);
+        });
+      var ink = over(rgba(getComputedStyle(text).fill), below);
+      var hi = Math.max(luminance(ink), luminance(below));
+      var lo = Math.min(luminance(ink), luminance(below));
+      names.push({text: text.textContent, contrast: (hi + 0.05) / (lo + 0.05)});
+    });
+    var box = svg ? svg.getBoundingClientRect() : null;
+    var pre = document.createElement("pre");
+    pre.id = "fm-probe";
+    pre.hidden = true;
+    pre.textContent = JSON.stringify({
+      scheme: document.body.getAttribute("data-md-color-scheme"),
+      page: page, names: names, width: box ? box.width : 0,
+    });
+    document.body.appendChild(pre);
+  });
+});
+</script>
+"""
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):
@@ -634,6 +717,10 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
             )
             if query == "probe=words":
                 script = WORDS_PROBE
+            elif query.startswith("probe=diagram-"):
+                script = DIAGRAM_PROBE % {
+                    "scheme": json.dumps(query.removeprefix("probe=diagram-"))
+                }
             else:
                 _, scroll, formula, image = PAGES[query.removeprefix("probe=")]
                 script = PROBE % {
@@ -791,3 +878,23 @@ def test_browser_keeps_names_in_tables_whole(server: str, chromium: str, tmp_pat
         report = _chromium(chromium, f"{server}/{path}/?probe=words", folder)
         assert report["names"] > 20, (path, report)
         assert not report["broken"], (path, report["broken"])
+
+
+@pytest.mark.parametrize("scheme", ["default", "slate"])
+def test_browser_reads_the_architecture_diagram(
+    server: str, chromium: str, tmp_path: Path, scheme: str
+) -> None:
+    """Every name in the diagram has a contrast of at least 4.5:1 (WCAG AA for text) with
+    what it is drawn on, in the site's light scheme and in the dark one (slate)."""
+    from frame_metrics.families import FAMILIES
+
+    report = _chromium(chromium, f"{server}/architecture/?probe=diagram-{scheme}", tmp_path)
+    assert report["scheme"] == scheme
+    dark_page = sum(report["page"][c] for c in "rgb") / 3 < 128
+    assert dark_page == (scheme == "slate"), report["page"]
+    assert report["width"] > 400, report["width"]
+    shown = {name["text"] for name in report["names"]}
+    assert set(FAMILIES) <= shown
+    assert {"planner", "families/", "errors"} <= shown
+    faint = [(n["text"], round(n["contrast"], 2)) for n in report["names"] if n["contrast"] < 4.5]
+    assert not faint, faint

@@ -7,6 +7,8 @@
   committed file is the same text: tests/test_generated_docs.py);
 - the notebooks of ``notebooks/`` as pages (mkdocs-jupyter renders their committed
   outputs), and MathJax served from the site (from the django-static-mathjax wheel);
+- the architecture page's layers diagram (an inline SVG of the import-linter contract)
+  and its table of the families' methods (gen_architecture);
 - ``python exec`` code blocks run, with their output (gen_run);
 - the package's version in the header and the footer, and a repository link when the
   package metadata names one (``[project.urls]``), from :func:`site_identity`.
@@ -29,6 +31,7 @@ from mkdocs.structure.pages import Page
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import gen_architecture
 import gen_headline
 import gen_metrics
 import gen_reference
@@ -166,9 +169,10 @@ def on_page_read_source(page: Page, config: MkDocsConfig) -> str | None:
 
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
-    """Fill in README's Quickstart commands and run the ``python exec`` examples."""
+    """Fill in README's Quickstart commands and the architecture page; run the examples."""
     if QUICKSTART in markdown:
         markdown = markdown.replace(QUICKSTART, gen_reference.readme_quickstart())
+    markdown = gen_architecture.fill(markdown)
     return gen_run.run_blocks(markdown, page.file.src_uri)
 
 
