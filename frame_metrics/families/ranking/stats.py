@@ -160,12 +160,6 @@ class UserStats:
         """The call's metric options."""
         return self._options
 
-    # -- the pieces (RankingPieces) -------------------------------------------------------
-
-    def _agg(self, source: Source, name: str, expr: pl.Expr) -> pl.Expr:
-        self._record.aggs.setdefault(name, (source, expr))
-        return pl.col(name)
-
     def view(self, options: MetricOptions) -> UserStats:
         """A recorder into the same record, for a metric with its own options.
 
@@ -201,6 +195,12 @@ class UserStats:
             zero=r.zero,
             tied=self._tied,
         )
+
+    # -- the pieces (RankingPieces) -------------------------------------------------------
+
+    def _agg(self, source: Source, name: str, expr: pl.Expr) -> pl.Expr:
+        self._record.aggs.setdefault(name, (source, expr))
+        return pl.col(name)
 
     def _term_sum(
         self, source: Source, name: str, term: pl.Expr, prefix_k: int | None = None
