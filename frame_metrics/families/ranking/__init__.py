@@ -235,9 +235,11 @@ def _statistics(
 ) -> pl.LazyFrame:
     """One statistics frame (one set of statistics options) and its metrics."""
     c, keys = ctx.spec.columns, ctx.keys
-    stats = UserStats(options)
-    stats.tied = options.ties == "average" and c.score is not None
+    # Building the metrics' expressions records the statistics they read; the query then
+    # computes what was recorded, frozen (it adds nothing to the record).
+    stats = UserStats(options, tied=options.ties == "average" and c.score is not None)
     exprs = [q.expr(stats.view(q.options)) for q in requests]
+    needed = stats.recorded()
     top = prepared.ranked(options.ties)
     truth, truth_keys, groups = prepared.truth, prepared.truth_keys, prepared.groups
     if options.relevant_set == "listed":
@@ -252,14 +254,14 @@ def _statistics(
         truth_keys=truth_keys,
         item=c.item,
         relevance=REL,
-        top=_listed_rows(ctx, prepared) if stats.uses("listed") else top,
+        top=_listed_rows(ctx, prepared) if needed.uses("listed") else top,
         truth=truth,
         groups=groups,
         all_keys=prepared.all_keys,
-        hit_columns=_hit_columns(ctx) if stats.uses("hits") else (),
+        hit_columns=_hit_columns(ctx) if needed.uses("hits") else (),
         packed=(
             PackedKey.for_truth(truth, [*truth_keys, c.item])
-            if stats.uses("hits") and options.relevant_set == "truth"
+            if needed.uses("hits") and options.relevant_set == "truth"
             else None
         ),
         judged=prepared.judged,
@@ -268,4 +270,4 @@ def _statistics(
         max_relevance=None if shared is None else shared.max_relevance,
         all_truth=prepared.truth,
     )
-    return user_statistics(inputs, stats, options).select(*keys, *exprs)
+    return user_statistics(inputs, needed, options).select(*keys, *exprs)

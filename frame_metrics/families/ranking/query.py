@@ -5,14 +5,18 @@ The cost follows the rows that can change a value, not an outer join of everythi
 1. **hits** - the recommendations within the largest cutoff, inner-joined with the
    relevant truth rows on (user, item), then one ``group_by(user)``: hit counts per
    cutoff, the first hit's rank, the DCG and AP numerators (see
-   :class:`~frame_metrics.families.ranking.stats.UserStats` for how their float sums are
-   kept independent of row order);
+   :mod:`frame_metrics.families.ranking.stats` for how their float sums are kept
+   independent of row order);
 2. **truth** - the relevant truth rows alone, one ``group_by(user)``: ``|R|`` and the
    ideal DCG per cutoff;
 3. **listed** - the recommendations within the largest cutoff alone (only when a list
    metric such as novelty is asked for): list lengths and sums of item columns.
 
-Users with a relevant item (from 2) are the evaluated ones; 1 joins onto them (a user
+The query computes what a frozen
+:class:`~frame_metrics.families.ranking.stats.NeededStats` describes, and nothing else;
+the one thing it learns from the data first is whether the relevant rows have few
+distinct gains (then the ideal DCG is built from counts of each, without a per-user
+sort). Users with a relevant item (from 2) are the evaluated ones; 1 joins onto them (a user
 without a hit scores 0), and 3 adds users who only have a list. Truth without some of
 the ``by`` columns applies to every group: its statistics are computed once per user and
 repeated for each group, and the hit join matches on the columns truth has.
@@ -37,8 +41,8 @@ from frame_metrics.families.ranking.stats import (
     N_RELEVANT,
     SOURCES,
     USER_MAX_RELEVANCE,
+    NeededStats,
     Source,
-    UserStats,
 )
 from frame_metrics.metrics.context import gain_expr, is_relevant
 from frame_metrics.options import MetricOptions
@@ -160,65 +164,74 @@ def _hit_rows(
 MAX_GAIN_LEVELS = 16
 
 
-def _gain_levels(relevant: pl.LazyFrame) -> list[float] | None:
-    """The distinct gains of the relevant truth rows, if there are few (one small query)."""
+def _gain_levels(relevant: pl.LazyFrame) -> tuple[float, ...] | None:
+    """The distinct gains of the relevant truth rows, best first, if there are few.
+
+    One small query. None when there are many, a non-finite one, or none at all (no
+    relevant truth row: the sorted path has nothing to sort).
+    """
     levels = relevant.select(pl.col(GAIN).unique().head(MAX_GAIN_LEVELS + 1)).collect()
     values = [float(v) for v in levels[GAIN]]
     if len(values) > MAX_GAIN_LEVELS or not all(math.isfinite(v) for v in values):
         return None
-    return values
+    return tuple(sorted(set(values), reverse=True)) or None
 
 
 def _aggregate(
-    rows: pl.LazyFrame, keys: list[str], stats: UserStats, source: Source
+    rows: pl.LazyFrame,
+    keys: list[str],
+    needed: NeededStats,
+    source: Source,
+    gain_levels: tuple[float, ...] | None = None,
 ) -> pl.LazyFrame:
-    extra = stats.row_columns(source, keys)
+    """The source's statistics per user (``gain_levels``: see ``NeededStats.aggregations``)."""
+    extra = needed.row_columns(source, keys)
     if extra:
         rows = rows.with_columns(extra)
-    if stats.ordered(source):
+    if needed.ordered(source):
         rows = rows.sort([*keys, RANK])
-    grouped = rows.group_by(keys).agg(stats.aggregations(source))
-    for stage in stats.finish(source):
+    grouped = rows.group_by(keys).agg(needed.aggregations(source, gain_levels=gain_levels))
+    for stage in needed.finish(source, gain_levels=gain_levels):
         grouped = grouped.with_columns(stage)
-    return grouped.drop(stats.lists(source))
+    return grouped.drop(needed.lists(source, gain_levels=gain_levels))
 
 
 def user_statistics(
-    inputs: RankingInputs, stats: UserStats, options: MetricOptions
+    inputs: RankingInputs, needed: NeededStats, options: MetricOptions
 ) -> pl.LazyFrame:
-    """One row per user the recorded statistics are defined for, with every statistic.
+    """One row per user the needed statistics are defined for, with every statistic.
 
-    Call after building every metric with ``stats``: the query holds exactly what the
-    metrics asked for. Users without hit or list rows get 0 there (the first hit's rank
-    stays null).
+    ``needed`` is what the metrics recorded (:meth:`UserStats.recorded
+    <frame_metrics.families.ranking.stats.UserStats.recorded>`): the query holds exactly
+    what they asked for, and leaves ``needed`` as it is. Users without hit or list rows
+    get 0 there (the first hit's rank stays null).
     """
     keys, item = inputs.keys, inputs.item
     on = [*inputs.truth_keys, item]
-    hit_needs = stats.row_needs["hits"]
+    hit_needs = needed.row_needs["hits"]
     relevant = inputs.truth.filter(is_relevant(pl.col(inputs.relevance), options)).select(
         *on,
         gain_expr(pl.col(inputs.relevance), options).alias(GAIN),
         *([pl.col(inputs.relevance).alias(REL)] if REL in hit_needs else []),
     )
-    if stats.wants_ideal:
-        levels = _gain_levels(relevant)
-        if levels is not None:
-            stats.use_gain_levels(levels)
+    # With few distinct gains the ideal DCG is built from counts of each: levels of this
+    # call's data, passed to the truth aggregation and kept nowhere else.
+    levels = _gain_levels(relevant) if needed.wants_ideal else None
     frame: pl.LazyFrame | None = None
     per_user_truth: pl.LazyFrame | None = None
-    if stats.uses("truth"):
-        per_user_truth = _aggregate(relevant, inputs.truth_keys, stats, "truth")
+    if needed.uses("truth"):
+        per_user_truth = _aggregate(relevant, inputs.truth_keys, needed, "truth", levels)
         truth = (
             per_user_truth
             if inputs.groups is None
             else per_user_truth.join(inputs.groups, how="cross")
         )
-        frame = truth.select(*keys, *stats.columns("truth"))
-        if any(stats.zero):
+        frame = truth.select(*keys, *needed.columns("truth"))
+        if needed.zero:
             # Users without a relevant item may score 0: every user seen gets a row.
             frame = inputs.all_keys.join(frame, on=keys, how="left", nulls_equal=True)
-    if stats.uses("hits"):
-        columns = [*keys, item, RANK, *([TIE_FIRST, TIE_LAST] if stats.tied else [])]
+    if needed.uses("hits"):
+        columns = [*keys, item, RANK, *([TIE_FIRST, TIE_LAST] if needed.tied else [])]
         hit_rows = _hit_rows(inputs.top.select(columns), relevant, on, inputs.packed)
         for extra, join_on in inputs.hit_columns:
             hit_rows = hit_rows.join(extra, on=join_on, how="left", nulls_equal=True)
@@ -232,10 +245,10 @@ def user_statistics(
                 else pl.LazyFrame({MAX_GAIN: [inputs.max_relevance]})
             )
             hit_rows = hit_rows.join(g_max, how="cross")
-        hits = _aggregate(hit_rows, keys, stats, "hits")
+        hits = _aggregate(hit_rows, keys, needed, "hits")
         assert frame is not None  # hits are only asked for by metrics over relevant users
         frame = frame.join(hits, on=keys, how="left", nulls_equal=True)
-    if stats.uses("judged"):
+    if needed.uses("judged"):
         assert inputs.judged is not None
         assert frame is not None
         judged = inputs.judged.select(
@@ -243,13 +256,13 @@ def user_statistics(
         )
         judged_rows = inputs.top.select(*keys, item, RANK).join(judged, on=on, how="inner")
         judged_rows = _with_user_counts(
-            judged_rows, per_user_truth, inputs, stats.row_needs["judged"], options
+            judged_rows, per_user_truth, inputs, needed.row_needs["judged"], options
         )
         frame = frame.join(
-            _aggregate(judged_rows, keys, stats, "judged"), on=keys, how="left", nulls_equal=True
+            _aggregate(judged_rows, keys, needed, "judged"), on=keys, how="left", nulls_equal=True
         )
-    if stats.uses("listed"):
-        listed = _aggregate(inputs.top, keys, stats, "listed")
+    if needed.uses("listed"):
+        listed = _aggregate(inputs.top, keys, needed, "listed")
         frame = (
             listed
             if frame is None
@@ -260,13 +273,13 @@ def user_statistics(
         ("truth", IN_TRUTH, inputs.truth_user_keys),
         ("recs", IN_RECS, inputs.recs_keys),
     ):
-        if flag in stats.flags:
+        if flag in needed.flags:
             assert users is not None
             members = users.with_columns(pl.lit(True).alias(column))
             frame = frame.join(members, on=keys, how="left", nulls_equal=True).with_columns(
                 pl.col(column).fill_null(False)
             )
-    fill = [c for source in SOURCES for c in stats.zero_fill(source)]
+    fill = [c for source in SOURCES for c in needed.zero_fill(source)]
     present = frame.collect_schema().names()
     return frame.with_columns(pl.col(c).fill_null(0) for c in fill if c in present)
 
@@ -275,7 +288,7 @@ def _with_user_counts(
     rows: pl.LazyFrame,
     per_user_truth: pl.LazyFrame | None,
     inputs: RankingInputs,
-    needs: set[str],
+    needs: frozenset[str],
     options: MetricOptions,
 ) -> pl.LazyFrame:
     """``rows`` with the user's number of relevant (and judged non-relevant) items.

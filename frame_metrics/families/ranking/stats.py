@@ -1,9 +1,13 @@
 """The engine's ranking context: every piece a metric reads is a per-user statistic.
 
-A builder asks :class:`UserStats` for a piece (``hits(10)``, ``gain_sum(5)``, ...) and
-gets back an expression over columns of a per-user statistics frame; asking records the
-statistic, and the engine then computes exactly the recorded ones, each from the
-smallest rows that hold it (see :mod:`frame_metrics.families.ranking.query`):
+Two phases, one way. While the metrics' expressions are built, a builder asks
+:class:`UserStats` for a piece (``hits(10)``, ``gain_sum(5)``, ...) and gets back an
+expression over columns of a per-user statistics frame; asking records the statistic.
+When every expression exists, :meth:`UserStats.recorded` gives the frozen
+:class:`NeededStats`: which statistics, from which rows, and how to compute them. The
+query (:mod:`frame_metrics.families.ranking.query`) reads that description, with what it
+learns from the data (the distinct gains), and computes exactly the recorded statistics,
+each from the smallest rows that hold it:
 
 ``"hits"``
     the top-k recommendations joined with the user's relevant truth items (inner): hit
@@ -24,9 +28,10 @@ whatever the input row order, frame kind or polars engine.
 
 from __future__ import annotations
 
-import copy
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Literal
 
 import polars as pl
@@ -54,6 +59,7 @@ __all__ = [
     "RANK",
     "SOURCES",
     "USER_MAX_RELEVANCE",
+    "NeededStats",
     "Source",
     "UserStats",
 ]
@@ -96,61 +102,105 @@ def _prefix(terms: pl.Expr, length: pl.Expr) -> pl.Expr:
     return terms.list.head(length).list.sum()
 
 
-class UserStats:
-    """Records the per-user statistics the requested metrics read; builds their queries.
+@dataclass
+class _Record:
+    """What the metrics built so far read: one record, shared by every view of a recorder."""
 
-    Implements :class:`~frame_metrics.metrics.context.RankingPieces`. Statistics of the
+    #: name -> (source, aggregation over the source's rows of one user)
+    aggs: dict[str, tuple[Source, pl.Expr]] = field(default_factory=dict)
+    #: Per-row terms gathered into lists in rank order (list name -> (source, term)), and
+    #: the sums taken of them (name -> (list name, k: over the first hits@k terms, or
+    #: None: the whole list)).
+    terms: dict[str, tuple[Source, pl.Expr]] = field(default_factory=dict)
+    prefix_sums: dict[str, tuple[str, int | None]] = field(default_factory=dict)
+    #: Cutoffs of the DCG, the AP numerator and the ideal DCG.
+    dcg: set[int] = field(default_factory=set)
+    ap: set[int] = field(default_factory=set)
+    ideal: set[int] = field(default_factory=set)
+    #: The hit-row conditions counted so far (hit_count), to count each only once.
+    hit_flags: list[pl.Expr] = field(default_factory=list)
+    #: Population flags read (``"truth"``, ``"recs"``), and whether any metric scores
+    #: users without a relevant item 0 (then every user seen gets a row).
+    flags: set[str] = field(default_factory=set)
+    zero: bool = False
+    #: Columns the hit / judged rows need: REL, and joined per user or overall
+    #: N_RELEVANT, N_NONRELEVANT, USER_MAX_RELEVANCE, MAX_GAIN; the flag of a tie
+    #: group of one gain, all relevant (_SAME_GROUP, see gain_sum).
+    row_needs: dict[Source, set[str]] = field(
+        default_factory=lambda: {"hits": set(), "judged": set()}
+    )
+
+
+class UserStats:
+    """Records the per-user statistics the requested metrics read.
+
+    Implements :class:`~frame_metrics.metrics.context.RankingPieces`: each piece returns
+    an expression over a statistics column and records the statistic. Statistics of the
     ``"hits"`` and ``"listed"`` sources are 0 for a user without such rows, except the
-    first hit's rank (null when there is none).
+    first hit's rank (null when there is none). Once every metric is built,
+    :meth:`recorded` describes what the query must compute.
+
+    Parameters
+    ----------
+    options
+        The options the statistics depend on (threshold, gain, tie rule, ...).
+    tied
+        Whether hit and listed rows carry their tie group's first and last position
+        (``TIE_FIRST``, ``TIE_LAST``: ranks from scores, with ties), so that
+        ``ties="average"`` takes expected values over the orders of tied scores.
     """
 
-    def __init__(self, options: MetricOptions) -> None:
+    def __init__(self, options: MetricOptions, *, tied: bool = False) -> None:
         self._options = options
-        #: name -> (source, aggregation over the source's rows of one user)
-        self._aggs: dict[str, tuple[Source, pl.Expr]] = {}
-        self._dcg: set[int] = set()
-        self._ap: set[int] = set()
-        self._ideal: set[int] = set()
-        self._hit_flags: list[pl.Expr] = []
-        #: The distinct gains of relevant truth rows, best first, when there are few.
-        self._levels: tuple[float, ...] | None = None
-        #: Expected values over the orders of tied scores (``ties="average"``): hit and
-        #: listed rows carry their tie group's first and last position.
-        self.tied = False
-        #: Population flags read (``"truth"``, ``"recs"``) and whether any metric scores
-        #: users without a relevant item 0 (then every user seen gets a row).
-        self.flags: set[str] = set()
-        self.zero = {False}
-        #: Per-row terms gathered into lists in rank order (name -> (source, term)),
-        #: summed whole or over a prefix of ``hits@k`` terms.
-        self._terms: dict[str, tuple[Source, pl.Expr]] = {}
-        self._prefix_sums: dict[str, tuple[str, int | None]] = {}
-        #: Columns the hit / judged rows need: REL, and joined per user or overall
-        #: N_RELEVANT, N_NONRELEVANT, USER_MAX_RELEVANCE, MAX_GAIN; the flag of a tie
-        #: group of one gain, all relevant (_SAME_GROUP, see gain_sum).
-        self.row_needs: dict[Source, set[str]] = {"hits": set(), "judged": set()}
+        self._tied = tied
+        self._record = _Record()
 
     @property
     def options(self) -> MetricOptions:
         """The call's metric options."""
         return self._options
 
-    # -- the pieces (RankingPieces) -------------------------------------------------------
-
-    def _agg(self, source: Source, name: str, expr: pl.Expr) -> pl.Expr:
-        self._aggs.setdefault(name, (source, expr))
-        return pl.col(name)
-
     def view(self, options: MetricOptions) -> UserStats:
-        """The same recorded statistics, read by a metric with its own options.
+        """A recorder into the same record, for a metric with its own options.
 
         Options that change only how a metric combines the statistics (the AP
         denominator, ``empty``, ``users``, the IDCG scope, the MRR cutoff, rbp's
         persistence, err's g_max) need no statistics of their own.
         """
-        other = copy.copy(self)
-        other._options = options
+        other = UserStats(options, tied=self._tied)
+        other._record = self._record  # every metric's statistics land in one record
         return other
+
+    def recorded(self) -> NeededStats:
+        """The statistics recorded so far, frozen: what the query computes.
+
+        Examples
+        --------
+        >>> stats = UserStats(MetricOptions())
+        >>> precision = stats.hits(10).cast(pl.Float64) / 10
+        >>> needed = stats.recorded()
+        >>> needed.columns("hits"), needed.uses("truth")
+        (['_fm_hits@10'], False)
+        """
+        r = self._record
+        return NeededStats(
+            aggs=MappingProxyType(dict(r.aggs)),
+            terms=MappingProxyType(dict(r.terms)),
+            prefix_sums=MappingProxyType(dict(r.prefix_sums)),
+            dcg=frozenset(r.dcg),
+            ap=frozenset(r.ap),
+            ideal=frozenset(r.ideal),
+            row_needs=MappingProxyType({s: frozenset(n) for s, n in r.row_needs.items()}),
+            flags=frozenset(r.flags),
+            zero=r.zero,
+            tied=self._tied,
+        )
+
+    # -- the pieces (RankingPieces) -------------------------------------------------------
+
+    def _agg(self, source: Source, name: str, expr: pl.Expr) -> pl.Expr:
+        self._record.aggs.setdefault(name, (source, expr))
+        return pl.col(name)
 
     def _term_sum(
         self, source: Source, name: str, term: pl.Expr, prefix_k: int | None = None
@@ -160,15 +210,15 @@ class UserStats:
         Over the first ``hits@prefix_k`` of them when ``prefix_k`` is given.
         """
         list_name = f"{name}.terms"
-        self._terms.setdefault(list_name, (source, term))
+        self._record.terms.setdefault(list_name, (source, term))
         if prefix_k is not None:
             self.hits(prefix_k)
-        self._prefix_sums.setdefault(name, (list_name, prefix_k))
+        self._record.prefix_sums.setdefault(name, (list_name, prefix_k))
         return pl.col(name)
 
     @property
     def _averaged(self) -> bool:
-        return self.tied and self.options.ties == "average"
+        return self._tied and self.options.ties == "average"
 
     def _straddle(self, k: int) -> tuple[pl.Expr, pl.Expr, pl.Expr, pl.Expr]:
         """Hits in tie groups wholly within k, and the straddling group's m, n and s.
@@ -209,15 +259,15 @@ class UserStats:
 
     def in_population(self) -> pl.Expr:  # noqa: D102
         users = self.options.users
-        self.zero.add(self.options.empty == "zero")
+        self._record.zero |= self.options.empty == "zero"
         wanted = {"all": (), "truth": ("truth",), "recs": ("recs",), "both": ("truth", "recs")}
-        self.flags.update(wanted[users])
+        self._record.flags.update(wanted[users])
         columns = {"truth": IN_TRUTH, "recs": IN_RECS}
         return pl.all_horizontal(pl.lit(True), *(pl.col(columns[f]) for f in wanted[users]))
 
     def hits_within_relevant(self) -> pl.Expr:  # noqa: D102
         self.n_relevant()
-        self.row_needs["hits"].add(N_RELEVANT)
+        self._record.row_needs["hits"].add(N_RELEVANT)
         within = (pl.col(RANK) <= pl.col(HIT_N_RELEVANT)).sum()
         return self._agg("hits", "_fm_hits_within_r", within)
 
@@ -225,12 +275,12 @@ class UserStats:
         p, gain = self.options.persistence, self.options.rbp_gain
         term = rbp_weight(pl.col(RANK), p)
         if gain != "binary":
-            self.row_needs["hits"].add(REL)
+            self._record.row_needs["hits"].add(REL)
             term = term * pl.col(REL)
         if gain == "relative":
             # rel / the user's largest judged relevance; a user whose judged rows are all
             # 0 (relevant only under threshold=0) gains 0, not 0/0.
-            self.row_needs["hits"].add(USER_MAX_RELEVANCE)
+            self._record.row_needs["hits"].add(USER_MAX_RELEVANCE)
             top = pl.col(USER_MAX_RELEVANCE)
             term = pl.when(top > 0).then(term / top).otherwise(0.0)
         return self._term_sum("hits", f"_fm_rbp_{p!r}_{gain}", term)
@@ -238,20 +288,20 @@ class UserStats:
     def err_sum(self, k: int) -> pl.Expr:  # noqa: D102
         g_max = self.options.max_relevance
         if g_max is None:
-            self.row_needs["hits"].add(MAX_GAIN)
+            self._record.row_needs["hits"].add(MAX_GAIN)
             top: pl.Expr = pl.col(MAX_GAIN)
         else:
             top = pl.lit(g_max)
         # Hit rows only: a non-relevant item has P = 0, so it neither adds a term nor
         # changes the product over the items above.
-        self.row_needs["hits"].add(REL)
+        self._record.row_needs["hits"].add(REL)
         p = (pl.lit(2.0).pow(pl.col(REL)) - 1.0) / pl.lit(2.0).pow(top)
         still = (1.0 - p).cum_prod().shift(1, fill_value=1.0)
         term = still * p / pl.col(RANK).cast(pl.Float64)
         return self._term_sum("hits", f"_fm_err_{g_max!r}@{k}", term, prefix_k=k)
 
     def bpref_sum(self) -> pl.Expr:  # noqa: D102
-        self.row_needs["judged"] |= {N_RELEVANT, N_NONRELEVANT}
+        self._record.row_needs["judged"] |= {N_RELEVANT, N_NONRELEVANT}
         nonrel = (~pl.col(IS_REL)).cast(pl.Int64)
         above = nonrel.cum_sum() - nonrel
         r, n = pl.col(HIT_N_RELEVANT).cast(pl.Float64), pl.col(N_NONRELEVANT).cast(pl.Float64)
@@ -283,17 +333,17 @@ class UserStats:
             span = h.gather(pl.min_horizontal(b, k)) - h.gather(pl.min_horizontal(a - 1, k))
             averaged = pl.col(GAIN) / (b - a + 1).cast(pl.Float64) * span
             same = pl.col(_SAME_GROUP)
-            self.row_needs["hits"].add(_SAME_GROUP)
+            self._record.row_needs["hits"].add(_SAME_GROUP)
             term = pl.when(same).then(dcg_term(pl.col(GAIN), pl.col(RANK))).otherwise(averaged)
             counted = pl.when(same).then(pl.col(RANK) <= k).otherwise(a <= k)
             return self._term_sum("hits", f"_fm_expected_dcg@{k}", term.filter(counted))
         self.hits(k)
-        self._dcg.add(k)
+        self._record.dcg.add(k)
         return pl.col(f"_fm_dcg@{k}")
 
     def ideal_gain_sum(self, k: int) -> pl.Expr:  # noqa: D102
         self.n_relevant()
-        self._ideal.add(k)
+        self._record.ideal.add(k)
         return pl.col(f"_fm_idcg@{k}")
 
     def ideal_slots_sum(self, k: int) -> pl.Expr:  # noqa: D102
@@ -304,7 +354,7 @@ class UserStats:
 
     def precision_at_hits_sum(self, k: int) -> pl.Expr:  # noqa: D102
         self.hits(k)
-        self._ap.add(k)
+        self._record.ap.add(k)
         return pl.col(f"_fm_ap_sum@{k}")
 
     def reciprocal_rank(self, k: int) -> pl.Expr:  # noqa: D102
@@ -336,38 +386,59 @@ class UserStats:
 
     def hit_count(self, k: int, flag: pl.Expr) -> pl.Expr:  # noqa: D102
         within = (pl.col(RANK) <= k) & flag.fill_null(False)
-        for i, seen in enumerate(self._hit_flags):
-            if seen.meta.eq(within):
+        seen = self._record.hit_flags
+        for i, flag_seen in enumerate(seen):
+            if flag_seen.meta.eq(within):
                 return pl.col(f"_fm_hit_count_{i}")
-        self._hit_flags.append(within)
-        return self._agg("hits", f"_fm_hit_count_{len(self._hit_flags) - 1}", within.sum())
+        seen.append(within)
+        return self._agg("hits", f"_fm_hit_count_{len(seen) - 1}", within.sum())
 
-    # -- what the engine builds -----------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class NeededStats:
+    """The per-user statistics the metrics read, and how to compute each (frozen).
+
+    Made by :meth:`UserStats.recorded` once every metric's expression exists; the query
+    reads it and changes nothing in it. How the ideal DCG is computed depends on the
+    data's distinct gains, which the query passes to :meth:`aggregations`,
+    :meth:`finish` and :meth:`lists` (``gain_levels``).
+    """
+
+    #: name -> (source, aggregation over the source's rows of one user)
+    aggs: Mapping[str, tuple[Source, pl.Expr]]
+    #: Per-row terms gathered into lists in rank order (list name -> (source, term)), and
+    #: the sums taken of them (name -> (list name, k: over the first hits@k terms, or
+    #: None: the whole list)).
+    terms: Mapping[str, tuple[Source, pl.Expr]]
+    prefix_sums: Mapping[str, tuple[str, int | None]]
+    #: Cutoffs of the DCG, the AP numerator and the ideal DCG.
+    dcg: frozenset[int]
+    ap: frozenset[int]
+    ideal: frozenset[int]
+    #: Columns the hit / judged rows need: REL, and joined per user or overall
+    #: N_RELEVANT, N_NONRELEVANT, USER_MAX_RELEVANCE, MAX_GAIN; the tie-group flag.
+    row_needs: Mapping[Source, frozenset[str]]
+    #: Population flags read (``"truth"``, ``"recs"``).
+    flags: frozenset[str]
+    #: Whether any metric scores users without a relevant item 0 (every user seen gets
+    #: a row).
+    zero: bool
+    #: Whether hit rows carry their tie group's first and last position (ties averaged).
+    tied: bool
 
     @property
     def wants_ideal(self) -> bool:
-        """Whether an ideal DCG was asked for (the engine then looks at the gains)."""
-        return bool(self._ideal)
-
-    def use_gain_levels(self, levels: Sequence[float]) -> None:
-        """Compute the ideal DCG from counts of each distinct gain (call before building).
-
-        With few distinct gains (a rating scale, binary relevance), a user's ideal list
-        is its count of each gain, best first: the list is rebuilt from the counts (each
-        gain repeated as often as it occurs) instead of sorting every user's truth rows,
-        and then summed exactly as the sorted list would be.
-        """
-        # No level (no relevant truth row here): the sorted path has nothing to sort.
-        self._levels = tuple(sorted(set(levels), reverse=True)) or None
+        """Whether an ideal DCG was asked for (the query then looks at the gains)."""
+        return bool(self.ideal)
 
     def uses(self, source: Source) -> bool:
         """Whether any recorded statistic reads ``source``."""
-        return any(s == source for s, _ in [*self._aggs.values(), *self._terms.values()])
+        return any(s == source for s, _ in [*self.aggs.values(), *self.terms.values()])
 
     def row_columns(self, source: Source, keys: Sequence[str]) -> list[pl.Expr]:
         """Columns to add to the source's rows (of users ``keys``) before aggregating them."""
         columns: list[pl.Expr] = []
-        if source == "hits" and self._dcg:
+        if source == "hits" and self.dcg:
             columns.append(dcg_term(pl.col(GAIN), pl.col(RANK)).alias(_DCG_TERM))
         if source == "hits" and _SAME_GROUP in self.row_needs["hits"]:
             # The row's tie group is all hits (as many hit rows as positions) of one gain.
@@ -386,46 +457,54 @@ class UserStats:
         (documented for ``group_by``, in every engine); one sort of the rows is much
         cheaper than a sort within each of a million groups.
         """
-        terms = any(s == source for s, _ in self._terms.values())
-        return terms or (source == "hits" and bool(self._dcg or self._ap))
+        terms = any(s == source for s, _ in self.terms.values())
+        return terms or (source == "hits" and bool(self.dcg or self.ap))
 
-    def aggregations(self, source: Source) -> list[pl.Expr]:
-        """One user's aggregations over the source's rows (lists in rank order)."""
-        aggs = [expr.alias(name) for name, (s, expr) in self._aggs.items() if s == source]
-        aggs += [expr.alias(name) for name, (s, expr) in self._terms.items() if s == source]
+    def aggregations(
+        self, source: Source, *, gain_levels: tuple[float, ...] | None
+    ) -> list[pl.Expr]:
+        """One user's aggregations over the source's rows (lists in rank order).
+
+        ``gain_levels``: the distinct gains of the relevant truth rows, best first, when
+        there are few (the ideal DCG is then built from counts of each), else None.
+        """
+        aggs = [expr.alias(name) for name, (s, expr) in self.aggs.items() if s == source]
+        aggs += [expr.alias(name) for name, (s, expr) in self.terms.items() if s == source]
         if source == "hits":
             # The rows come sorted by rank (see ordered()): a group's list keeps their order.
-            if self._dcg:
+            if self.dcg:
                 aggs.append(pl.col(_DCG_TERM).alias(_DCG_TERMS))
-            if self._ap:
+            if self.ap:
                 aggs.append(pl.col(RANK).alias(_HIT_RANKS))
-        elif source == "truth" and self._ideal:
-            if self._levels is not None:
+        elif source == "truth" and self.ideal:
+            if gain_levels is not None:
                 aggs += [
                     (pl.col(GAIN) == g).sum().alias(f"_fm_level_{j}")
-                    for j, g in enumerate(self._levels)
+                    for j, g in enumerate(gain_levels)
                 ]
             else:
-                best = max(self._ideal)
+                best = max(self.ideal)
                 aggs.append(pl.col(GAIN).sort(descending=True).head(best).alias(_IDEAL_GAINS))
         return aggs
 
-    def finish(self, source: Source) -> list[list[pl.Expr]]:
+    def finish(
+        self, source: Source, *, gain_levels: tuple[float, ...] | None
+    ) -> list[list[pl.Expr]]:
         """Stages of expressions that turn the source's lists into statistics.
 
         The first stage makes lists of terms where they are not gathered as such (the
         AP terms ``j / r`` and the discounted ideal gains), the second sums each list's
-        prefix that lies within each cutoff. The engine drops the lists (:meth:`lists`).
+        prefix that lies within each cutoff. The query drops the lists (:meth:`lists`).
+        ``gain_levels`` as for :meth:`aggregations`.
         """
         terms: list[pl.Expr] = []
         prefixes: list[pl.Expr] = []
         if source == "hits":
-            hits = {k: pl.col(f"_fm_hits@{k}") for k in self._dcg | self._ap}
+            hits = {k: pl.col(f"_fm_hits@{k}") for k in self.dcg | self.ap}
             prefixes += [
-                _prefix(pl.col(_DCG_TERMS), hits[k]).alias(f"_fm_dcg@{k}")
-                for k in sorted(self._dcg)
+                _prefix(pl.col(_DCG_TERMS), hits[k]).alias(f"_fm_dcg@{k}") for k in sorted(self.dcg)
             ]
-            if self._ap:
+            if self.ap:
                 ranks = pl.col(_HIT_RANKS)
                 # The j-th hit in rank order contributes hits@r / r = j / r.
                 ordinal = pl.int_ranges(1, ranks.list.len() + 1, dtype=pl.Int64)
@@ -433,27 +512,27 @@ class UserStats:
                 terms.append(ap_terms.alias(_AP_TERMS))
                 prefixes += [
                     _prefix(pl.col(_AP_TERMS), hits[k]).alias(f"_fm_ap_sum@{k}")
-                    for k in sorted(self._ap)
+                    for k in sorted(self.ap)
                 ]
-        for name, (list_name, prefix_k) in self._prefix_sums.items():
-            if self._terms[list_name][0] != source:
+        for name, (list_name, prefix_k) in self.prefix_sums.items():
+            if self.terms[list_name][0] != source:
                 continue
             if prefix_k is None:
                 prefixes.append(pl.col(list_name).list.sum().alias(name))
             else:
                 length = pl.col(f"_fm_hits@{prefix_k}")
                 prefixes.append(_prefix(pl.col(list_name), length).alias(name))
-        if source == "truth" and self._ideal:
+        if source == "truth" and self.ideal:
             gains = pl.col(_IDEAL_GAINS)
-            if self._levels is not None:
+            if gain_levels is not None:
                 # The ideal list itself, from the counts: each gain repeated as often as it
                 # occurs, best first, cut at the largest cutoff (no per-user sort).
-                best = max(self._ideal)
+                best = max(self.ideal)
                 gains = pl.concat_list(
                     pl.lit(g, pl.Float64).repeat_by(
                         pl.min_horizontal(pl.col(f"_fm_level_{j}"), pl.lit(best))
                     )
-                    for j, g in enumerate(self._levels)
+                    for j, g in enumerate(gain_levels)
                 ).list.head(best)
             # The same terms as the list's DCG (dcg_terms), summed the same way (_prefix):
             # a list in ideal order has the ideal's terms, so its NDCG is exactly 1.
@@ -462,17 +541,17 @@ class UserStats:
                 _prefix(
                     pl.col(_IDEAL_GAINS), pl.min_horizontal(pl.col(N_RELEVANT), pl.lit(k))
                 ).alias(f"_fm_idcg@{k}")
-                for k in sorted(self._ideal)
+                for k in sorted(self.ideal)
             ]
         return [stage for stage in (terms, prefixes) if stage]
 
-    def lists(self, source: Source) -> list[str]:
+    def lists(self, source: Source, *, gain_levels: tuple[float, ...] | None) -> list[str]:
         """The list columns :meth:`aggregations` makes for ``source`` (dropped after use)."""
-        terms = [name for name, (s, _) in self._terms.items() if s == source]
+        terms = [name for name, (s, _) in self.terms.items() if s == source]
         names = {
-            "hits": [_DCG_TERMS] * bool(self._dcg) + [_HIT_RANKS, _AP_TERMS] * bool(self._ap),
-            "truth": [_IDEAL_GAINS] * bool(self._ideal)
-            + [f"_fm_level_{j}" for j in range(len(self._levels or ()) * bool(self._ideal))],
+            "hits": [_DCG_TERMS] * bool(self.dcg) + [_HIT_RANKS, _AP_TERMS] * bool(self.ap),
+            "truth": [_IDEAL_GAINS] * bool(self.ideal)
+            + [f"_fm_level_{j}" for j in range(len(gain_levels or ()) * bool(self.ideal))],
             "listed": [],
             "judged": [],
         }
@@ -480,13 +559,13 @@ class UserStats:
 
     def columns(self, source: Source) -> list[str]:
         """The statistic columns the source's frame ends with."""
-        names = [name for name, (s, _) in self._aggs.items() if s == source]
+        names = [name for name, (s, _) in self.aggs.items() if s == source]
         if source == "hits":
-            names += [f"_fm_dcg@{k}" for k in sorted(self._dcg)]
-            names += [f"_fm_ap_sum@{k}" for k in sorted(self._ap)]
+            names += [f"_fm_dcg@{k}" for k in sorted(self.dcg)]
+            names += [f"_fm_ap_sum@{k}" for k in sorted(self.ap)]
         elif source == "truth":
-            names += [f"_fm_idcg@{k}" for k in sorted(self._ideal)]
-        names += [n for n, (lst, _) in self._prefix_sums.items() if self._terms[lst][0] == source]
+            names += [f"_fm_idcg@{k}" for k in sorted(self.ideal)]
+        names += [n for n, (lst, _) in self.prefix_sums.items() if self.terms[lst][0] == source]
         return names
 
     def zero_fill(self, source: Source) -> list[str]:
