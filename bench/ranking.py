@@ -41,6 +41,7 @@ K = 10
 METRICS = peers.RANKING
 #: Absolute difference under which two mean values count as equal.
 TOLERANCE = 1e-9
+MULTI_K = [1, 5, 10, 20, 50, 100]
 #: The stacked models of the by-model shape and the rank shift of each (0: as generated).
 MODEL_SHIFTS = {"a": 0, "b": 3, "c": 7}
 #: The shapes' limit: each at most this many times the k=10 rank-column time, per row.
@@ -200,43 +201,78 @@ REF_NAMES = {
     "mrr_full": "mrr@n_recs (whole list)",
 }
 #: Which column of the largest-difference table a reference value belongs to.
-METRIC_OF = {
-    "precision": "P",
-    "recall": "R",
-    "ap": "AP",
-    "ap_relevant": "AP",
-    "ndcg": "NDCG",
-    "ndcg_binary": "NDCG",
-    "mrr": "MRR",
-    "mrr_full": "MRR",
-    "mrr@100": "MRR",
-}
+METRIC_OF = {"precision": "P", "recall": "R", "ap": "AP", "ap_relevant": "AP", "ndcg": "NDCG"}
+METRIC_OF |= {"ndcg_binary": "NDCG", "mrr": "MRR", "mrr_full": "MRR", "mrr@100": "MRR"}
+
+
+def differs(label: str, ref: str, note: str) -> Check:
+    """A check whose conventions differ: the row documents the difference, ``note`` why."""
+    return Check(label, ref, note, matched=False)
+
+
 SAME = tuple(Check(m, m) for m in METRICS)
 PYTREC = (
     Check(f"P_{K}", "precision"),
     Check(f"recall_{K}", "recall"),
     Check(f"map_cut_{K}", "ap_relevant", "map_cut divides by |R|: ap_denominator='relevant'"),
-    Check(f"map_cut_{K}", "ap", "fm's default AP divides by min(|R|, k)", matched=False),
+    differs(f"map_cut_{K}", "ap", "fm's default AP divides by min(|R|, k)"),
     Check(f"ndcg_cut_{K}", "ndcg", "linear gain, IDCG over all judged items"),
 )
-MULTI_K = [1, 5, 10, 20, 50, 100]
-SHIFTED = tuple(
-    Check(f"{model}:{m}", m, f"model {model}: ranks shifted by {shift}", matched=False)
-    for model, shift in MODEL_SHIFTS.items()
-    if model != "a"
-    for m in ("ndcg", "mrr")
+RECTOOLS = (
+    Check("Precision", "precision"),
+    Check("Recall", "recall"),
+    Check("MAP", "ap_relevant", "MAP divides by |R|: ap_denominator='relevant'"),
+    Check("NDCG(divide_by_achievable=True)", "ndcg_binary", "RecTools NDCG has binary gain only"),
+    differs("NDCG(divide_by_achievable=True)", "ndcg", "graded relevance is ignored (binary gain)"),
+    Check("MRR", "mrr"),
+    differs("NDCG (default)", "ndcg_binary", "default IDCG = k relevant items, not min(|R|, k)"),
+    Check("NDCG (default)", "ndcg_binary_idcg_k", "default = binary DCG / IDCG of k items"),
+    differs("MAP(divide_by_k=True)", "ap", "divide_by_k divides by k, not min(|R|, k)"),
 )
-SAME_USERS = tuple(
-    Check(f"{model}:n_users", "n_users", f"model {model}: the same users")
-    for model in MODEL_SHIFTS
-    if model != "a"
+RANX = (
+    *(Check(f"{m}@{K}", m) for m in ("precision", "recall", "mrr")),
+    Check(f"map@{K}", "ap_relevant", "map@k divides by |R|: ap_denominator='relevant'"),
+    Check(f"ndcg@{K}", "ndcg", "linear (Jarvelin) gain"),
 )
-FM, HAND, SHAPE = "frame_metrics", "polars (hand-written)", frozenset({"shape"})
-FAST, SLOW = frozenset({"fast-peer"}), frozenset({"slow-peer"})
-SHAPE_BASE = "fm-shape-k10"
+RECOMMENDERS = (
+    Check("precision_at_k", "precision"),
+    Check("recall_at_k", "recall"),
+    Check("map_at_k", "ap", "map_at_k divides by min(|R|, k): the default ap"),
+    Check("ndcg_at_k(score_type='raw')", "ndcg", "score_type='raw' = linear gain"),
+    Check("ndcg_at_k (default)", "ndcg_binary", "default score_type='binary'"),
+    Check("map", "ap_relevant", "map (no _at_k) divides by |R|"),
+)
+BY_MODEL = (
+    *(Check(m, m, "model a = the data as generated") for m in METRICS),
+    *(Check(f"{m}:n_users", "n_users", f"model {m}: the same users") for m in "bc"),
+    *(
+        differs(f"{model}:{m}", m, f"model {model}: ranks shifted by {MODEL_SHIFTS[model]}")
+        for model in "bc"
+        for m in ("ndcg", "mrr")
+    ),
+)
+MRR100 = Check("mrr@100", "mrr@100")
+FM, HAND, SHAPE_BASE = "frame_metrics", "polars (hand-written)", "fm-shape-k10"
+FAST, SLOW, SHAPE = frozenset({"fast-peer"}), frozenset({"slow-peer"}), frozenset({"shape"})
 
 
-def _peer(
+def fm_job(name: str, label: str, kind: str = "polars", **call: Any) -> Job:
+    """A frame_metrics variant: ``call`` are :func:`fm`'s options."""
+    return Job(name, FM, label, fm(**call), kind, checks=SAME)
+
+
+def shape(
+    name: str, label: str, kind: str = "polars", checks: tuple[Check, ...] = SAME, **call: Any
+) -> Job:
+    """A call shape: the package's default engine, its ratio against :data:`SHAPE_BASE`."""
+    rows = len(MODEL_SHIFTS) if call.get("by") else 1
+    prepare = fm(**call)
+    return Job(
+        name, FM, f"shape: {label}", prepare, kind, SHAPE_BASE, checks=checks, rows=rows, tags=SHAPE
+    )
+
+
+def peer(
     name: str,
     tool: str,
     label: str,
@@ -250,62 +286,22 @@ def _peer(
 
 JOBS = harness.job_table(
     Job("fm-reference", FM, "reference values (untimed)", prepare_reference, "polars", timed=False),
-    Job(
-        "fm-polars-in-memory",
-        FM,
-        "polars eager, in-memory",
-        fm(engine="in-memory"),
-        "polars",
-        checks=SAME,
-    ),
-    Job(
-        "fm-polars-streaming",
-        FM,
-        "polars eager, streaming",
-        fm(engine="streaming"),
-        "polars",
-        checks=SAME,
-    ),
-    Job(
+    fm_job("fm-polars-in-memory", "polars eager, in-memory", engine="in-memory"),
+    fm_job("fm-polars-streaming", "polars eager, streaming", engine="streaming"),
+    fm_job(
         "fm-polars-no-validate",
-        FM,
         "polars eager, streaming, validate=False",
-        fm(engine="streaming", validate=False),
-        "polars",
-        checks=SAME,
+        engine="streaming",
+        validate=False,
     ),
-    Job(
-        "fm-lazy-in-memory",
-        FM,
-        "polars LazyFrame, in-memory",
-        fm(engine="in-memory", collect="in-memory"),
-        "polars",
-        checks=SAME,
+    fm_job(
+        "fm-lazy-in-memory", "polars LazyFrame, in-memory", engine="in-memory", collect="in-memory"
     ),
-    Job(
-        "fm-lazy-streaming",
-        FM,
-        "polars LazyFrame, streaming",
-        fm(engine="streaming", collect="streaming"),
-        "polars",
-        checks=SAME,
+    fm_job(
+        "fm-lazy-streaming", "polars LazyFrame, streaming", engine="streaming", collect="streaming"
     ),
-    Job(
-        "fm-pandas-in-memory",
-        FM,
-        "pandas, in-memory",
-        fm(engine="in-memory"),
-        "pandas",
-        checks=SAME,
-    ),
-    Job(
-        "fm-pandas-streaming",
-        FM,
-        "pandas, streaming",
-        fm(engine="streaming"),
-        "pandas",
-        checks=SAME,
-    ),
+    fm_job("fm-pandas-in-memory", "pandas, in-memory", "pandas", engine="in-memory"),
+    fm_job("fm-pandas-streaming", "pandas, streaming", "pandas", engine="streaming"),
     Job(
         "polars-handwritten",
         HAND,
@@ -322,24 +318,21 @@ JOBS = harness.job_table(
         "polars",
         checks=SAME,
     ),
-    _peer(
+    peer(
         "pytrec_eval-full",
         "pytrec_eval",
         "dicts, full run (all ranks)",
         lambda i: peers.prepare_pytrec_eval(i.recs, i.truth, K, None),
         (
             *PYTREC,
-            Check(
-                "recip_rank",
-                "mrr",
-                "recip_rank has no cutoff: a first hit below rank k counts",
-                matched=False,
+            differs(
+                "recip_rank", "mrr", "recip_rank has no cutoff: a first hit below rank k counts"
             ),
             Check("recip_rank", "mrr_full", "recip_rank = MRR over the whole list"),
         ),
         FAST,
     ),
-    _peer(
+    peer(
         "pytrec_eval-cut",
         "pytrec_eval",
         f"dicts, run cut to rank <= {K}",
@@ -347,147 +340,57 @@ JOBS = harness.job_table(
         (*PYTREC, Check("recip_rank", "mrr", "the cut run makes recip_rank = mrr@k")),
         FAST,
     ),
-    _peer(
+    peer(
         "rectools",
         "RecTools",
         "calc_metrics, pandas",
         lambda i: peers.prepare_rectools_ranking(i.recs, i.truth, K),
-        (
-            Check("Precision", "precision"),
-            Check("Recall", "recall"),
-            Check("MAP", "ap_relevant", "MAP divides by |R|: ap_denominator='relevant'"),
-            Check(
-                "NDCG(divide_by_achievable=True)",
-                "ndcg_binary",
-                "RecTools NDCG has binary gain only",
-            ),
-            Check(
-                "NDCG(divide_by_achievable=True)",
-                "ndcg",
-                "graded relevance is ignored (binary gain)",
-                matched=False,
-            ),
-            Check("MRR", "mrr"),
-            Check(
-                "NDCG (default)",
-                "ndcg_binary",
-                "default IDCG = k relevant items, not min(|R|, k)",
-                matched=False,
-            ),
-            Check("NDCG (default)", "ndcg_binary_idcg_k", "default = binary DCG / IDCG of k items"),
-            Check(
-                "MAP(divide_by_k=True)",
-                "ap",
-                "divide_by_k divides by k, not min(|R|, k)",
-                matched=False,
-            ),
-        ),
+        RECTOOLS,
         FAST,
     ),
-    _peer(
+    peer(
         "ranx",
         "ranx",
         "Qrels/Run from dicts",
         lambda i: peers.prepare_ranx(i.recs, i.truth, K),
-        (
-            Check(f"precision@{K}", "precision"),
-            Check(f"recall@{K}", "recall"),
-            Check(f"map@{K}", "ap_relevant", "map@k divides by |R|: ap_denominator='relevant'"),
-            Check(f"ndcg@{K}", "ndcg", "linear (Jarvelin) gain"),
-            Check(f"mrr@{K}", "mrr"),
-        ),
+        RANX,
         SLOW,
     ),
-    _peer(
+    peer(
         "recommenders",
         "Recommenders",
         "python_evaluation, pandas",
         lambda i: peers.prepare_recommenders(i.recs, i.truth, K),
-        (
-            Check("precision_at_k", "precision"),
-            Check("recall_at_k", "recall"),
-            Check("map_at_k", "ap", "map_at_k divides by min(|R|, k): the default ap"),
-            Check("ndcg_at_k(score_type='raw')", "ndcg", "score_type='raw' = linear gain"),
-            Check("ndcg_at_k (default)", "ndcg_binary", "default score_type='binary'"),
-            Check("map", "ap_relevant", "map (no _at_k) divides by |R|"),
-        ),
+        RECOMMENDERS,
         SLOW,
     ),
     # The call shapes: polars eager start frames, the package's default engine, checks on.
-    Job(
-        SHAPE_BASE,
-        FM,
-        f"shape: rank column, k={K} (shape reference)",
-        fm(),
-        "polars",
-        SHAPE_BASE,
-        checks=SAME,
-        tags=SHAPE,
-    ),
-    Job(
+    shape(SHAPE_BASE, f"rank column, k={K} (shape reference)"),
+    shape(
         "fm-shape-score",
-        FM,
-        "shape: score= (score descending, ties by item), no rank column",
-        fm(score="score"),
+        "score= (score descending, ties by item), no rank column",
         "polars-no-rank",
-        SHAPE_BASE,
-        checks=tuple(Check(m, m, "the scores descend with the ranks") for m in METRICS),
-        tags=SHAPE,
+        tuple(Check(m, m, "the scores descend with the ranks") for m in METRICS),
+        score="score",
     ),
-    Job(
-        "fm-shape-k100",
-        FM,
-        "shape: k=100",
-        fm(k=100),
-        "polars",
-        SHAPE_BASE,
-        checks=(Check("mrr@100", "mrr@100"),),
-        tags=SHAPE,
-    ),
-    Job(
-        "fm-shape-multik",
-        FM,
-        f"shape: k={MULTI_K} in one call",
-        fm(k=MULTI_K),
-        "polars",
-        SHAPE_BASE,
-        checks=(*SAME, Check("mrr@100", "mrr@100")),
-        tags=SHAPE,
-    ),
-    Job(
+    shape("fm-shape-k100", "k=100", checks=(MRR100,), k=100),
+    shape("fm-shape-multik", f"k={MULTI_K} in one call", checks=(*SAME, MRR100), k=MULTI_K),
+    shape(
         "fm-shape-by-model",
-        FM,
-        f"shape: by='model', {len(MODEL_SHIFTS)} stacked models",
-        fm(by="model"),
+        f"by='model', {len(MODEL_SHIFTS)} stacked models",
         "polars-3-models",
-        SHAPE_BASE,
-        checks=(
-            *(Check(m, m, "model a = the data as generated") for m in METRICS),
-            *SAME_USERS,
-            *SHIFTED,
-        ),
-        rows=len(MODEL_SHIFTS),
-        tags=SHAPE,
+        BY_MODEL,
+        by="model",
     ),
-    Job(
+    shape(
         "fm-shape-lazy-in-memory",
-        FM,
-        "shape: LazyFrame result, collect(engine='in-memory')",
-        fm(collect="in-memory"),
-        "polars",
-        SHAPE_BASE,
-        checks=SAME,
-        tags=SHAPE,
+        "LazyFrame result, collect(engine='in-memory')",
+        collect="in-memory",
     ),
-    Job(
+    shape(
         "fm-shape-lazy-streaming",
-        FM,
-        "shape: LazyFrame result, collect(engine='streaming')",
-        fm(collect="streaming"),
-        "polars",
-        SHAPE_BASE,
-        checks=SAME,
-        tags=SHAPE,
+        "LazyFrame result, collect(engine='streaming')",
+        collect="streaming",
     ),
 )
 BASELINE = "fm-polars-streaming"  # the package default engine
