@@ -191,7 +191,7 @@ class Result:
 
     @property
     def median(self) -> float:
-        return statistics.median(self.times) if self.times else math.nan
+        return median(self.times)
 
     @property
     def peak_mib(self) -> float:
@@ -200,6 +200,11 @@ class Result:
     @property
     def all_values(self) -> Values:
         return {**self.values, **self.extras}
+
+
+def median(values: Sequence[float]) -> float:
+    """The median, nan for none."""
+    return statistics.median(values) if values else math.nan
 
 
 # --------------------------------------------------------------------------------------
@@ -620,14 +625,14 @@ def timing_table(suite: Suite, results: Sequence[Result]) -> list[list[str]]:
                 fmt_s(r.median),
                 fmt_s(min(r.times)),
                 fmt_s(r.times[0]),
-                fmt_s(statistics.median(r.cpu)),
+                fmt_s(median(r.cpu)),
                 str(len(r.times)),
                 f"{r.peak_mib:,.0f}",
                 f"{r.base_mib:,.0f}",
                 f"{r.peak_mib - r.base_mib:,.0f}",
                 "-" if math.isnan(value) else f"{value:.2f}x",
                 vs,
-                f"{statistics.median(r.other_cores):.2f}",
+                f"{median(r.other_cores):.2f}",
             ]
         )
     return rows

@@ -281,3 +281,17 @@ def test_end_to_end_shapes_and_handwritten(capsys: pytest.CaptureFixture[str]) -
     assert "\nTargets (package default engine" in out
     worst = [line.split()[0] for line in out.splitlines() if "worst shape / fm-shape-k10" in line]
     assert worst == ["300", "400"]
+
+
+def test_against_runs_the_fm_jobs_on_both_checkouts(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("frame_metrics")
+    argv = ["--users", "300", "--slow-size", "0", "--repeats", "1", "--no-shapes"]
+    code = ranking.main([*argv, "--only", "polars-handwritten", "--against", "HEAD"])
+    out = clean_run_output(code, capsys)
+    before = next(line for line in out.splitlines() if line.startswith("before: HEAD (git "))
+    assert before.endswith("/checkout/frame_metrics/__init__.py")
+    assert f"after: {harness.ROOT} (git " in out
+    table = out.split("\nBefore/after: ")[1].split("\n\n")[0].splitlines()
+    jobs = [line.split()[1] for line in table[3:]]
+    assert jobs == [ranking.BASELINE]  # the only timed frame_metrics job of this run
+    assert table[3].split()[-1] == "identical"  # the same commit on both sides
