@@ -38,7 +38,7 @@ if str(HERE) not in sys.path:  # running as `python bench/beyond.py` already has
 
 import harness  # noqa: E402
 import peers  # noqa: E402
-from generate import _distinct_rows, _popularity_cdf  # noqa: E402
+from generate import _distinct_rows, popular_lists  # noqa: E402
 from harness import Job, Prepared, Result, Stage, Values, fmt_s  # noqa: E402
 
 K = 10
@@ -71,14 +71,8 @@ def make_arrays(n_users: int, seed: int = 0, n_items: int = N_ITEMS) -> dict[str
     Popularity follows a Zipf-like law (exponent 1, as in ``generate.py``), shared by the
     recommendations and train; genres have a skewed frequency too (a few are common).
     """
-    if n_users < 1:
-        raise ValueError(f"n_users: expected an int >= 1, got {n_users}")
-    rng = np.random.default_rng(seed)
-    cdf = _popularity_cdf(n_items, exponent=1.0, offset=10.0)
-    item_ids = rng.permutation(n_items).astype(np.int64)  # popularity rank -> item id
-
+    rng, cdf, item_ids, pop = popular_lists(n_users, N_RECS, seed, n_items)
     # Recommendations: distinct popular-leaning items, in a random order within the list.
-    pop = _distinct_rows(rng, cdf, n_users, N_RECS)
     pop = np.take_along_axis(pop, np.argsort(rng.random(pop.shape), axis=1), axis=1)
     # Train: TRAIN_MAX distinct draws per user, of which the first n_u are kept.
     n_train = rng.integers(TRAIN_MIN, TRAIN_MAX + 1, size=n_users)
