@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import json
 import math
@@ -722,7 +723,68 @@ def mismatches(rows: Sequence[Sequence[str]]) -> int:
     return sum(row[-1].startswith("MISMATCH") for row in rows[1:])
 
 
-TARGET_HEAD = ["users", "target", "measured", "limit", "verdict"]
+@dataclass(frozen=True)
+class Target:
+    """A limit on a ratio at each size: the fastest of ``jobs`` (with ``worst``, the
+    slowest) over ``vs``, by median seconds per input row (with ``memory``, peak MiB).
+
+    ``at_most``: the ratio must be <= ``limit``, else >= it (``limit`` 0: no verdict);
+    ``shown``: the sizes (from, below) whose table has the row; ``applies``: the size
+    from which the row is PASS/FAIL, below it ``info``.
+    """
+
+    name: str
+    jobs: tuple[str, ...]
+    vs: str
+    limit: float = 0.0
+    at_most: bool = True
+    applies: int = 0
+    shown: tuple[int, int] = (0, sys.maxsize)
+    worst: bool = False
+    memory: bool = False
+
+
+def _measure(suite: Suite, target: Target, result: Result) -> float:
+    """What ``target`` compares of ``result``: its peak MiB, or its median per input row."""
+    return result.peak_mib if target.memory else result.median / suite.jobs[result.job].rows
+
+
+def targets_table(
+    suite: Suite, results: Sequence[Result], targets: Sequence[Target]
+) -> list[list[str]]:
+    """One row per target and size with the jobs it names: measured, limit, verdict.
+
+    A failed job among a target's ``jobs`` fails the target.
+    """
+    done = {(r.users, r.job): r for r in results if r.side == AFTER and r.times and not r.error}
+    rows = [["users", "target", "measured", "limit", "verdict"]]
+    for users in dict.fromkeys(r.users for r in results):
+        for t in targets:
+            base = done.get((users, t.vs))
+            found = [done[(users, j)] for j in t.jobs if (users, j) in done]
+            failed = [r.job for r in results if r.users == users and r.job in t.jobs and r.error]
+            if base is None or not (found or failed) or not t.shown[0] <= users < t.shown[1]:
+                continue
+            value = functools.partial(_measure, suite, t)
+            pick = (max if t.worst else min)(found, key=value) if found else None
+            ratio = value(pick) / value(base) if pick else math.nan
+            unit = "MiB" if t.memory else "s"
+            show = (lambda x: f"{x:,.0f}") if t.memory else fmt_s
+            measured = (
+                f"{pick.job} {show(value(pick))} / {show(value(base))} {unit}" if pick else "-"
+            )
+            ok = not failed and (ratio <= t.limit if t.at_most else ratio >= t.limit)
+            where = f"at >= {t.applies:,} users"
+            rows.append(
+                [
+                    f"{users:,}",
+                    t.name + (f" ({len(failed)} FAILED)" if failed else ""),
+                    measured + ("" if math.isnan(ratio) else f" = {ratio:.2f}x"),
+                    f"{'<=' if t.at_most else '>='} {t.limit:.2f}x" if t.limit else "",
+                    verdict(ok, users >= t.applies, where) if t.limit else "info",
+                ]
+            )
+    return rows
 
 
 def verdict(ok: bool, applies: bool = True, where: str = "") -> str:

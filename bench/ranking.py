@@ -400,8 +400,54 @@ FAST_PEERS = [name for name, job in JOBS.items() if job.tags == FAST]
 SLOW_PEERS = [name for name, job in JOBS.items() if job.tags == SLOW]
 HANDWRITTEN = ["polars-handwritten", "polars-handwritten-streaming"]
 FM_VARIANTS = [n for n, j in JOBS.items() if j.tool == FM and j.timed and n not in SHAPES]
-#: The peers whose faster one frame_metrics is compared with in the targets.
-TARGET_PEERS = ["pytrec_eval-cut", "rectools"]
+#: The requirement's targets: speed against the peers at >= 100k users (>= 6x) and >= 1M
+#: users (>= 10x); against the hand-written query and pandas vs polars input at >= 100k
+#: users; memory and the shapes at >= 1M users. Smaller sizes show them as ``info``.
+MID, BIG = 100_000, 1_000_000
+PEERS = ("pytrec_eval-cut", "rectools")
+TARGETS = [
+    harness.Target(
+        "fm / hand-written query, collect()", (BASELINE,), HANDWRITTEN[0], 1.0, applies=MID
+    ),
+    harness.Target("fm / hand-written query, streaming", (BASELINE,), HANDWRITTEN[1]),
+    harness.Target(
+        "faster of pytrec_eval (cut to top k) and RecTools / fm",
+        PEERS,
+        BASELINE,
+        6.0,
+        False,
+        MID,
+        (0, BIG),
+    ),
+    harness.Target(
+        "faster of pytrec_eval (cut to top k) and RecTools / fm",
+        PEERS,
+        BASELINE,
+        10.0,
+        False,
+        BIG,
+        (BIG, sys.maxsize),
+    ),
+    harness.Target(
+        "fm pandas input / polars input", ("fm-pandas-streaming",), BASELINE, 1.10, applies=MID
+    ),
+    harness.Target(
+        "peak RSS fm / hand-written query",
+        (BASELINE,),
+        HANDWRITTEN[0],
+        1.0,
+        applies=BIG,
+        memory=True,
+    ),
+    harness.Target(
+        f"worst shape / {SHAPE_BASE}",
+        tuple(s for s in SHAPES if s != SHAPE_BASE),
+        SHAPE_BASE,
+        SHAPE_LIMIT,
+        applies=BIG,
+        worst=True,
+    ),
+]
 SUITE = harness.Suite(
     "Ranking-metric benchmark: frame_metrics vs peers, k=10.",
     Path(__file__).resolve(),
@@ -575,99 +621,6 @@ def shapes_table(results: Sequence[Result]) -> list[list[str]]:
     return rows
 
 
-def targets_table(results: Sequence[Result]) -> list[list[str]]:
-    """The requirement's targets per size, each marked PASS or FAIL where it applies.
-
-    Speed against the peers applies at >= 100k users (>= 6x) and >= 1M users (>= 10x);
-    against the hand-written query and pandas vs polars input at >= 100k users; memory
-    and the shapes at >= 1M users. Smaller sizes show the same numbers as ``info``.
-    """
-    by = {
-        (r.users, r.job): r for r in results if r.times and not r.error and r.side == harness.AFTER
-    }
-    ratios = shape_ratios(results)
-    rows = [harness.TARGET_HEAD]
-    for users in dict.fromkeys(r.users for r in results):
-        fm = by.get((users, BASELINE))
-        if fm is None:
-            continue
-        n, big, mid = f"{users:,}", users >= 1_000_000, users >= 100_000
-        at_mid, at_big = "at >= 100,000 users", "at >= 1,000,000 users"
-        add = rows.append
-        add(
-            [
-                n,
-                f"frame_metrics, polars eager ({BASELINE})",
-                f"{fmt_s(fm.median)} s, peak {fm.peak_mib:,.0f} MiB",
-                "",
-                "",
-            ]
-        )
-        for name in HANDWRITTEN:
-            hand = by.get((users, name))
-            if hand is not None:
-                primary, ratio = name == HANDWRITTEN[0], fm.median / hand.median
-                add(
-                    [
-                        n,
-                        f"fm / {_label(hand).replace(' / ', ', ')}",
-                        f"{fmt_s(fm.median)} / {fmt_s(hand.median)} s = {ratio:.2f}x",
-                        "<= 1.00x" if primary else "",
-                        verdict(ratio <= 1.0, mid, at_mid) if primary else "info",
-                    ]
-                )
-        found = [by[(users, p)] for p in TARGET_PEERS if (users, p) in by]
-        if found:
-            fastest = min(found, key=lambda r: r.median)
-            need, ratio = (10.0 if big else 6.0), fastest.median / fm.median
-            add(
-                [
-                    n,
-                    "faster of pytrec_eval (cut to top k) and RecTools / fm",
-                    f"{JOBS[fastest.job].tool} {fmt_s(fastest.median)} / {fmt_s(fm.median)} s = {ratio:.1f}x",
-                    f">= {need:.0f}x",
-                    verdict(ratio >= need, mid, at_mid),
-                ]
-            )
-        pandas = by.get((users, "fm-pandas-streaming"))
-        if pandas is not None:
-            ratio = pandas.median / fm.median
-            add(
-                [
-                    n,
-                    "fm pandas input / polars input (fm-pandas-streaming)",
-                    f"{fmt_s(pandas.median)} / {fmt_s(fm.median)} s = {ratio:.2f}x",
-                    "<= 1.10x",
-                    verdict(ratio <= 1.10, mid, at_mid),
-                ]
-            )
-        hand = by.get((users, HANDWRITTEN[0]))
-        if hand is not None:
-            add(
-                [
-                    n,
-                    f"peak RSS fm / {_label(hand).replace(' / ', ', ')}",
-                    f"{fm.peak_mib:,.0f} / {hand.peak_mib:,.0f} MiB",
-                    "fm <= hand-written",
-                    verdict(fm.peak_mib <= hand.peak_mib, big, at_big),
-                ]
-            )
-        mine = {job: x for (u, job), x in ratios.items() if u == users and job != SHAPE_BASE}
-        failed = [r.job for r in results if r.users == users and r.job in SHAPES and r.error]
-        if mine or failed:
-            worst = max(mine, key=lambda job: mine[job]) if mine else ""
-            add(
-                [
-                    n,
-                    f"worst shape / {SHAPE_BASE}" + (f" ({len(failed)} FAILED)" if failed else ""),
-                    f"{worst.removeprefix('fm-shape-')} {mine[worst]:.2f}x" if worst else "-",
-                    f"<= {SHAPE_LIMIT:.1f}x",
-                    verdict(not failed and bool(mine) and mine[worst] <= SHAPE_LIMIT, big, at_big),
-                ]
-            )
-    return rows
-
-
 def default_engine_note(results: Sequence[Result]) -> str:
     """Which default engine the package reported, and whether the baseline used it."""
     seen = {r.info["default_engine"] for r in results if "default_engine" in r.info}
@@ -696,7 +649,7 @@ def report(results: list[Result], stages: list[Stage], args: argparse.Namespace)
         )
         print(harness.render(shapes_table(results), args.markdown))
     print(f"\nTargets ({default_engine_note(results)})")
-    print(harness.render(targets_table(results), args.markdown))
+    print(harness.render(harness.targets_table(SUITE, results, TARGETS), args.markdown))
     return harness.mismatches(agreement)
 
 

@@ -245,17 +245,22 @@ def test_targets_pass_and_fail_where_they_apply() -> None:
         _result(ranking.BASELINE, 10_000, 1.0),
         _result("rectools", 10_000, 2.0),
     ]
-    rows = {(r[0], r[1].split(" (")[0]): r for r in ranking.targets_table(results)[1:]}
+    table = harness.targets_table(ranking.SUITE, results, ranking.TARGETS)
+    rows = {(r[0], r[1]): r for r in table[1:]}
     n = f"{big:,}"
     verdicts = {target: row[-1] for (users, target), row in rows.items() if users == n}
-    assert verdicts["fm / polars"] == "PASS"
-    assert verdicts["faster of pytrec_eval"] == "FAIL"  # 9x < 10x
-    assert verdicts["fm pandas input / polars input"] == "PASS"
-    assert verdicts["peak RSS fm / polars"] == "PASS"
-    assert verdicts["worst shape / fm-shape-k10"] == "FAIL"  # k100 2.5x
-    assert "k100 2.50x" in rows[(n, "worst shape / fm-shape-k10")][2]
-    small = rows[("10,000", "faster of pytrec_eval")]
-    assert small[-1].startswith("info (fails")
+    peers_vs_fm = "faster of pytrec_eval (cut to top k) and RecTools / fm"
+    assert verdicts == {
+        "fm / hand-written query, collect()": "PASS",  # 1.0 / 1.5
+        peers_vs_fm: "FAIL",  # rectools 9.0 / 1.0 < 10x
+        "fm pandas input / polars input": "PASS",  # 1.05 <= 1.10
+        "peak RSS fm / hand-written query": "PASS",  # 900 <= 1000 MiB
+        "worst shape / fm-shape-k10": "FAIL",  # k100 2.5 > 2.0 (by-model 5.4 / 3 = 1.8)
+    }
+    assert rows[(n, peers_vs_fm)][2:4] == ["rectools 9.000 / 1.000 s = 9.00x", ">= 10.00x"]
+    assert rows[(n, "worst shape / fm-shape-k10")][2] == "fm-shape-k100 2.500 / 1.000 s = 2.50x"
+    small = rows[("10,000", peers_vs_fm)]  # 2.0 / 1.0 against 6x, which applies from 100k
+    assert small[3:] == [">= 6.00x", "info (fails; the target is at >= 100,000 users)"]
     shapes = {row[1]: row for row in ranking.shapes_table(results)[1:]}
     assert shapes["fm-shape-by-model"][7] == "1.80x"
     assert shapes["fm-shape-by-model"][-1] == "PASS"
