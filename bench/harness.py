@@ -247,9 +247,10 @@ def worker(suite: Suite, name: str, data_dir: Path, params: Params, extras: bool
         report["values"] = prepared.run()
         report["time"] = time.perf_counter() - start
         report["cpu"] = time.process_time() - own
-        # What the machine's busy time adds beyond this process's own CPU time.
-        others = (busy_seconds() - busy) - report["cpu"]
-        report["other_cores"] = max(0.0, others) / max(report["time"], 1e-9)
+        # What the machine's busy time adds beyond this process's own CPU time; not known
+        # for a job with workers (their CPU time is not this process's).
+        others = max(0.0, (busy_seconds() - busy) - report["cpu"]) / max(report["time"], 1e-9)
+        report["other_cores"] = math.nan if job.tree else others
     report["peak_kib"] = status_kib("VmHWM")  # before the untimed extras
     report["extras"] = prepared.extras() if extras and prepared.extras is not None else {}
     report["info"] = prepared.info
@@ -633,7 +634,7 @@ def timing_table(suite: Suite, results: Sequence[Result]) -> list[list[str]]:
                 f"{r.peak_mib - r.base_mib:,.0f}",
                 "-" if math.isnan(value) else f"{value:.2f}x",
                 vs,
-                f"{median(r.other_cores):.2f}",
+                f"{median(r.other_cores):.2f}".replace("nan", "-"),
             ]
         )
     return rows
