@@ -459,9 +459,15 @@ def run_process(
 
 
 def _record(result: Result, side: Side, report: Params, wall: float, seen: float) -> None:
-    """Add one process's report to ``result`` (the first one's values are kept)."""
+    """Add one process's report to ``result`` (the first one's values are kept).
+
+    A failed process (killed at the RSS cap, say) still gives its seconds and the peak
+    the parent saw.
+    """
     if "error" in report:
         result.error = str(report["error"])
+        result.wall.append(wall)
+        result.peaks += [seen / 1024] if seen else []
         return
     fm_file = report.get("fm_file", "")
     if fm_file and not Path(fm_file).resolve().is_relative_to(side.root.resolve()):

@@ -15,7 +15,8 @@ Run ``python bench/scale.py --users 1000000,10000000`` (see ``--help``). For eac
    dropped): ~145M truth rows at 10M users;
 2. runs each job on the harness (``harness.py``): a fresh process per run, which scans
    the shards (lazily, untimed) and times the call; ``process s`` is the whole
-   process (interpreter start and imports included), peak memory its ``VmHWM``:
+   process (interpreter start and imports included), peak memory its ``VmHWM`` (for a
+   killed job, the highest RSS the parent saw while polling):
 
    - ``cli``: ``frame-metrics evaluate DIR/recs DIR/truth -m precision,recall,ap,ndcg,mrr
      -k 10 --format json`` (``frame_metrics.cli.main`` in the process, which is what

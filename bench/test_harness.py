@@ -193,6 +193,9 @@ def test_rss_cap_kills_the_job(toy: ModuleType, tmp_path: Path) -> None:
     params = {"mib": 400, "child": False}
     (result,) = run(toy, "child-unwatched", tmp_path, params, max_rss_mib=200.0)
     assert result.error.startswith("no result (killed: RSS above 200 MiB)")
+    assert result.times == []
+    assert 200 < result.peak_mib < 400  # what the parent saw when it killed the job
+    assert len(result.wall) == 1
 
 
 def test_peak_memory_of_the_process_tree(toy: ModuleType, tmp_path: Path) -> None:
