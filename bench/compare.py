@@ -111,14 +111,10 @@ def plan(args: argparse.Namespace) -> list[Stage]:
     """Both jobs (or those of ``--only``) on one per-user frame."""
     jobs = [name for name in JOBS if name in (harness.wanted_jobs(SUITE, args.only) or JOBS)]
     users = harness.parse_sizes(args.users)[0]
-    params = {
-        "users": users,
-        "metrics": args.metrics,
-        "seed": args.seed,
-        "resamples": args.resamples,
-        "scipy_share": args.scipy_share,
-    }
-    return [Stage(users, Path(f"compare-u{users}-m{args.metrics}-s{args.seed}"), params, jobs)]
+    params = {"users": users, "metrics": args.metrics, "seed": args.seed}
+    options = {"resamples": args.resamples, "scipy_share": args.scipy_share}
+    directory = Path(f"compare-u{users}-m{args.metrics}-s{args.seed}")
+    return [Stage(users, directory, params, jobs, options=options)]
 
 
 def report(results: list[Result], stages: list[Stage], args: argparse.Namespace) -> int:

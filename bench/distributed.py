@@ -46,10 +46,10 @@ Paths = tuple[str, str, int]  # recs, truth, Spark shuffle partitions
 
 
 def make_data(data_dir: Path, params: harness.Params) -> dict[str, Any]:
-    """``generate.make_data(users)`` as ``recs.parquet`` and ``truth.parquet``."""
+    """``generate.make_data(users, seed=seed)`` as ``recs.parquet`` and ``truth.parquet``."""
     from generate import make_data, write_parquet
 
-    recs, truth = make_data(params["users"])
+    recs, truth = make_data(params["users"], seed=params["seed"])
     write_parquet(recs, truth, data_dir)
     return {"rec_rows": recs.height, "truth_rows": truth.height}
 
@@ -164,8 +164,8 @@ SUITE = harness.Suite(
 def plan(args: argparse.Namespace) -> list[Stage]:
     """Every job named by ``--only`` (all by default) on the data of ``--users``."""
     jobs = [name for name in JOBS if name in (harness.wanted_jobs(SUITE, args.only) or JOBS)]
-    params = {"users": args.users, "partitions": args.partitions}
-    return [Stage(args.users, Path(f"u{args.users}"), params, jobs)]
+    params, options = {"users": args.users, "seed": args.seed}, {"partitions": args.partitions}
+    return [Stage(args.users, Path(f"u{args.users}-s{args.seed}"), params, jobs, options=options)]
 
 
 def report(results: list[Result], stages: list[Stage], args: argparse.Namespace) -> int:

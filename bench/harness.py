@@ -156,13 +156,18 @@ class Suite:
 
 @dataclass
 class Stage:
-    """The jobs to run on one data set: ``data`` is relative to ``--data-dir``."""
+    """The jobs to run on one data set: ``data`` is relative to ``--data-dir``.
+
+    ``params`` make the data (a cached data set is reused for the same ones); the jobs'
+    processes get them with ``options``, which change the jobs but not the data.
+    """
 
     users: int
     data: Path
     params: Params
     jobs: list[str]
     info: dict[str, Any] = field(default_factory=dict)
+    options: Params = field(default_factory=dict)
 
 
 @dataclass
@@ -448,7 +453,8 @@ def run_process(
 ) -> tuple[Params, float, float, float]:
     """One fresh process of ``job`` on ``side``: see :func:`_subprocess_report`."""
     cmd = [sys.executable, str(suite.script), "--worker", job.name, "--data-dir", str(data_dir)]
-    cmd += ["--params", json.dumps(stage.params), *(["--extras"] if first else [])]
+    params = {**stage.params, **stage.options}
+    cmd += ["--params", json.dumps(params), *(["--extras"] if first else [])]
     return _subprocess_report(
         cmd,
         side.env(),

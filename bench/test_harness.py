@@ -324,3 +324,13 @@ def test_before_after_table(toy: ModuleType) -> None:
         "runs": "1 + 1",
         "values": "max |diff| 5.0e-01",
     }
+
+
+def test_options_reach_the_jobs(toy: ModuleType, tmp_path: Path) -> None:
+    # The data's parameters and the jobs' options (e.g. Spark partitions) are merged.
+    stage = Stage(1, Path("data"), {"sleep_s": 0.0}, ["slow-load"], options={"load_s": 0.1})
+    (tmp_path / "data").mkdir()
+    sides = [Side(AFTER, harness.ROOT, "")]
+    job = toy.JOBS["slow-load"]
+    (result,) = harness.run_job(toy.SUITE, job, stage, tmp_path / "data", sides, Settings())
+    assert (result.error, result.values) == ("", {"slept": 0.0})
