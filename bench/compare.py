@@ -1,35 +1,43 @@
 """Benchmark of ``fm.compare``: 10k bootstrap resamples over 100k users x 3 models.
 
-Each job runs in its own subprocess (time and peak RSS of that process alone):
+Each job runs on the harness (``harness.py``) in a fresh process, which reads the
+per-user frame (generated once, cached as parquet) untimed:
 
 - ``frame_metrics``: ``fm.compare`` on a per-user frame of 3 models x ``--metrics``
   metric columns: every mean, interval, paired difference and test, Holm-corrected.
 - ``scipy``: ``scipy.stats.bootstrap(..., method="percentile")`` for the same intervals
   (one call per model and metric, and one paired call per difference), plus
-  ``ttest_rel`` and ``wilcoxon``: what a user would write without frame_metrics. At the
-  full size it is timed on ``--scipy-share`` of the columns and scaled up (printed as such).
+  ``ttest_rel`` and ``wilcoxon``: what a user would write without frame_metrics. It is
+  timed on ``--scipy-share`` of the columns and scaled up (printed as such).
 
-Run: ``python bench/compare.py`` (about 2 minutes); ``--users 20000`` for a quick look.
+Run: ``python bench/compare.py`` (about 3 minutes); ``--users 20000`` for a quick look.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
-import time
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-import polars as pl
 
-MARK = "@@RESULT "
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # running as `python bench/compare.py` already has it
+    sys.path.insert(0, str(HERE))
+
+import harness  # noqa: E402
+import peers  # noqa: E402
+from harness import Job, Prepared, Result, Stage, Values  # noqa: E402
+
 MODELS = ("a", "b", "c")
 
 
-def make_per_user(n_users: int, n_metrics: int, seed: int = 0) -> pl.DataFrame:
+def make_per_user(n_users: int, n_metrics: int, seed: int = 0) -> Any:
     """Per-user values of 3 models: mostly zeros with a continuous tail, like NDCG/recall."""
+    import polars as pl
+
     rng = np.random.default_rng(seed)
     frames = []
     for shift, name in zip((0.0, 0.01, -0.005), MODELS, strict=True):
@@ -41,119 +49,104 @@ def make_per_user(n_users: int, n_metrics: int, seed: int = 0) -> pl.DataFrame:
     return pl.concat(frames)
 
 
-def _peak_mib() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+def make_data(data_dir: Path, params: harness.Params) -> dict[str, Any]:
+    """The per-user frame of ``params`` as ``per_user.parquet``."""
+    frame = make_per_user(params["users"], params["metrics"], params["seed"])
+    data_dir.mkdir(parents=True, exist_ok=True)
+    frame.write_parquet(data_dir / "per_user.parquet")
+    return {"rows": frame.height}
 
 
-def job_frame_metrics(n_users: int, n_metrics: int, resamples: int) -> dict[str, Any]:
+def load(data_dir: Path, kind: str, params: harness.Params) -> tuple[Any, harness.Params]:
+    """The per-user frame (``pl.read_parquet``) and the run's parameters."""
+    import polars as pl
+
+    return pl.read_parquet(data_dir / "per_user.parquet"), params
+
+
+def prepare_fm(inputs: tuple[Any, harness.Params]) -> Prepared:
+    """``fm.compare`` against model ``a``; its values: model ``b``'s first interval."""
+    import polars as pl
+
     import frame_metrics as fm
 
-    per_user = make_per_user(n_users, n_metrics)
-    start = time.perf_counter()
-    out = fm.compare(per_user, baseline_model="a", n_resamples=resamples, seed=0, progress=False)
-    seconds = time.perf_counter() - start
-    first = out.filter(pl.col("model") == "b").row(0, named=True)
-    return {"seconds": seconds, "peak_mib": _peak_mib(), "ci": [first["ci_low"], first["ci_high"]]}
+    per_user, params = inputs
 
-
-def job_scipy(n_users: int, n_metrics: int, resamples: int, share: float) -> dict[str, Any]:
-    from scipy import stats  # type: ignore[import-untyped]
-
-    per_user = make_per_user(n_users, n_metrics)
-    columns = [c for c in per_user.columns if c not in ("model", "user")]
-    timed = columns[: max(1, round(len(columns) * share))]
-    values = {m: per_user.filter(pl.col("model") == m) for m in MODELS}
-    rng = np.random.default_rng(0)
-    start = time.perf_counter()
-    for column in timed:
-        base = values["a"][column].to_numpy()
-        for m in MODELS:
-            x = values[m][column].to_numpy()
-            stats.bootstrap(
-                (x,),
-                np.mean,
-                n_resamples=resamples,
-                method="percentile",
-                random_state=rng,
-                batch=max(1, 20_000_000 // n_users),
-            )
-            if m == "a":
-                continue
-            stats.bootstrap(
-                (x, base),
-                lambda u, v, axis=-1: np.mean(u - v, axis=axis),
-                paired=True,
-                n_resamples=resamples,
-                method="percentile",
-                random_state=rng,
-                batch=max(1, 20_000_000 // n_users),
-            )
-            stats.ttest_rel(x, base)
-            stats.wilcoxon(x, base, method="approx")
-    seconds = (time.perf_counter() - start) * len(columns) / len(timed)
-    return {"seconds": seconds, "peak_mib": _peak_mib(), "scaled_from": len(timed) / len(columns)}
-
-
-def run(job: str, args: argparse.Namespace) -> dict[str, Any]:
-    cmd = [
-        sys.executable,
-        __file__,
-        "--worker",
-        job,
-        "--users",
-        str(args.users),
-        "--metrics",
-        str(args.metrics),
-        "--resamples",
-        str(args.resamples),
-        "--scipy-share",
-        str(args.scipy_share),
-    ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, check=False)
-    for line in done.stdout.splitlines():
-        if line.startswith(MARK):
-            return dict(json.loads(line[len(MARK) :]))
-    return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "no result"}
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--users", type=int, default=100_000)
-    parser.add_argument("--metrics", type=int, default=4, help="metric columns per model")
-    parser.add_argument("--resamples", type=int, default=10_000)
-    parser.add_argument("--scipy-share", type=float, default=0.25)
-    parser.add_argument("--timeout", type=int, default=900)
-    parser.add_argument("--worker", choices=["frame_metrics", "scipy"])
-    args = parser.parse_args(argv)
-    if args.worker == "frame_metrics":
-        print(MARK + json.dumps(job_frame_metrics(args.users, args.metrics, args.resamples)))
-        return 0
-    if args.worker == "scipy":
-        result = job_scipy(args.users, args.metrics, args.resamples, args.scipy_share)
-        print(MARK + json.dumps(result))
-        return 0
-    print(
-        f"compare: {args.users:,} users x {len(MODELS)} models x {args.metrics} metrics, "
-        f"{args.resamples:,} resamples"
-    )
-    results = {job: run(job, args) for job in ("frame_metrics", "scipy")}
-    base = results["frame_metrics"].get("seconds", float("nan"))
-    print("| tool | seconds | ratio | peak MiB | note |\n| --- | --- | --- | --- | --- |")
-    for job, r in results.items():
-        if "error" in r:
-            print(f"| {job} | failed | | | {r['error']} |")
-            continue
-        note = ""
-        if "scaled_from" in r and r["scaled_from"] < 1:
-            note = f"timed on {r['scaled_from']:.0%} of the metrics, scaled up"
-        print(
-            f"| {job} | {r['seconds']:.2f} | {r['seconds'] / base:.1f}x | {r['peak_mib']:.0f} | {note} |"
+    def run() -> Values:
+        out = fm.compare(
+            per_user,
+            baseline_model="a",
+            n_resamples=params["resamples"],
+            seed=0,
+            progress=False,
         )
+        first = out.filter(pl.col("model") == "b").row(0, named=True)
+        return {"ci_low": float(first["ci_low"]), "ci_high": float(first["ci_high"])}
+
+    return Prepared(run)
+
+
+def prepare_scipy(inputs: tuple[Any, harness.Params]) -> Prepared:
+    """scipy.stats for the same work (see :func:`peers.prepare_scipy_compare`)."""
+    per_user, params = inputs
+    return peers.prepare_scipy_compare(per_user, MODELS, params["resamples"], params["scipy_share"])
+
+
+JOBS = harness.job_table(
+    Job("frame_metrics", "frame_metrics", "fm.compare", prepare_fm),
+    Job("scipy", "scipy", "stats.bootstrap, ttest_rel, wilcoxon", prepare_scipy),
+)
+SUITE = harness.Suite(
+    "Benchmark of fm.compare: bootstrap resamples over users x 3 models.",
+    Path(__file__).resolve(),
+    JOBS,
+    "frame_metrics",
+    load,
+    make_data,
+    ("frame_metrics", "polars", "numpy", "scipy"),
+)
+
+
+def plan(args: argparse.Namespace) -> list[Stage]:
+    """Both jobs (or those of ``--only``) on one per-user frame."""
+    jobs = [name for name in JOBS if name in (harness.wanted_jobs(SUITE, args.only) or JOBS)]
+    users = harness.parse_sizes(args.users)[0]
+    params = {"users": users, "metrics": args.metrics, "seed": args.seed}
+    options = {"resamples": args.resamples, "scipy_share": args.scipy_share}
+    directory = Path(f"compare-u{users}-m{args.metrics}-s{args.seed}")
+    return [Stage(users, directory, params, jobs, options=options)]
+
+
+def report(results: list[Result], stages: list[Stage], args: argparse.Namespace) -> int:
+    """scipy's time scaled up to every metric column, against frame_metrics'."""
+    print(
+        f"\ncompare: {stages[0].users:,} users x {len(MODELS)} models x {args.metrics} "
+        f"metrics, {args.resamples:,} resamples"
+    )
+    base = next((r.median for r in results if r.job == "frame_metrics" and r.times), np.nan)
+    rows = [["tool", "seconds", "ratio", "peak MiB", "note"]]
+    for r in results:
+        label = r.job + (f" [{r.side}]" if r.side != harness.AFTER else "")
+        if r.error:
+            rows.append([label, "failed", "", "", r.error[:120]])
+            continue
+        seconds, note = r.median, ""
+        if "seconds_all" in r.values:  # timed on a share of the columns
+            seconds = r.values["seconds_all"]
+            if r.inner["scaled_from"] < 1:
+                note = f"timed on {r.inner['scaled_from']:.0%} of the metrics, scaled up"
+        rows.append([label, f"{seconds:.2f}", f"{seconds / base:.1f}x", f"{r.peak_mib:.0f}", note])
+    print(harness.render(rows, markdown=True))
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: both jobs, the timings and the scaled comparison."""
+    p = harness.parser(SUITE, users="100000", repeats=1, timeout=900.0)
+    p.add_argument("--metrics", type=int, default=4, help="metric columns per model")
+    p.add_argument("--resamples", type=int, default=10_000)
+    p.add_argument("--scipy-share", type=float, default=0.25)
+    return harness.main(SUITE, p.parse_args(argv), plan, report)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """Spark and Dask against polars and Recommenders' SparkRankingEvaluation, same data.
 
-Each job runs in a fresh process; peak memory is the whole process tree's (Spark's JVM
-and Python workers, Dask's worker processes), sampled every 50 ms. Times include
-reading the parquet files and, for Spark and Dask, the work at ``evaluate`` time (checks,
-global tables) plus collecting the aggregate; the session or cluster start is reported
-apart.
+Each job runs on the harness (``harness.py``) in a fresh process; peak memory is the
+whole process tree's (Spark's JVM and Python workers, Dask's worker processes), sampled
+every 50 ms. Times include reading the parquet files and, for Spark and Dask, the work
+at ``evaluate`` time (checks, global tables) plus collecting the aggregate; the session
+or cluster start is untimed and reported apart (``start s``).
 
 Jobs (P, R, MAP, NDCG, MRR at k=10 unless said; ``aggregate=True``):
 
@@ -22,186 +22,176 @@ Run ``python bench/distributed.py --users 1000000`` (data generated with
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import subprocess
 import sys
-import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import polars as pl
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # running as `python bench/distributed.py` already has it
+    sys.path.insert(0, str(HERE))
 
-sys.path.insert(0, str(Path(__file__).parent))
+import harness  # noqa: E402
+import peers  # noqa: E402
+from harness import Job, Prepared, Result, Stage, Values  # noqa: E402
 
-METRICS = ["precision@10", "recall@10", "ap@10", "ndcg@10", "mrr@10"]
-JOBS = ("polars", "fm-spark", "fm-dask", "recommenders-spark")
+# This file is named like dask's `distributed` package, which `dask.distributed` imports:
+# with this directory first on sys.path, that import would find this file instead.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
 
-_SPARK = """
-from pyspark.sql import SparkSession
-spark = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "12g")
-         .config("spark.sql.shuffle.partitions", "{partitions}").config("spark.ui.enabled", "false")
-         .getOrCreate())
-"""
-
-_CODE = {
-    "polars": """
-import polars as pl, frame_metrics as fm
-t0 = time.perf_counter()
-recs = pl.read_parquet(RECS, columns=["user", "item", "rank"])
-truth = pl.read_parquet(TRUTH)
-out = fm.evaluate(recs, truth, metrics=METRICS, aggregate=True)
-values = out.row(0, named=True)
-""",
-    "fm-spark": _SPARK
-    + """
-import polars as pl, frame_metrics as fm
-start = time.perf_counter() - START
-t0 = time.perf_counter()
-recs = spark.read.parquet(RECS).select("user", "item", "rank")
-truth = spark.read.parquet(TRUTH)
-out = fm.evaluate(recs, truth, metrics=METRICS, aggregate=True)
-values = pl.from_arrow(out.toArrow()).row(0, named=True)
-""",
-    "fm-dask": """
-import dask.dataframe as dd, polars as pl, frame_metrics as fm
-from dask.distributed import Client, LocalCluster
-client = Client(LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="10GB"))
-start = time.perf_counter() - START
-t0 = time.perf_counter()
-recs = dd.read_parquet(RECS, columns=["user", "item", "rank"])
-truth = dd.read_parquet(TRUTH)
-out = fm.evaluate(recs, truth, metrics=METRICS, aggregate=True)
-values = pl.from_pandas(out.compute()).row(0, named=True)
-""",
-    "recommenders-spark": _SPARK
-    + """
-from recommenders.evaluation.spark_evaluation import SparkRankingEvaluation
-start = time.perf_counter() - START
-t0 = time.perf_counter()
-recs = spark.read.parquet(RECS).select("user", "item", "score").where("rank <= 10")
-truth = spark.read.parquet(TRUTH).withColumnRenamed("relevance", "rating")
-ev = SparkRankingEvaluation(truth, recs, k=10, col_user="user", col_item="item",
-                            col_rating="rating", col_prediction="score", relevancy_method="top_k")
-values = {"precision@10": ev.precision_at_k(), "recall@10": ev.recall_at_k(),
-          "ndcg@10 (binary)": ev.ndcg_at_k(), "map@10 (recommenders)": ev.map_at_k()}
-""",
-}
+K = 10
+METRICS = [f"{m}@{K}" for m in peers.RANKING]
+Paths = tuple[str, str, int]  # recs, truth, Spark shuffle partitions
 
 
-def _child(job: str, recs: str, truth: str, partitions: int) -> str:
-    return (
-        "import json, time\nSTART = time.perf_counter()\nstart = 0.0\n"
-        f"RECS, TRUTH, METRICS = {recs!r}, {truth!r}, {METRICS!r}\n"
-        + _CODE[job].replace("{partitions}", str(partitions))
-        + "\nprint(json.dumps({'seconds': time.perf_counter() - t0, 'start': start, "
-        "'values': {k: v for k, v in values.items()}}))\n"
-    )
-
-
-def _tree_rss(pid: int) -> int:
-    import psutil
-
-    try:
-        proc = psutil.Process(pid)
-        procs = [proc, *proc.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return 0
-    total = 0
-    for p in procs:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            total += p.memory_info().rss
-    return total
-
-
-def run_job(job: str, recs: str, truth: str, partitions: int, timeout: float) -> dict[str, Any]:
-    """Run one job in a fresh process; its result, time and peak tree RSS."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _child(job, recs, truth, partitions)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    peak = 0
-    stop = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not stop.is_set():
-            peak = max(peak, _tree_rss(proc.pid))
-            time.sleep(0.05)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
-    except subprocess.TimeoutExpired:
-        import psutil
-
-        for child in psutil.Process(proc.pid).children(recursive=True):
-            child.kill()
-        proc.kill()
-        out, err = proc.communicate()
-        status = f"timeout {timeout:.0f} s"
-    stop.set()
-    sampler.join()
-    result: dict[str, Any] = {"job": job, "status": status, "peak_mib": peak / 2**20}
-    lines = [line for line in out.splitlines() if line.startswith("{")]
-    if status == "ok" and lines:
-        result |= json.loads(lines[-1])
-    elif status != "ok":
-        result["error"] = err.strip().splitlines()[-1:] if err.strip() else []
-    return result
-
-
-def ensure_data(users: int, data_dir: Path) -> tuple[str, str]:
-    """Generate (once) and return the recs and truth parquet paths for ``users``."""
+def make_data(data_dir: Path, params: harness.Params) -> dict[str, Any]:
+    """``generate.make_data(users, seed=seed)`` as ``recs.parquet`` and ``truth.parquet``."""
     from generate import make_data, write_parquet
 
-    out = data_dir / f"u{users}"
-    recs, truth = out / "recs.parquet", out / "truth.parquet"
-    if not (recs.exists() and truth.exists()):
-        write_parquet(*make_data(users), out)
-    return str(recs), str(truth)
+    recs, truth = make_data(params["users"], seed=params["seed"])
+    write_parquet(recs, truth, data_dir)
+    return {"rec_rows": recs.height, "truth_rows": truth.height}
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Command line: run the jobs and print a markdown table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--users", type=int, default=1_000_000)
-    parser.add_argument("--data-dir", type=Path, default=Path("/tmp/fmdist"))
-    parser.add_argument("--only", default=",".join(JOBS))
-    parser.add_argument("--partitions", type=int, default=16, help="Spark shuffle partitions")
-    parser.add_argument("--timeout", type=float, default=900)
-    args = parser.parse_args(argv)
-    recs, truth = ensure_data(args.users, args.data_dir)
-    rows = []
-    for job in args.only.split(","):
-        result = run_job(job, recs, truth, args.partitions, args.timeout)
-        rows.append(result)
-        print(json.dumps(result), flush=True)
-    base = next((r for r in rows if r["job"] == "polars" and r["status"] == "ok"), None)
-    print(f"\n{args.users:,} users; Spark local[2], {args.partitions} shuffle partitions\n")
-    print("| job | status | seconds | start s | peak MiB | ratio to polars |")
-    print("|---|---|---|---|---|---|")
-    for r in rows:
-        secs = r.get("seconds")
-        ratio = f"{secs / base['seconds']:.1f}x" if base and secs else ""
-        shown = f"{secs:.1f}" if secs else ""
-        print(
-            f"| {r['job']} | {r['status']} | {shown} | {r.get('start', 0):.1f} | "
-            f"{r['peak_mib']:,.0f} | {ratio} |"
-        )
-    print("\nvalues:")
-    names = sorted({n for r in rows for n in r.get("values", {})})
-    frame = pl.DataFrame(
-        [{"job": r["job"], **{n: r.get("values", {}).get(n) for n in names}} for r in rows]
+def load(data_dir: Path, kind: str, params: harness.Params) -> Paths:
+    """The parquet paths: every job reads them inside its timed call."""
+    return str(data_dir / "recs.parquet"), str(data_dir / "truth.parquet"), params["partitions"]
+
+
+def _timed_start(start: Callable[[], Any]) -> tuple[Any, Values]:
+    """``start()`` and how long it took, as the ``inner`` value ``start s``."""
+    t0 = time.perf_counter()
+    return start(), {"start s": time.perf_counter() - t0}
+
+
+def spark_session(partitions: int) -> Any:
+    """A ``local[2]`` Spark session with 12 GB driver memory and no UI."""
+    from pyspark.sql import SparkSession
+
+    builder: Any = SparkSession.builder
+    return (
+        builder.master("local[2]")
+        .config("spark.driver.memory", "12g")
+        .config("spark.sql.shuffle.partitions", str(partitions))
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
     )
-    with pl.Config(tbl_cols=-1, tbl_width_chars=200, float_precision=12):
-        print(frame)
+
+
+def prepare_polars(paths: Paths) -> Prepared:
+    """``fm.evaluate`` on ``pl.read_parquet`` frames (the reading is timed)."""
+    import polars as pl
+
+    import frame_metrics as fm
+
+    def run() -> Values:
+        recs = pl.read_parquet(paths[0], columns=["user", "item", "rank"])
+        out = fm.evaluate(recs, pl.read_parquet(paths[1]), metrics=METRICS, aggregate=True)
+        return peers.fm_floats(out)
+
+    return Prepared(run)
+
+
+def prepare_spark(paths: Paths) -> Prepared:
+    """``fm.evaluate`` on Spark frames, collected with ``toArrow()``."""
+    import polars as pl
+
+    import frame_metrics as fm
+
+    spark, inner = _timed_start(lambda: spark_session(paths[2]))
+
+    def run() -> Values:
+        recs = spark.read.parquet(paths[0]).select("user", "item", "rank")
+        out = fm.evaluate(recs, spark.read.parquet(paths[1]), metrics=METRICS, aggregate=True)
+        return peers.fm_floats(pl.from_arrow(out.toArrow()))
+
+    return Prepared(run, inner=inner, close=spark.stop)
+
+
+def prepare_dask(paths: Paths) -> Prepared:
+    """``fm.evaluate`` on dask frames on a 2-process ``LocalCluster``."""
+    import dask.dataframe as dd
+    from dask.distributed import Client, LocalCluster
+
+    import frame_metrics as fm
+
+    def start() -> Any:
+        return Client(LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="10GB"))
+
+    client, inner = _timed_start(start)
+
+    def run() -> Values:
+        recs = dd.read_parquet(paths[0], columns=["user", "item", "rank"])
+        out = fm.evaluate(recs, dd.read_parquet(paths[1]), metrics=METRICS, aggregate=True)
+        return peers.fm_floats(out.compute())
+
+    return Prepared(run, inner=inner, close=client.close)
+
+
+def prepare_recommenders(paths: Paths) -> Prepared:
+    """Recommenders' SparkRankingEvaluation (see :func:`peers.prepare_recommenders_spark`)."""
+    spark, inner = _timed_start(lambda: spark_session(paths[2]))
+    prepared = peers.prepare_recommenders_spark(spark, paths[0], paths[1], K)
+    prepared.inner, prepared.close = inner, spark.stop
+    return prepared
+
+
+FM = "frame_metrics"
+JOBS = harness.job_table(
+    Job("polars", FM, "fm.evaluate on pl.read_parquet frames", prepare_polars),
+    Job("fm-spark", FM, "fm on Spark local[2]", prepare_spark, tree=True),
+    Job("fm-dask", FM, "fm on Dask, 2 workers", prepare_dask, tree=True),
+    Job(
+        "recommenders-spark",
+        "Recommenders",
+        "SparkRankingEvaluation (top-10 rows given)",
+        prepare_recommenders,
+        tree=True,
+    ),
+)
+SUITE = harness.Suite(
+    "Spark and Dask against polars and Recommenders' SparkRankingEvaluation, same data.",
+    Path(__file__).resolve(),
+    JOBS,
+    "polars",
+    load,
+    make_data,
+    ("frame_metrics", "polars", "pandas", "pyspark", "dask", "recommenders"),
+)
+
+
+def plan(args: argparse.Namespace) -> list[Stage]:
+    """Every job named by ``--only`` (all by default) on the data of ``--users``."""
+    jobs = [name for name in JOBS if name in (harness.wanted_jobs(SUITE, args.only) or JOBS)]
+    params, options = {"users": args.users, "seed": args.seed}, {"partitions": args.partitions}
+    return [Stage(args.users, Path(f"u{args.users}-s{args.seed}"), params, jobs, options=options)]
+
+
+def report(results: list[Result], stages: list[Stage], args: argparse.Namespace) -> int:
+    """The session or cluster start and every job's values."""
+    names = list(dict.fromkeys(n for r in results for n in r.values))
+    rows = [["job", "start s", *names]]
+    for r in results:
+        label = r.job + (f" [{r.side}]" if r.side != harness.AFTER else "")
+        start = harness.fmt_s(r.inner.get("start s", 0.0))
+        rows.append(
+            [label, start, *(f"{r.values[n]:.12g}" if n in r.values else "" for n in names)]
+        )
+    print(f"\n{args.users:,} users; Spark local[2], {args.partitions} shuffle partitions")
+    print(harness.render(rows, args.markdown))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: run the jobs, print the timings and the values."""
+    p = harness.parser(SUITE, users="1000000", repeats=1, timeout=900.0)
+    p.set_defaults(data_dir=Path("/tmp/fmdist"))
+    p.add_argument("--partitions", type=int, default=16, help="Spark shuffle partitions")
+    args = p.parse_args(argv)
+    args.users = harness.parse_sizes(args.users)[0]
+    return harness.main(SUITE, args, plan, report)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

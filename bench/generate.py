@@ -77,6 +77,23 @@ def _distinct_rows(
     return out
 
 
+def popular_lists(
+    n_users: int, width: int, seed: int, n_items: int
+) -> tuple[np.random.Generator, np.ndarray, np.ndarray, np.ndarray]:
+    """The start of every generator: a seeded catalog and one popular-leaning list per user.
+
+    Returns the generator (to draw the rest from), the popularity ``cdf`` (Zipf-like,
+    exponent 1), ``item_ids`` (popularity rank -> item id, a seeded permutation) and an
+    ``(n_users, width)`` array of popularity ranks, distinct within each row.
+    """
+    if n_users < 1:
+        raise ValueError(f"n_users: expected an int >= 1, got {n_users}")
+    rng = np.random.default_rng(seed)
+    cdf = _popularity_cdf(n_items, exponent=1.0, offset=10.0)
+    item_ids = rng.permutation(n_items).astype(np.int64)
+    return rng, cdf, item_ids, _distinct_rows(rng, cdf, n_users, width)
+
+
 def make_arrays(
     n_users: int,
     n_recs: int = 100,
@@ -106,14 +123,8 @@ def make_arrays(
         Share of truth draws taken from the user's recommendations (rank-biased, ~1/rank)
         rather than from the catalog.
     """
-    if n_users < 1:
-        raise ValueError(f"n_users: expected an int >= 1, got {n_users}")
-    rng = np.random.default_rng(seed)
-    cdf = _popularity_cdf(n_items, exponent=1.0, offset=10.0)
-    item_ids = rng.permutation(n_items).astype(np.int64)  # popularity rank -> item id
-
+    rng, cdf, item_ids, pop = popular_lists(n_users, n_recs, seed, n_items)
     # Recommendations: distinct popular-leaning items, ordered by a noisy popularity score.
-    pop = _distinct_rows(rng, cdf, n_users, n_recs)
     score = -np.log1p(pop.astype(np.float64)) + rng.gumbel(0.0, 1.5, size=pop.shape)
     order = np.argsort(-score, axis=1)
     pop = np.take_along_axis(pop, order, axis=1)

@@ -13,22 +13,23 @@ Run ``python bench/scale.py --users 1000000,10000000`` (see ``--help``). For eac
    is written beside its destination and renamed into place. Truth has 1..60 graded
    items per user, ~14.5 on average (geometric with mean 16, clipped at 60, repeats
    dropped): ~145M truth rows at 10M users;
-2. runs each job in a fresh subprocess, measuring its wall time (interpreter start and
-   imports included) and its peak resident memory (``VmHWM``, read by the subprocess
-   itself at its end; for a killed job, the highest value the parent saw while polling):
+2. runs each job on the harness (``harness.py``): a fresh process per run, which scans
+   the shards (lazily, untimed) and times the call; ``process s`` is the whole
+   process (interpreter start and imports included), peak memory its ``VmHWM`` (for a
+   killed job, the highest RSS the parent saw while polling):
 
    - ``cli``: ``frame-metrics evaluate DIR/recs DIR/truth -m precision,recall,ap,ndcg,mrr
-     -k 10 --format json`` (``frame_metrics.cli.main`` in the subprocess, which is what
+     -k 10 --format json`` (``frame_metrics.cli.main`` in the process, which is what
      the console script runs);
    - ``fm``: ``fm.evaluate(pl.scan_parquet(recs), pl.scan_parquet(truth), metrics=...,
      k=10, aggregate=True).collect(engine="streaming")``;
-   - ``handwritten``: the obvious hand-written polars query of ``bench/ranking.py`` over
-     the same scans, collected with ``engine="streaming"``;
+   - ``handwritten``: the obvious hand-written polars query (``peers.py``) over the
+     same scans, collected with ``engine="streaming"``;
 
    a job is killed after ``--timeout`` seconds, or as soon as its resident memory
    exceeds ``--max-rss-mib`` (the machine has no swap: this keeps the OOM killer away);
 3. prints a markdown table (users, rows, job, seconds, peak MiB, status) and, per size,
-   the largest difference between the jobs' means.
+   the largest difference between the jobs' means (a mismatch above 1e-9).
 
 The data directory (default ``/tmp/fmscale``) is outside the repository: ~0.95 GiB per
 million users (10M users: 9.5 GiB, ~7 min to generate with ``--gen-workers 2``). Examples::
@@ -46,13 +47,11 @@ import contextlib
 import io
 import json
 import os
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +59,12 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # running as `python bench/scale.py` already has it
     sys.path.insert(0, str(HERE))
 
+import harness  # noqa: E402
+import peers  # noqa: E402
+from harness import Job, Prepared, Result, Stage, Values  # noqa: E402
+
 K = 10
-METRICS = ["precision", "recall", "ap", "ndcg", "mrr"]
-JOBS = ("cli", "fm", "handwritten")
+METRICS = peers.RANKING
 SIZES = {"100M": 1_000_000, "1B": 10_000_000, "2B": 20_000_000}
 DEFAULT_DATA = Path("/tmp/fmscale")
 N_RECS = 100
@@ -70,8 +72,13 @@ N_RECS = 100
 #: generate.py's defaults (8, 30) give 7.5 rows per user; these give ~14.5 (~145M at 10M).
 MEAN_TRUTH = 16.0
 MAX_TRUTH = 60
-RESULT_MARK = "SCALE-RESULT "
-MiB = 1024 * 1024
+#: The largest difference between two jobs' means that counts as agreement.
+TOLERANCE = 1e-9
+
+
+# --------------------------------------------------------------------------------------
+# Generation
+# --------------------------------------------------------------------------------------
 
 
 # --------------------------------------------------------------------------------------
@@ -244,14 +251,9 @@ def row_counts(directory: Path) -> tuple[int, int]:
 # --------------------------------------------------------------------------------------
 
 
-def _peak_mib() -> float:
-    """This process's peak resident memory (``VmHWM``), in MiB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# --------------------------------------------------------------------------------------
+# Jobs
+# --------------------------------------------------------------------------------------
 
 
 def cli_args(directory: Path) -> list[str]:
@@ -269,315 +271,202 @@ def cli_args(directory: Path) -> list[str]:
     ]
 
 
-def run_job(name: str, directory: Path) -> dict[str, Any]:
-    """Run job ``name`` on the data in ``directory``: its means and inner timings."""
+def load(directory: Path, kind: str, params: harness.Params) -> Any:
+    """The directory (``cli``), or lazy scans of its shards: nothing is read yet."""
     import polars as pl
 
-    start = time.perf_counter()
-    timings: dict[str, float] = {}
-    peaks: dict[str, float] = {}  # VmHWM after a step, MiB
-    if name == "cli":
-        from frame_metrics.cli import main
+    if kind == "directory":
+        return directory
+    return tuple(pl.scan_parquet(directory / side / "*.parquet") for side in ("recs", "truth"))
 
+
+def _means(row: dict[str, Any]) -> Values:
+    return {
+        m: float(row[f"{m}@{K}"] if f"{m}@{K}" in row else row[m]) for m in ["n_users", *METRICS]
+    }
+
+
+def prepare_cli(directory: Path) -> Prepared:
+    """The console script's ``main`` on the two directories, its JSON output read back."""
+    from frame_metrics.cli import main
+
+    def run() -> Values:
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             status = main(cli_args(directory))
         if status != 0:
-            raise SystemExit(status)
+            raise RuntimeError(f"frame-metrics exited with {status}")
         (row,) = json.loads(out.getvalue())
-    else:
-        recs = pl.scan_parquet(directory / "recs" / "*.parquet")
-        truth = pl.scan_parquet(directory / "truth" / "*.parquet")
-        if name == "fm":
-            import frame_metrics as fm
+        return _means(row)
 
-            lazy = fm.evaluate(recs, truth, metrics=METRICS, k=K, aggregate=True)
-            # evaluate() runs the checks (and, with several buckets, all the work).
-            timings["evaluate"] = time.perf_counter() - start
-            peaks["evaluate"] = _peak_mib()
-            frame = lazy.collect(engine="streaming")
-            timings["collect"] = time.perf_counter() - start - timings["evaluate"]
-        elif name == "handwritten":
-            from ranking import handwritten_means
-
-            frame = handwritten_means(recs, truth, K).collect(engine="streaming")
-        else:
-            raise ValueError(f"job: expected one of {JOBS}, got {name!r}")
-        row = frame.row(0, named=True)
-    timings["total"] = time.perf_counter() - start
-    values = {
-        m: float(row[f"{m}@{K}"] if f"{m}@{K}" in row else row[m]) for m in ["n_users", *METRICS]
-    }
-    return {"values": values, "timings": timings, "peaks": peaks, "peak_mib": _peak_mib()}
+    return Prepared(run)
 
 
-# --------------------------------------------------------------------------------------
-# The parent: one subprocess per job, with a timeout and a memory cap
-# --------------------------------------------------------------------------------------
+def prepare_fm(scans: tuple[Any, Any]) -> Prepared:
+    """``fm.evaluate`` on the scans, collected with the streaming engine; ``inner`` says
+    how long ``evaluate`` took (it runs the checks, and with several buckets all the
+    work) and the peak RSS after it."""
+    import frame_metrics as fm
 
+    prepared = Prepared(None)
 
-@dataclass
-class Result:
-    users: int
-    rec_rows: int
-    truth_rows: int
-    job: str
-    seconds: float
-    peak_mib: float | None
-    status: str
-    values: dict[str, float] = field(default_factory=dict)
-    timings: dict[str, float] = field(default_factory=dict)
-    peaks: dict[str, float] = field(default_factory=dict)
-
-
-def _proc_status(pid: int) -> dict[str, int]:
-    """``VmRSS`` and ``VmHWM`` of a running process, in KiB (empty once it is gone)."""
-    out: dict[str, int] = {}
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            key, _, rest = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = int(rest.split()[0])
-    return out
-
-
-def run_in_subprocess(
-    name: str,
-    directory: Path,
-    *,
-    timeout: float,
-    max_rss_mib: float,
-    env: dict[str, str] | None = None,
-    log: Path | None = None,
-) -> tuple[float, float | None, str, dict[str, Any]]:
-    """Run job ``name`` in a fresh subprocess: (seconds, peak MiB, status, its report).
-
-    The job is killed (with its process group) after ``timeout`` seconds or when its
-    resident memory exceeds ``max_rss_mib``.
-    """
-    cmd = [sys.executable, __file__, "_job", name, str(directory)]
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    def run() -> Values:
         start = time.perf_counter()
-        proc = subprocess.Popen(
-            cmd, stdout=out, stderr=err, env={**os.environ, **(env or {})}, start_new_session=True
-        )
-        seen_kib, killed = 0, ""
-        while proc.poll() is None:
-            status = _proc_status(proc.pid)
-            seen_kib = max(seen_kib, status.get("VmHWM", 0))
-            elapsed = time.perf_counter() - start
-            if elapsed > timeout:
-                killed = f"timeout ({timeout:g} s)"
-            elif status.get("VmRSS", 0) > max_rss_mib * 1024:
-                killed = f"killed: RSS above {max_rss_mib:g} MiB"
-            if killed:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                break
-            time.sleep(0.1)
-        seconds = time.perf_counter() - start
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
-    if log is not None:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(stderr)
-    report: dict[str, Any] = {}
-    for line in stdout.splitlines():
-        if line.startswith(RESULT_MARK):
-            report = json.loads(line.removeprefix(RESULT_MARK))
-    peak = report.get("peak_mib", seen_kib / 1024 if seen_kib else None)
-    if killed:
-        outcome = killed
-    elif proc.returncode == -signal.SIGKILL:
-        outcome = "killed (SIGKILL: out of memory?)"
-    elif proc.returncode != 0 or not report:
-        lines = [ln for ln in stderr.splitlines() if ln.strip()]
-        outcome = f"exit {proc.returncode}: {lines[-1][:120] if lines else 'no output'}"
-    else:
-        outcome = "ok"
-    return seconds, peak, outcome, report
+        lazy = fm.evaluate(*scans, metrics=METRICS, k=K, aggregate=True)
+        prepared.inner["evaluate s"] = time.perf_counter() - start
+        prepared.inner["evaluate VmHWM MiB"] = harness.status_kib("VmHWM") / 1024
+        frame = lazy.collect(engine="streaming")
+        prepared.inner["collect s"] = time.perf_counter() - start - prepared.inner["evaluate s"]
+        return _means(frame.row(0, named=True))
+
+    prepared.run = run
+    return prepared
 
 
-def _wait_idle(max_load: float, log: bool) -> None:
-    """Wait until no pytest runs and the 1-minute load average is below ``max_load``."""
-    while True:
-        load = float(Path("/proc/loadavg").read_text().split()[0])
-        pgrep = subprocess.run(["pgrep", "-f", "pytest"], check=False, capture_output=True)
-        busy = pgrep.returncode == 0
-        if load < max_load and not busy:
-            return
-        if log:
-            print(f"  waiting for an idle machine (load {load}, pytest: {busy})", file=sys.stderr)
-        time.sleep(30)
+def prepare_handwritten(scans: tuple[Any, Any]) -> Prepared:
+    """The hand-written polars query over the scans, streaming."""
+    return peers.prepare_handwritten(*scans, K, collect="streaming")
 
 
-def run(
-    users: Sequence[int],
-    data_dir: Path,
-    *,
-    jobs: Sequence[str] = JOBS,
-    gen: Generation | None = None,
-    timeout: float = 600.0,
-    max_rss_mib: float = 20_000.0,
-    workers: int = 1,
-    idle_load: float | None = None,
-    log: bool = True,
-) -> tuple[list[Result], dict[int, dict[str, Any]]]:
-    """Generate every size, then run every job on it: the results and the generations."""
-    gen = gen or Generation()
-    results: list[Result] = []
-    generations: dict[int, dict[str, Any]] = {}
-    for n in users:
-        generations[n] = generate(data_dir, n, gen, workers=workers, log=log)
-        directory = size_dir(data_dir, n)
-        rec_rows, truth_rows = row_counts(directory)
-        generations[n] |= {"rec_rows": rec_rows, "truth_rows": truth_rows}
-        if log:
-            g = generations[n]
-            print(
-                f"u{n}: {rec_rows:,} rec rows, {truth_rows:,} truth rows, "
-                f"{g['bytes'] / 2**30:.2f} GiB; {g['generated_shards']} shards generated "
-                f"in {g['seconds']:.0f} s, {g['linked_shards']} linked",
-                file=sys.stderr,
-                flush=True,
-            )
-        for job in jobs:
-            if idle_load is not None:
-                _wait_idle(idle_load, log)
-            seconds, peak, status, report = run_in_subprocess(
-                job,
-                directory,
-                timeout=timeout,
-                max_rss_mib=max_rss_mib,
-                log=directory / "logs" / f"{job}.stderr",
-            )
-            result = Result(
-                n,
-                rec_rows,
-                truth_rows,
-                job,
-                seconds,
-                peak,
-                status,
-                report.get("values", {}),
-                report.get("timings", {}),
-                report.get("peaks", {}),
-            )
-            results.append(result)
-            if log:
-                inner = ", ".join(f"{k} {v:.1f} s" for k, v in result.timings.items())
-                inner += "".join(f", VmHWM after {k} {v:.0f} MiB" for k, v in result.peaks.items())
-                print(
-                    f"  {job}: {seconds:.1f} s, {peak or 0:.0f} MiB, {status} ({inner})",
-                    file=sys.stderr,
-                    flush=True,
-                )
-    return results, generations
+JOBS = harness.job_table(
+    Job("cli", "frame_metrics", "frame-metrics evaluate (CLI)", prepare_cli, "directory", vs="fm"),
+    Job("fm", "frame_metrics", "fm.evaluate(scan_parquet)", prepare_fm, "scans"),
+    Job(
+        "handwritten",
+        "polars (hand-written)",
+        "hand-written query",
+        prepare_handwritten,
+        "scans",
+        vs="fm",
+    ),
+)
+SUITE = harness.Suite(
+    "Scale benchmark: ranking metrics over sharded parquet, 100M to 2B recommendation rows.",
+    Path(__file__).resolve(),
+    JOBS,
+    "fm",
+    load,
+    fail_on_error=True,
+)
+
+
+# --------------------------------------------------------------------------------------
+# Plan and tables
+# --------------------------------------------------------------------------------------
+
+
+def plan(args: argparse.Namespace) -> list[Stage]:
+    """Generate every size (once), then run the jobs on it."""
+    jobs = [name for name in JOBS if name in (harness.wanted_jobs(SUITE, args.only) or JOBS)]
+    gen = Generation(seed=args.seed, shard_users=args.shard_users)
+    stages = []
+    for users in parse_users(args.users):
+        info = generate(args.data_dir, users, gen, workers=args.gen_workers)
+        info["rec_rows"], info["truth_rows"] = row_counts(size_dir(args.data_dir, users))
+        stages.append(Stage(users, Path(f"u{users}"), {}, jobs, info))
+    return stages
 
 
 def max_difference(results: Sequence[Result]) -> dict[int, float]:
     """Per size, the largest absolute difference of a mean between two finished jobs."""
     out: dict[int, float] = {}
     for n in sorted({r.users for r in results}):
-        done = [r.values for r in results if r.users == n and r.status == "ok"]
+        done = [r.values for r in results if r.users == n and not r.error]
         diffs = [abs(a[m] - b[m]) for a in done for b in done for m in ["n_users", *METRICS]]
         out[n] = max(diffs, default=float("nan"))
     return out
 
 
-def markdown(results: Sequence[Result]) -> str:
-    lines = [
-        "| users | rec rows | truth rows | job | seconds | peak MiB | status |",
-        "| ---: | ---: | ---: | --- | ---: | ---: | --- |",
+def report(results: list[Result], stages: list[Stage], args: argparse.Namespace) -> int:
+    """The generations, the jobs (rows, seconds, peak, status), the jobs' agreement."""
+    rows = [["users", "truth rows", "disk GiB", "shards generated", "generation s"]]
+    for s in stages:
+        g = s.info
+        rows.append(
+            [
+                f"{s.users:,}",
+                f"{g['truth_rows']:,}",
+                f"{g['bytes'] / 2**30:.2f}",
+                f"{g['generated_shards']} (+{g['linked_shards']} linked)",
+                f"{g['seconds']:.0f}",
+            ]
+        )
+    print()
+    print(harness.render(rows, markdown=True))
+    info = {s.users: s.info for s in stages}
+    rows = [
+        ["users", "rec rows", "truth rows", "job", "seconds", "process s", "peak MiB", "status"]
     ]
     for r in results:
-        peak = "" if r.peak_mib is None else f"{r.peak_mib:,.0f}"
-        lines.append(
-            f"| {r.users:,} | {r.rec_rows:,} | {r.truth_rows:,} | {r.job} | {r.seconds:.1f} "
-            f"| {peak} | {r.status} |"
+        side = f" [{r.side}]" if r.side != harness.AFTER else ""
+        rows.append(
+            [
+                f"{r.users:,}",
+                f"{info[r.users]['rec_rows']:,}",
+                f"{info[r.users]['truth_rows']:,}",
+                r.job + side,
+                harness.fmt_s(r.median),
+                harness.fmt_s(max(r.wall, default=float("nan"))),
+                f"{r.peak_mib:,.0f}",
+                r.error[:120] or "ok",
+            ]
         )
-    return "\n".join(lines)
+    print()
+    print(harness.render(rows, markdown=True))
+    print()
+    mismatches = 0
+    for size, diff in max_difference([r for r in results if r.side == harness.AFTER]).items():
+        print(f"u{size}: largest difference between the jobs' means: {diff:.3g}")
+        mismatches += diff > TOLERANCE
+    return mismatches
 
 
-def _parse_users(text: str) -> list[int]:
-    return [SIZES.get(t.strip(), 0) or int(t.strip().replace("_", "")) for t in text.split(",")]
+def parse_users(text: str) -> list[int]:
+    """Comma-separated user counts, or the named sizes of :data:`SIZES`.
+
+    >>> parse_users("100M,2_000")
+    [1000000, 2000]
+    """
+    return harness.parse_sizes(
+        ",".join(str(SIZES.get(t.strip(), t.strip())) for t in text.split(","))
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Generate, run the jobs, print the tables; 1 when a job failed or the jobs disagree."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["_shard"]:  # a generation subprocess
         _, directory, index, n = args_list[:4]
         gen = Generation(**json.loads(args_list[args_list.index("--gen") + 1]))
         write_shard(Path(directory), int(index), int(n), gen)
         return 0
-    if args_list[:1] == ["_job"]:  # a measured subprocess
-        report = run_job(args_list[1], Path(args_list[2]))
-        print(RESULT_MARK + json.dumps(report), flush=True)
-        return 0
-
-    parser = argparse.ArgumentParser(
-        description=(__doc__ or "").splitlines()[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    p = harness.parser(
+        SUITE,
+        users="1000000",
+        repeats=1,
+        only=("--jobs", "--only"),
+        data=("--data", "--data-dir"),
+        data_default=DEFAULT_DATA,
     )
-    parser.add_argument(
-        "--users", default="1000000", help="comma-separated user counts, or 100M, 1B, 2B"
-    )
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="data directory")
-    parser.add_argument("--jobs", default=",".join(JOBS), help="comma-separated jobs")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per job")
-    parser.add_argument(
-        "--max-rss-mib", type=float, default=20_000.0, help="kill a job above this RSS"
-    )
-    parser.add_argument("--shard-users", type=int, default=1_000_000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
+    p.set_defaults(max_rss_mib=20_000.0)
+    p.add_argument("--shard-users", type=int, default=1_000_000)
+    p.add_argument(
         "--gen-workers", type=int, default=1, help="shards generated at once (~5 GB each)"
     )
-    parser.add_argument("--generate-only", action="store_true")
-    parser.add_argument(
+    p.add_argument("--generate-only", action="store_true")
+    p.add_argument(
         "--idle-load",
         type=float,
-        default=None,
-        help="before each job, wait for no pytest and a 1-minute load below this",
+        help="before each job, wait until other processes keep fewer than this many cores busy",
     )
-    parser.add_argument("--json", type=Path, help="also write the results to this file")
-    args = parser.parse_args(args_list)
-
-    users = _parse_users(args.users)
-    jobs = [] if args.generate_only else [j.strip() for j in args.jobs.split(",") if j.strip()]
-    unknown = sorted(set(jobs) - set(JOBS))
-    if unknown:
-        parser.error(f"--jobs: unknown {unknown}, expected some of {list(JOBS)}")
-    gen = Generation(seed=args.seed, shard_users=args.shard_users)
-    results, generations = run(
-        users,
-        args.data,
-        jobs=jobs,
-        gen=gen,
-        timeout=args.timeout,
-        max_rss_mib=args.max_rss_mib,
-        workers=args.gen_workers,
-        idle_load=args.idle_load,
-    )
-    print("| users | truth rows | disk GiB | shards generated | generation s |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
-    for size, g in generations.items():
-        print(
-            f"| {size:,} | {g['truth_rows']:,} | {g['bytes'] / 2**30:.2f} | "
-            f"{g['generated_shards']} (+{g['linked_shards']} linked) | {g['seconds']:.0f} |"
-        )
-    if results:
-        print()
-        print(markdown(results))
-        print()
-        for size, diff in max_difference(results).items():
-            print(f"u{size}: largest difference between the jobs' means: {diff:.3g}")
-    if args.json is not None:
-        payload = {"generations": generations, "results": [asdict(r) for r in results]}
-        args.json.write_text(json.dumps(payload, indent=1) + "\n")
-    return 0 if all(r.status == "ok" for r in results) else 1
+    args = p.parse_args(args_list)
+    if args.idle_load is not None:
+        args.wait_idle, args.idle_cores = 3600.0, args.idle_load
+    if args.generate_only:
+        for stage in plan(argparse.Namespace(**{**vars(args), "only": ""})):
+            print(harness.stage_line(stage))
+        return 0
+    return harness.main(SUITE, args, plan, report)
 
 
 if __name__ == "__main__":

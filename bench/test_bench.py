@@ -15,6 +15,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import harness
+import peers
 import ranking
 from generate import make_data
 
@@ -64,7 +66,7 @@ def test_nested_dict_groups_unsorted_rows() -> None:
     users = np.array([2, 1, 2, 1])
     items = np.array([10, 11, 12, 13])
     values = np.array([0.5, 0.25, 1.5, 2.0])
-    assert ranking.nested_dict(users, items, values) == {
+    assert peers.nested_dict(users, items, values) == {
         "1": {"11": 0.25, "13": 2.0},
         "2": {"10": 0.5, "12": 1.5},
     }
@@ -82,10 +84,9 @@ def test_pytrec_eval_agrees_per_user(data: tuple[pl.DataFrame, pl.DataFrame]) ->
     pytrec_eval = pytest.importorskip("pytrec_eval")
     recs, truth = data
     fm = _fm_per_user(recs, truth, ap_denominator="relevant")
-    inputs = ranking.Inputs("pandas", recs.to_pandas(), truth.to_pandas(), 30)
     for cut in (None, K):
-        qrels, run = ranking.qrels_and_run(inputs, cut)
-        got = pytrec_eval.RelevanceEvaluator(qrels, ranking.PYTREC_MEASURES).evaluate(run)
+        qrels, run = peers.qrels_and_run(recs.to_pandas(), truth.to_pandas(), cut)
+        got = pytrec_eval.RelevanceEvaluator(qrels, peers.pytrec_measures(K)).evaluate(run)
         assert set(got) == set(fm)
         pairs = [
             ("P_10", "precision"),
@@ -160,13 +161,13 @@ def test_handwritten_query_agrees_per_user() -> None:
     fm = pytest.importorskip("frame_metrics")
     recs, truth = make_data(2000, seed=5)
     ours = fm.evaluate(recs, truth, metrics=ranking.METRICS, k=K).sort("user")
-    hand = ranking.handwritten_per_user(recs, truth).collect().sort("user")
+    hand = peers.handwritten_per_user(recs, truth, K).collect().sort("user")
     assert hand["user"].to_list() == ours["user"].to_list()
     for m in ranking.METRICS:
         diff = (hand[m] - ours[f"{m}@{K}"]).abs().max()
         assert isinstance(diff, float)
         assert diff <= 1e-12, m
-    means = ranking.handwritten_means(recs, truth).collect().row(0, named=True)
+    means = peers.handwritten_means(recs, truth, K).collect().row(0, named=True)
     agg = fm.evaluate(recs, truth, metrics=ranking.METRICS, k=K, aggregate=True).row(0, named=True)
     assert means["n_users"] == agg["n_users"] == 2000
     for m in ranking.METRICS:
@@ -176,7 +177,7 @@ def test_handwritten_query_agrees_per_user() -> None:
 def test_handwritten_query_scores_users_without_hits_zero() -> None:
     recs = pl.DataFrame({"user": [1, 1, 2, 2], "item": [10, 11, 20, 21], "rank": [1, 2, 1, 2]})
     truth = pl.DataFrame({"user": [1, 2, 2], "item": [11, 99, 21], "relevance": [2, 1, 0]})
-    out = ranking.handwritten_per_user(recs, truth, k=2).collect().sort("user")
+    out = peers.handwritten_per_user(recs, truth, k=2).collect().sort("user")
     assert out.to_dicts() == [
         {
             "user": 1,
@@ -206,7 +207,7 @@ def test_stack_models_permutes_ranks_within_users(data: tuple[pl.DataFrame, pl.D
 
 def test_plan_sizes_shapes_and_only() -> None:
     def stages(*argv: str) -> dict[int, list[str]]:
-        return dict(ranking.plan(ranking.parse_args(list(argv))))
+        return {s.users: s.jobs for s in ranking.plan(ranking.parse_args(list(argv)))}
 
     both = stages("--users", "1000,2000", "--slow-size", "500", "--full-run-max", "1000")
     assert list(both) == [1000, 2000, 500]
@@ -226,8 +227,8 @@ def test_plan_sizes_shapes_and_only() -> None:
         stages("--users", "1000,x")
 
 
-def _result(name: str, users: int, median: float, peak: float = 100.0) -> ranking.Result:
-    return ranking.Result(name, users, times=[median], peak_mib=peak, base_mib=50.0)
+def _result(name: str, users: int, median: float, peak: float = 100.0) -> harness.Result:
+    return harness.Result(name, users, times=[median], peaks=[peak], base_mib=50.0)
 
 
 def test_targets_pass_and_fail_where_they_apply() -> None:
@@ -244,17 +245,22 @@ def test_targets_pass_and_fail_where_they_apply() -> None:
         _result(ranking.BASELINE, 10_000, 1.0),
         _result("rectools", 10_000, 2.0),
     ]
-    rows = {(r[0], r[1].split(" (")[0]): r for r in ranking.targets_table(results)[1:]}
+    table = harness.targets_table(ranking.SUITE, results, ranking.TARGETS)
+    rows = {(r[0], r[1]): r for r in table[1:]}
     n = f"{big:,}"
     verdicts = {target: row[-1] for (users, target), row in rows.items() if users == n}
-    assert verdicts["fm / polars"] == "PASS"
-    assert verdicts["faster of pytrec_eval"] == "FAIL"  # 9x < 10x
-    assert verdicts["fm pandas input / polars input"] == "PASS"
-    assert verdicts["peak RSS fm / polars"] == "PASS"
-    assert verdicts["worst shape / fm-shape-k10"] == "FAIL"  # k100 2.5x
-    assert "k100 2.50x" in rows[(n, "worst shape / fm-shape-k10")][2]
-    small = rows[("10,000", "faster of pytrec_eval")]
-    assert small[-1].startswith("info (fails")
+    peers_vs_fm = "faster of pytrec_eval (cut to top k) and RecTools / fm"
+    assert verdicts == {
+        "fm / hand-written query, collect()": "PASS",  # 1.0 / 1.5
+        peers_vs_fm: "FAIL",  # rectools 9.0 / 1.0 < 10x
+        "fm pandas input / polars input": "PASS",  # 1.05 <= 1.10
+        "peak RSS fm / hand-written query": "PASS",  # 900 <= 1000 MiB
+        "worst shape / fm-shape-k10": "FAIL",  # k100 2.5 > 2.0 (by-model 5.4 / 3 = 1.8)
+    }
+    assert rows[(n, peers_vs_fm)][2:4] == ["rectools 9.000 / 1.000 s = 9.00x", ">= 10.00x"]
+    assert rows[(n, "worst shape / fm-shape-k10")][2] == "fm-shape-k100 2.500 / 1.000 s = 2.50x"
+    small = rows[("10,000", peers_vs_fm)]  # 2.0 / 1.0 against 6x, which applies from 100k
+    assert small[3:] == [">= 6.00x", "info (fails; the target is at >= 100,000 users)"]
     shapes = {row[1]: row for row in ranking.shapes_table(results)[1:]}
     assert shapes["fm-shape-by-model"][7] == "1.80x"
     assert shapes["fm-shape-by-model"][-1] == "PASS"
@@ -280,3 +286,17 @@ def test_end_to_end_shapes_and_handwritten(capsys: pytest.CaptureFixture[str]) -
     assert "\nTargets (package default engine" in out
     worst = [line.split()[0] for line in out.splitlines() if "worst shape / fm-shape-k10" in line]
     assert worst == ["300", "400"]
+
+
+def test_against_runs_the_fm_jobs_on_both_checkouts(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("frame_metrics")
+    argv = ["--users", "300", "--slow-size", "0", "--repeats", "1", "--no-shapes"]
+    code = ranking.main([*argv, "--only", "polars-handwritten", "--against", "HEAD"])
+    out = clean_run_output(code, capsys)
+    before = next(line for line in out.splitlines() if line.startswith("before: HEAD (git "))
+    assert before.endswith("/checkout/frame_metrics/__init__.py")
+    assert f"after: {harness.ROOT} (git " in out
+    table = out.split("\nBefore/after: ")[1].split("\n\n")[0].splitlines()
+    jobs = [line.split()[1] for line in table[3:]]
+    assert jobs == [ranking.BASELINE]  # the only timed frame_metrics job of this run
+    assert table[3].split()[-1] == "identical"  # the same commit on both sides

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -16,16 +17,19 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import beyond
+import harness
+import peers
 
 fm = pytest.importorskip("frame_metrics")
 K = beyond.K
 N_USERS = 300
+PARAMS = {"users": N_USERS, "seed": 5}
 
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("beyond") / "data"
-    info = beyond.save_arrays(N_USERS, 5, out)
+    info = beyond.make_data(out, PARAMS)
     assert info["rec_rows"] == N_USERS * beyond.N_RECS
     assert info["item_pairs"] == N_USERS * 45
     return out
@@ -67,41 +71,48 @@ def test_make_arrays_shapes() -> None:
 
 
 def test_naive_personalization_small_cases() -> None:
-    same = beyond.naive_personalization(np.array([1, 1, 2, 2]), np.array([5, 6, 5, 6]))
-    apart = beyond.naive_personalization(np.array([1, 1, 2, 2]), np.array([5, 6, 7, 8]))
-    half = beyond.naive_personalization(np.array([1, 1, 2, 2]), np.array([5, 6, 5, 8]))
+    same = peers.naive_personalization(np.array([1, 1, 2, 2]), np.array([5, 6, 5, 6]))
+    apart = peers.naive_personalization(np.array([1, 1, 2, 2]), np.array([5, 6, 7, 8]))
+    half = peers.naive_personalization(np.array([1, 1, 2, 2]), np.array([5, 6, 5, 8]))
     assert (same, apart, half) == pytest.approx((0.0, 1.0, 0.5), abs=1e-15)
 
 
+def worker(name: str, data_dir: Path) -> dict[str, Any]:
+    """The report of job ``name``, run in this process."""
+    return harness.worker(beyond.SUITE, name, data_dir, PARAMS, extras=True)
+
+
 def test_frame_kinds_and_families_agree(data_dir: Path) -> None:
-    polars_run = beyond.worker("fm-all", data_dir, 1, 60.0)
-    pandas_run = beyond.worker("fm-all-pandas", data_dir, 1, 60.0)
+    polars_run = worker("fm-all", data_dir)
+    pandas_run = worker("fm-all-pandas", data_dir)
     assert polars_run["values"] == pandas_run["values"]
     assert polars_run["values"]["n_users"] == N_USERS
     for job in ("fm-all-no-validate", "fm-corpus", "fm-popularity", "fm-diversity"):
-        values = beyond.worker(job, data_dir, 1, 60.0)["values"]
+        values = worker(job, data_dir)["values"]
         assert values == {c: polars_run["values"][c] for c in values}, job
 
 
 def test_naive_check_and_stages(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(beyond, "STAGE_REPEATS", 1)
-    naive = beyond.worker("naive-check", data_dir, 1, 60.0)["values"]
+    naive = worker("naive-check", data_dir)["values"]
     assert naive["naive_personalization"] == pytest.approx(naive[f"personalization@{K}"], abs=1e-12)
-    stages = beyond.worker("diversity-stages", data_dir, 1, 60.0)["values"]
+    stages = worker("diversity-stages", data_dir)["values"]
     assert stages["replica_diversity"] == pytest.approx(stages[f"diversity@{K}"], abs=1e-12)
 
 
 def test_rectools_popularity_agrees(data_dir: Path) -> None:
     pytest.importorskip("rectools")
-    peer = beyond.worker("rectools-popularity", data_dir, 1, 60.0)["values"]
-    ours = beyond.worker("fm-rectools-set", data_dir, 1, 60.0)["values"]
+    peer = worker("rectools-popularity", data_dir)["values"]
+    ours = worker("fm-rectools-set", data_dir)["values"]
     for col, value in peer.items():
         assert value == pytest.approx(ours[col], abs=1e-9), col
 
 
 def test_tables_flag_mismatches() -> None:
-    def result(name: str, values: dict[str, float], t: float = 1.0) -> beyond.Result:
-        return beyond.Result(name, 10, [t], [t], 0.0, values, 100.0, 50.0)
+    def result(name: str, values: dict[str, float], t: float = 1.0) -> harness.Result:
+        return harness.Result(
+            name, 10, times=[t], cpu=[t], other_cores=[0.0], values=values, peaks=[100.0]
+        )
 
     peer = {f"coverage@{K}": 0.5, f"novelty@{K}": 3.0, f"arp@{K}": 2.0}
     base = {"n_users": 10.0, **peer}
@@ -114,7 +125,7 @@ def test_tables_flag_mismatches() -> None:
     verdicts = {row[1]: row[-1] for row in checks[1:]}
     assert verdicts["RecTools MeanInvUserFreq"] == "MISMATCH"
     assert verdicts["RecTools AvgRecPopularity"] == "identical"
-    timing = beyond.timing_table(results)
-    ratios = {row[2]: row[6] for row in timing[1:]}
+    timing = harness.timing_table(beyond.SUITE, results)
+    ratios = {row[2]: row[11] for row in timing[1:]}
     assert ratios[beyond.JOBS["rectools-popularity"].label] == "4.00x"  # 2.0 / 0.5
     assert not math.isnan(float(ratios[beyond.JOBS["fm-all"].label].rstrip("x")))
