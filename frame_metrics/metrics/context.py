@@ -10,7 +10,7 @@ and a few sums over the recommended list. Two classes implement it:
 :class:`frame_metrics.families.ranking.stats.UserStats`
     The engine's: every piece is a column of a per-user statistics frame that the engine
     builds from the hits (top-k recommendations joined with relevant truth), the truth
-    alone and the recommended list alone (see :mod:`frame_metrics.ranking_plan`).
+    alone and the recommended list alone (see :mod:`frame_metrics.families.ranking.query`).
 
 Both give results that do not depend on the order in which rows arrive: integer counts
 are exact, and float sums whose value depends on the order of addition are taken in
