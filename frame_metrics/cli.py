@@ -51,7 +51,7 @@ from typing import Any, NoReturn, TextIO
 import polars as pl
 
 import frame_metrics as fm
-from frame_metrics.conventions import CONVENTIONS, METRIC_OPTIONS
+from frame_metrics.conventions import CONVENTIONS
 from frame_metrics.datasets import synthetic
 from frame_metrics.errors import (
     FrameMetricsError,
@@ -61,7 +61,7 @@ from frame_metrics.errors import (
 )
 from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.registry import split_names
-from frame_metrics.options import CHOICES, MetricOptions
+from frame_metrics.options import CHOICES, OPTIONS, Option
 
 __all__ = [
     "DIGITS",
@@ -107,7 +107,6 @@ _EXTRA_FILES = {
     "item_features": "--item-features",
     "baseline": "--baseline",
 }
-_SPEC_OPTIONS = MetricOptions()
 #: evaluate's keyword defaults, so the command line cannot drift from the function.
 _DEFAULTS: dict[str, Any] = {
     name: p.default for name, p in inspect.signature(fm.evaluate).parameters.items()
@@ -349,53 +348,8 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
         help="a peer's conventions: sets every option below in which that peer differs "
         "from the spec; options given explicitly override it",
     )
-    opts.add_argument(
-        "--threshold",
-        type=_number,
-        metavar="X",
-        help="relevance needed to count as relevant, rel >= X; 0: every truth row "
-        "(default: rel > 0)",
-    )
-    opts.add_argument(
-        "--gain",
-        type=_gain,
-        metavar="GAIN",
-        help="DCG gain: linear, exponential, binary or a trec_eval table LEVEL=GAIN,... "
-        "(default: linear)",
-    )
-    _choice(opts, "gain_scope", "who gains in DCG: items passing --threshold, or every rel > 0")
-    _choice(opts, "idcg", "the ideal DCG: the user's relevant items, or k slots of gain 1")
-    _choice(opts, "ap_denominator", "the denominator of AP@k")
-    _choice(opts, "mrr_cutoff", "MRR: the first relevant item within k, or anywhere")
-    _choice(opts, "zero_ideal", "ndcg of a user whose ideal DCG is 0: 0, or left out")
-    _choice(opts, "ties", "equal scores (with --score-col): a tie rule, or the average")
-    _choice(opts, "users", "who may be evaluated: every user seen, or those in truth/recs/both")
-    _choice(opts, "empty", "users without a relevant item: left out or scored 0")
-    _choice(opts, "relevant_set", "R: every relevant truth item, or those recommended")
-    opts.add_argument(
-        "--persistence",
-        type=_number,
-        metavar="P",
-        help="rbp's persistence p in (0, 1) (default: 0.8)",
-    )
-    _choice(opts, "rbp_gain", "what a relevant item adds to rbp: 1, its relevance, or relative")
-    opts.add_argument(
-        "--max-relevance",
-        type=_number,
-        metavar="G",
-        help="err's largest relevance g_max (default: the largest in TRUTH)",
-    )
-    _choice(opts, "on_duplicate", "a repeated (user, item) row: fail or keep the best")
-    _choice(opts, "similarity", "item similarity for diversity")
-    _choice(opts, "unexpected", "serendipity's unexpected items: not in --baseline or --train")
-    opts.add_argument(
-        "--head-share",
-        type=_number,
-        default=_DEFAULTS["head_share"],
-        metavar="X",
-        help="aplt's short head: the most popular --train items holding this share of the "
-        "interactions (default: %(default)s)",
-    )
+    for row in OPTIONS:
+        _add_option(opts, row)
     extra = p.add_argument_group("extra inputs (parquet or CSV files)")
     extra.add_argument(
         "--train",
@@ -456,19 +410,22 @@ def _add_demo(commands: argparse._SubParsersAction[_Parser]) -> None:
     p.set_defaults(run=_run_demo)
 
 
-def _choice(group: argparse._ArgumentGroup, name: str, what: str) -> None:
-    default = _DEFAULTS[name]
-    shown = (
-        f"the --convention's, else {getattr(_SPEC_OPTIONS, name)}"
-        if default is None
-        else "%(default)s"
-    )
-    group.add_argument(
-        "--" + name.replace("_", "-"),
-        choices=CHOICES[name],
-        default=default,
-        help=f"{what} (default: {shown})",
-    )
+def _add_option(group: argparse._ArgumentGroup, row: Option) -> None:
+    """An option of the table as a flag: its choices, or a number (or gain) parsed here."""
+    default = _DEFAULTS[row.name]
+    if default is not None:
+        shown = "%(default)s"
+    elif row.choices and not row.table:
+        shown = f"the --convention's, else {row.default}"
+    else:
+        shown = row.cli_default or str(row.default)
+    help = f"{row.help} (default: {shown})"
+    if row.table:
+        group.add_argument(row.flag, type=_gain, metavar=row.metavar, help=help)
+    elif row.choices:
+        group.add_argument(row.flag, choices=row.choices, default=default, help=help)
+    else:
+        group.add_argument(row.flag, type=_number, default=default, metavar=row.metavar, help=help)
 
 
 def _gain(text: str) -> str | dict[float, float]:
@@ -886,11 +843,9 @@ def _evaluate_options(args: argparse.Namespace, frames: dict[str, pl.LazyFrame])
         "score": args.score_col,
         "relevance": args.relevance_col,
         "prediction": args.prediction_col,
-        **{name: getattr(args, name) for name in (*METRIC_OPTIONS, "convention")},
+        **{row.name: getattr(args, row.name) for row in OPTIONS},
+        "convention": args.convention,
         "features": args.features_col,
-        "similarity": args.similarity,
-        "unexpected": args.unexpected,
-        "head_share": args.head_share,
         **{name: frames[name] for name in _EXTRA_FILES if name in frames},
     }
 

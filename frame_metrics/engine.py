@@ -61,7 +61,7 @@ from frame_metrics.metrics.diversity import (
 from frame_metrics.metrics.rating import ABS_ERRORS, N_PAIRS, SQUARED_ERRORS, RatingContext
 from frame_metrics.metrics.registry import REGISTRY, Requested, resolve_requests
 from frame_metrics.metrics.user_stats import UserStats
-from frame_metrics.options import MetricOptions, other_tie_rules
+from frame_metrics.options import COMBINATION_OPTIONS, MetricOptions, other_tie_rules
 from frame_metrics.prepare import (
     PREDICTION,
     RANK,
@@ -406,17 +406,7 @@ class Request:
 
 
 #: Options that change only how a metric combines its statistics, not the statistics.
-_EXPRESSION_OPTIONS = (
-    "ap_denominator",
-    "empty",
-    "users",
-    "idcg",
-    "mrr_cutoff",
-    "persistence",
-    "max_relevance",
-    "rbp_gain",
-    "zero_ideal",
-)
+_EXPRESSION_OPTIONS = COMBINATION_OPTIONS
 
 
 def _stats_options(options: MetricOptions, call: MetricOptions) -> MetricOptions:
