@@ -55,9 +55,14 @@ from frame_metrics.conventions import CONVENTIONS
 from frame_metrics.datasets import synthetic
 from frame_metrics.errors import (
     FrameMetricsError,
+    FrameMetricsWarning,
     InvalidOptionError,
     Keyword,
+    LeaveOut,
     MissingColumnsError,
+    MissingInputError,
+    Part,
+    Pass,
 )
 from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.registry import split_names
@@ -1240,16 +1245,59 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _in_cli_words(exc: BaseException) -> str:
-    """An error's message with the arguments it proposes said as this command line's.
+    """An error's message in this command line's terms, from its attributes and parts.
 
     Examples
     --------
     >>> _in_cli_words(FrameMetricsError("rows repeat; pass ", Keyword("by", "model")))
     'rows repeat; pass --by model'
+    >>> _in_cli_words(InvalidOptionError("expected a number in (0, 1), got 2.0", option="head_share"))
+    '--head-share: expected a number in (0, 1), got 2.0'
+    >>> _in_cli_words(MissingInputError("novelty", "train", "the train split"))
+    'novelty: expected --train FILE (the train split)'
     """
-    if not isinstance(exc, FrameMetricsError):
+    if not isinstance(exc, (FrameMetricsError, FrameMetricsWarning)):
         return str(exc)
-    return "".join(p if isinstance(p, str) else _cli_keyword(p) for p in exc.parts)
+    return _said(exc)
+
+
+def _said(message: FrameMetricsError | FrameMetricsWarning) -> str:
+    """A message of frame_metrics as this command line says it."""
+    if isinstance(message, MissingInputError):
+        # A frame is a file here: the option and its FILE, never "got None".
+        needed = f"{_flag(message.frame or '')} FILE"
+        return f"{message.metric}: expected {needed} ({message.purpose})" + _words(message.advice)
+    if message.option == "aggregate" and message.columns:
+        # aggregate=False is --per-user, the only way this command line asks for it.
+        return (
+            f"--per-user: {', '.join(message.columns)}: corpus metrics have one value per by "
+            "group, not per user; leave out --per-user"
+        )
+    option = message.option
+    subject = "" if option is None else f"{_flag(option) if option in _SUBJECTS else option}: "
+    return subject + _words(message.parts)
+
+
+def _words(parts: Sequence[Part]) -> str:
+    """Parts of a message: text as it is, the arguments it proposes as this command line's.
+
+    Examples
+    --------
+    >>> _words(["rows repeat; ", Pass("truth"), " or ", LeaveOut("k")])
+    'rows repeat; give TRUTH or leave out -k'
+    """
+    out = []
+    for part in parts:
+        if isinstance(part, str):
+            out.append(part)
+        elif isinstance(part, LeaveOut):
+            out.append(f"leave out {_flag(part.name)}")
+        elif isinstance(part, Pass):
+            verb = "give" if part.name in _FRAME_ARGUMENTS else "pass"
+            out.append(f"{verb} {_cli_keyword(part)}")
+        else:
+            out.append(_cli_keyword(part))
+    return "".join(out)
 
 
 #: The frames a message may propose, as this command line's arguments.
@@ -1268,30 +1316,57 @@ def _cli_keyword(keyword: Keyword) -> str:
     """
     if keyword.name in _FRAME_ARGUMENTS:
         return _FRAME_ARGUMENTS[keyword.name]
-    flag = _FLAGS.get(keyword.name, "--" + keyword.name.replace("_", "-"))
+    flag = _flag(keyword.name)
     return flag if keyword.value is None else f"{flag} {shlex.quote(keyword.value)}"
 
 
-#: evaluate's keyword names, as they begin its messages, and their options here.
-_FLAGS = {
+#: evaluate's and compare's keywords whose option here is not ``--`` and the name.
+_OWN_FLAGS = {
     "k": "-k",
     "metrics": "-m",
     "score": "--score-col",
     "user": "--user-col",
-    "by": "--by",
-    "threshold": "--threshold",
-    "head_share": "--head-share",
-    "persistence": "--persistence",
-    "max_relevance": "--max-relevance",
-    "baseline": "--baseline",
-    "ties": "--ties",
-    # compare's keywords
-    "baseline_model": "--baseline-model",
-    "seed": "--seed",
-    "level": "--level",
     "n_resamples": "--resamples",
-    "correction": "--correction",
 }
+
+
+def _flag(name: str) -> str:
+    """The option of this command line that sets evaluate's or compare's keyword ``name``.
+
+    Examples
+    --------
+    >>> _flag("k"), _flag("zero_ideal"), _flag("item_features"), _flag("baseline_model")
+    ('-k', '--zero-ideal', '--item-features', '--baseline-model')
+    """
+    return _OWN_FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+#: The keywords a message about one begins with, said as their option here: those whose
+#: values this command line hands on as given (cutoffs, names, numbers, the --ties rule,
+#: compare's statistics). A choice option's word is checked when parsed, so a message about
+#: one comes from a metric string ("ap(ap_denominator=x)") and keeps the option's name.
+_SUBJECTS = frozenset(
+    {
+        "k",
+        "metrics",
+        "score",
+        "user",
+        "by",
+        "threshold",
+        "head_share",
+        "persistence",
+        "max_relevance",
+        "baseline",
+        "ties",
+        "baseline_model",
+        "seed",
+        "level",
+        "n_resamples",
+        "correction",
+    }
+)
+#: evaluate's keyword names, as they begin its messages, and their options here.
+_FLAGS = {name: _flag(name) for name in _SUBJECTS}
 
 
 def _in_cli_terms(message: str) -> str:
@@ -1374,7 +1449,8 @@ def _warnings_as_lines() -> Iterator[None]:
         file: TextIO | None = None,
         line: str | None = None,
     ) -> None:
-        print(f"{PROG}: warning: {_in_cli_terms(' '.join(str(message).split()))}", file=sys.stderr)
+        text = _in_cli_words(message) if isinstance(message, Warning) else message
+        print(f"{PROG}: warning: {_in_cli_terms(' '.join(text.split()))}", file=sys.stderr)
 
     with warnings.catch_warnings():
         warnings.showwarning = show

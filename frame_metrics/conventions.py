@@ -496,8 +496,8 @@ def get(name: object) -> Convention:
     if isinstance(name, str) and name in CONVENTIONS:
         return CONVENTIONS[name]
     raise InvalidOptionError(
-        f"convention: expected one of {', '.join(repr(n) for n in CONVENTIONS)} or None, "
-        f"got {shown(name)}"
+        f"expected one of {', '.join(repr(n) for n in CONVENTIONS)} or None, got {shown(name)}",
+        option="convention",
     )
 
 

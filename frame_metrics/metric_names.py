@@ -22,7 +22,7 @@ from frame_metrics.options import CHOICES
 
 __all__ = ["ParsedName", "format_value", "parse_name"]
 
-_EXPECTED = "metrics: expected '<name>', '<name>@<k>' or '<name>(<option>=<value>, ...)@<k>'"
+_EXPECTED = "expected '<name>', '<name>@<k>' or '<name>(<option>=<value>, ...)@<k>'"
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def _number(text: str) -> int | float | None:
 def _table(text: str, raw: str) -> dict[int | float, int | float]:
     """``{level: gain, ...}`` of numbers (a trailing comma allowed)."""
     refused = InvalidOptionError(
-        f"{_EXPECTED}, got {raw!r}: {text!r} is not a {{level: gain}} table"
+        f"{_EXPECTED}, got {raw!r}: {text!r} is not a {{level: gain}} table", option="metrics"
     )
     inner = text[1:-1].strip() if text.endswith("}") else None
     if inner is None or any(ch in inner for ch in "{}[]()"):
@@ -108,7 +108,9 @@ def _value(text: str, raw: str, key: str) -> Any:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         return text[1:-1]
     if not text or not all(ch.isalnum() or ch in "_-." for ch in text):
-        raise InvalidOptionError(f"{_EXPECTED}, got {raw!r}: cannot read the value {text!r}")
+        raise InvalidOptionError(
+            f"{_EXPECTED}, got {raw!r}: cannot read the value {text!r}", option="metrics"
+        )
     return text
 
 
@@ -128,8 +130,9 @@ def parse_name(raw: str, known_options: Mapping[str, object]) -> ParsedName:
     """
     if len(raw) > MAX_NAME_CHARS:
         raise InvalidOptionError(
-            f"metrics: expected a metric string of at most {MAX_NAME_CHARS} characters (a "
-            f"longer gain table goes in gain=), got {shown(raw)}"
+            f"expected a metric string of at most {MAX_NAME_CHARS} characters (a "
+            f"longer gain table goes in gain=), got {shown(raw)}",
+            option="metrics",
         )
     text = raw.strip()
     options: list[tuple[str, Any]] = []
@@ -138,7 +141,7 @@ def parse_name(raw: str, known_options: Mapping[str, object]) -> ParsedName:
         inner, close, tail = rest.rpartition(")")
         tail = tail.strip()
         if not close or (tail and not tail.startswith("@")):
-            raise InvalidOptionError(f"{_EXPECTED}, got {raw!r}")
+            raise InvalidOptionError(f"{_EXPECTED}, got {raw!r}", option="metrics")
         seen: set[str] = set()
         for part in _split_top(inner):
             if not part.strip():
@@ -146,21 +149,25 @@ def parse_name(raw: str, known_options: Mapping[str, object]) -> ParsedName:
             key, eq, value = part.partition("=")
             key = key.strip()
             if not eq:
-                raise InvalidOptionError(f"{_EXPECTED}, got {raw!r}: {part.strip()!r} has no '='")
+                raise InvalidOptionError(
+                    f"{_EXPECTED}, got {raw!r}: {part.strip()!r} has no '='", option="metrics"
+                )
             if not key:
                 raise InvalidOptionError(
-                    f"{_EXPECTED}, got {raw!r}: {part.strip()!r} names no option"
+                    f"{_EXPECTED}, got {raw!r}: {part.strip()!r} names no option",
+                    option="metrics",
                 )
             if key not in known_options:
                 hint = difflib.get_close_matches(key, list(known_options), n=1, cutoff=0.6)
                 suffix = f" (did you mean {hint[0]!r}?)" if hint else ""
                 raise InvalidOptionError(
-                    f"metrics: expected options among {', '.join(sorted(known_options))} "
-                    f"in {raw!r}, got {key!r}{suffix}"
+                    f"expected options among {', '.join(sorted(known_options))} "
+                    f"in {raw!r}, got {key!r}{suffix}",
+                    option="metrics",
                 )
             if key in seen:
                 raise InvalidOptionError(
-                    f"metrics: expected each option once in {raw!r}, got {key!r} twice"
+                    f"expected each option once in {raw!r}, got {key!r} twice", option="metrics"
                 )
             seen.add(key)
             options.append((key, _value(value, raw, key)))

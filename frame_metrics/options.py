@@ -148,7 +148,7 @@ class Option:
 
 
 def _refuse(name: str, expected: str, got: str) -> InvalidOptionError:
-    return InvalidOptionError(f"{name}: expected {expected}, got {got}")
+    return InvalidOptionError(f"expected {expected}, got {got}", option=name)
 
 
 def _one_of(name: str, choices: tuple[str, ...], extra: str = "") -> Callable[[object], Any]:
@@ -460,14 +460,16 @@ def _refused(value: object) -> str:
 def _gain_table(value: object) -> GainTable:
     """A mapping of relevance levels to gains as a sorted tuple of float pairs."""
     items = list(value.items()) if isinstance(value, Mapping) else None
-    expected = "gain: expected a {relevance level: gain} table of finite numbers >= 0"
+    expected = "expected a {relevance level: gain} table of finite numbers >= 0"
     if not items:
-        raise InvalidOptionError(f"{expected}, got {shown(value)}")
+        raise InvalidOptionError(f"{expected}, got {shown(value)}", option="gain")
 
     def checked(v: object) -> float:
         number = _as_float(v)
         if number is None or not math.isfinite(number) or number < 0:
-            raise InvalidOptionError(f"{expected}, got {_refused(v)} in {shown(value)}")
+            raise InvalidOptionError(
+                f"{expected}, got {_refused(v)} in {shown(value)}", option="gain"
+            )
         return number
 
     pairs = {checked(level): checked(gain) for level, gain in items}
@@ -614,7 +616,7 @@ MAX_K = 2**20
 #: The cutoff of a metric named without one, in a call without ``k`` (spec section 8).
 DEFAULT_K = 10
 
-_K_EXPECTED = f"k: expected an int in [1, {MAX_K}] or a list of them"
+_K_EXPECTED = f"expected an int in [1, {MAX_K}] or a list of them"
 
 
 def is_int(value: object) -> bool:
@@ -647,19 +649,19 @@ def validate_k(k: int | Iterable[int] | None, *, required: bool = True) -> tuple
     """
     if k is None:
         if required:
-            raise InvalidOptionError(f"{_K_EXPECTED}, got None")
+            raise InvalidOptionError(f"{_K_EXPECTED}, got None", option="k")
         return ()
     values: list[object] = (
         list(k) if isinstance(k, Iterable) and not isinstance(k, (str, bytes)) else [k]
     )
     if not values:
-        raise InvalidOptionError(f"{_K_EXPECTED}, got an empty list")
+        raise InvalidOptionError(f"{_K_EXPECTED}, got an empty list", option="k")
     for v in values:
         if not is_int(v) or not 1 <= int(v) <= MAX_K:  # type: ignore[call-overload]
             given = v if len(values) > 1 or not isinstance(k, Iterable) else k
             if is_int(given):
                 given = int(given)  # type: ignore[call-overload]
-            raise InvalidOptionError(f"{_K_EXPECTED}, got {shown(given)}")
+            raise InvalidOptionError(f"{_K_EXPECTED}, got {shown(given)}", option="k")
     return tuple(sorted({int(v) for v in values}))  # type: ignore[call-overload]
 
 

@@ -570,6 +570,60 @@ def test_bad_input_message(
     assert issubclass(error, ValueError)
 
 
+#: What an error is about, as its attributes say (FrameMetricsError.option, .frame and
+#: .columns): the keyword, input frame and columns the call got wrong. A message about an
+#: option begins with its name.
+ABOUT: list[tuple[str, Callable[[pl.DataFrame], pl.DataFrame], dict[str, Any], dict[str, Any]]] = [
+    ("head-share", same, {"head_share": 2}, {"option": "head_share"}),
+    ("threshold", same, {"threshold": -1}, {"option": "threshold"}),
+    ("gain-table", same, {"gain": {1: -1}}, {"option": "gain"}),
+    ("choice", same, {"empty": "never"}, {"option": "empty"}),
+    ("cutoff", same, {"k": 0}, {"option": "k"}),
+    ("metric-string", same, {"metrics": "ndcg(gian=binary)@2"}, {"option": "metrics"}),
+    ("convention", same, {"convention": "trec"}, {"option": "convention"}),
+    ("user-repeats", same, {"user": ["user", "user"]}, {"option": "user"}),
+    ("by-is-user", same, {"by": "user"}, {"option": "by", "columns": ("user",)}),
+    (
+        "missing-column",
+        same,
+        {"user": "usr"},
+        {"frame": "recs", "columns": ("usr",)},
+    ),
+    (
+        "null-user",
+        lambda r: r.with_columns(user=pl.Series([1, None, 2])),
+        {},
+        {"frame": "recs"},
+    ),
+    (
+        "duplicate-pair",
+        lambda r: r.with_columns(item=pl.Series([10, 10, 10])),
+        {},
+        {"frame": "recs"},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("change_recs", "kwargs", "about"), [pytest.param(*case[1:], id=case[0]) for case in ABOUT]
+)
+def test_an_error_says_what_it_is_about(
+    constructor: Constructor,
+    change_recs: Callable[[pl.DataFrame], pl.DataFrame],
+    kwargs: dict[str, Any],
+    about: dict[str, Any],
+) -> None:
+    recs, truth = constructor(change_recs(RECS)), constructor(TRUTH)
+    with pytest.raises(FrameMetricsError) as raised:
+        fm.evaluate(recs, truth, **{"k": 2, **kwargs})
+    error = raised.value
+    expected = {"option": None, "frame": None, "columns": ()} | about
+    assert (error.option, error.frame, error.columns) == tuple(expected.values())
+    if error.option is not None:
+        assert str(error).startswith(f"{error.option}: ")
+        assert str(error) == f"{error.option}: " + "".join(map(str, error.parts))
+
+
 def _is_pandas_numpy(frame: object) -> bool:
     import pandas as pd
 
