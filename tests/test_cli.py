@@ -516,6 +516,12 @@ ERRORS: list[tuple[str, ArgsOf, int, str]] = [
         "-k: expected an int >= 1 or a comma-separated list of them, got 'ten'",
     ),
     (
+        "k blank",
+        _with("-k", " ,"),
+        2,
+        "-k: expected an int >= 1 or a comma-separated list of them, got ' ,'",
+    ),
+    (
         "unknown metric",
         _with("-m", "ndgc", "-k", "3"),
         2,

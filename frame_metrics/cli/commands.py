@@ -13,7 +13,6 @@ import polars as pl
 import frame_metrics as fm
 from frame_metrics.cli.files import EXTRA_FILES, output_format, read_inputs, write_result
 from frame_metrics.cli.messages import UsageError
-from frame_metrics.cli.parser import comma_names
 from frame_metrics.datasets import synthetic
 from frame_metrics.options import OPTIONS
 
@@ -35,8 +34,9 @@ def _cutoffs(text: str | None) -> list[int] | None:
     """
     if text is None:
         return None
+    # Blank parts are dropped; none left, or a part not an int, is this one usage error.
     try:
-        cutoffs = [int(part) for part in comma_names(text)]
+        cutoffs = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         cutoffs = []
     if not cutoffs:

@@ -129,7 +129,7 @@ def _add_evaluate(commands: argparse._SubParsersAction[_Parser]) -> None:
     )
     what.add_argument(
         "--by",
-        type=comma_names,
+        type=_names,
         metavar="COLS",
         help="comma-separated columns (model, segment, fold) evaluated independently",
     )
@@ -186,7 +186,7 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
     cols = p.add_argument_group("columns")
     cols.add_argument(
         "--user-col",
-        type=comma_names,
+        type=_names,
         default=_DEFAULTS["user"],  # a string: argparse splits it with the type
         metavar="COLS",
         help="user key; comma-separated for a composite key such as user,session "
@@ -367,14 +367,14 @@ def _metric_names(text: str) -> list[str]:
     return [n.strip() for n in names]
 
 
-def comma_names(text: str) -> list[str]:
+def _names(text: str) -> list[str]:
     """Split a comma-separated argument, dropping blanks; at least one name.
 
     Examples
     --------
-    >>> comma_names("ndcg, recall,")
+    >>> _names("ndcg, recall,")
     ['ndcg', 'recall']
-    >>> comma_names(" ,")
+    >>> _names(" ,")
     Traceback (most recent call last):
     ...
     argparse.ArgumentTypeError: expected a name or comma-separated names, got ' ,'
@@ -496,7 +496,7 @@ def _add_compare(commands: argparse._SubParsersAction[_Parser]) -> None:
     )
     what.add_argument(
         "--by",
-        type=comma_names,
+        type=_names,
         metavar="COLS",
         help="comma-separated segment columns, each compared on its own",
     )
