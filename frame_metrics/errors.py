@@ -14,6 +14,7 @@ import sys
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "DuplicateRowsError",
@@ -144,6 +145,22 @@ class FrameMetricsError(ValueError):
         columns: Iterable[str] = (),
     ) -> None:
         super().__init__(_attach(self, parts, option, frame, columns))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from its message and attributes, not from its constructor's arguments
+        # (a subclass takes others), so that an error raised in another process (a Dask
+        # or Spark worker) comes back whole.
+        state = dict(self.__dict__)
+        if isinstance(self, ImportError):  # its name is not in __dict__
+            state["name"] = self.name
+        return (_rebuilt, (type(self), self.args), state)
+
+
+def _rebuilt(cls: type[FrameMetricsError], args: tuple[object, ...]) -> FrameMetricsError:
+    """An error of ``cls`` with ``args``, its constructor skipped (see ``__reduce__``)."""
+    error = cls.__new__(cls)
+    error.args = args
+    return error
 
 
 class MissingColumnsError(FrameMetricsError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import re
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,7 @@ from frame_metrics.errors import (
     InvalidOptionError,
     InvalidValueError,
     MissingColumnsError,
+    MissingDependencyError,
 )
 from tests.conftest import Constructor
 
@@ -622,6 +624,25 @@ def test_an_error_says_what_it_is_about(
     if error.option is not None:
         assert str(error).startswith(f"{error.option}: ")
         assert str(error) == f"{error.option}: " + "".join(map(str, error.parts))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"user": "usr"}, {"metrics": "novelty"}, {"head_share": 2}, {"metrics": "ndgc"}],
+    ids=["missing-column", "missing-input", "option", "metric"],
+)
+def test_an_error_comes_back_whole_from_another_process(kwargs: dict[str, Any]) -> None:
+    """Pickled (as from a Dask or Spark worker), an error keeps its class, message and
+    attributes, whatever its constructor takes."""
+    with pytest.raises(FrameMetricsError) as raised:
+        fm.evaluate(RECS, TRUTH, k=2, **kwargs)
+    error = raised.value
+    back = pickle.loads(pickle.dumps(error))
+    assert (type(back), str(back), back.args) == (type(error), str(error), error.args)
+    assert vars(back) == vars(error)
+    missing = MissingDependencyError("pyarrow", "a pyarrow Table result", "arrow")
+    back = pickle.loads(pickle.dumps(missing))
+    assert (type(back), str(back), back.name) == (MissingDependencyError, str(missing), "pyarrow")
 
 
 def _is_pandas_numpy(frame: object) -> bool:
