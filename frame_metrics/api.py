@@ -8,7 +8,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from frame_metrics import engine
 from frame_metrics.diagnostics import Diagnostics
-from frame_metrics.errors import IgnoredOptionWarning, InvalidOptionError, warn
+from frame_metrics.errors import IgnoredOptionWarning, InvalidOptionError, LeaveOut, Pass, warn
 from frame_metrics.options import (
     ApDenominator,
     DuplicatePolicy,
@@ -338,7 +338,7 @@ def evaluate(
     aggregate = _flag("aggregate", aggregate)
     # Read twice below (here, then by the request): a generator must not run dry.
     metrics, k = _reusable(metrics), _reusable(k)
-    for message in _ignored_options(
+    for warning in _ignored_options(
         metrics,
         k,
         convention=convention,
@@ -347,7 +347,7 @@ def evaluate(
         rank=rank,
         long_table=truth is None,
     ):
-        warn(message, IgnoredOptionWarning)
+        warn(warning)
     n_buckets = _buckets(recs, buckets)
     if n_buckets > 1:
         from frame_metrics.distributed import buckets as local
@@ -440,7 +440,7 @@ def _flag(name: str, value: object) -> bool:
         kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
     ):
         return bool(value)
-    raise InvalidOptionError(f"{name}: expected True or False, got {value!r}")
+    raise InvalidOptionError(f"expected True or False, got {value!r}", option=name)
 
 
 def _takes_call_k(name: str, convention: str | None) -> bool:
@@ -468,8 +468,8 @@ def _ignored_options(
     score: str | None,
     rank: str,
     long_table: bool,
-) -> list[str]:
-    """What the call gives that cannot change its result, one message each.
+) -> list[IgnoredOptionWarning]:
+    """What the call gives that cannot change its result, one warning each.
 
     ``k`` when every metric names its own cutoff or takes none; a tie rule (the call's,
     or a metric's own) when the rows are ranked by a rank column, whose ranks are unique
@@ -478,8 +478,8 @@ def _ignored_options(
 
     Examples
     --------
-    >>> _ignored_options(["ndcg@5", "rmse"], 10, convention=None, ties=None, score=None,
-    ...                  rank="rank", long_table=False)
+    >>> [str(w) for w in _ignored_options(["ndcg@5", "rmse"], 10, convention=None, ties=None,
+    ...                                   score=None, rank="rank", long_table=False)]
     ["k: 10 ignored, every metric has its own cutoff or none ('ndcg@5', 'rmse'); leave k out, or name a metric without a cutoff to compute it at k"]
     """
     from frame_metrics.conventions import METRIC_OPTIONS
@@ -499,14 +499,18 @@ def _ignored_options(
     names = [str(name) for raw in given for name in split_names(raw)]
     known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
     parsed = [parse_name(name, known) for name in names]
-    messages = []
+    messages: list[IgnoredOptionWarning] = []
     if k is not None and not any(_takes_call_k(name, convention) for name in names):
         # k is valid here: an int (numpy's too) or an iterable of them.
         shown = int(cast("int", k)) if is_int(k) else [int(v) for v in cast("Iterable[int]", k)]
         messages.append(
-            f"k: {shown!r} ignored, every metric has its own cutoff or none "
-            f"({', '.join(repr(n) for n in names)}); leave k out, or name a metric without "
-            "a cutoff to compute it at k"
+            IgnoredOptionWarning(
+                f"{shown!r} ignored, every metric has its own cutoff or none "
+                f"({', '.join(repr(n) for n in names)}); ",
+                LeaveOut("k"),
+                ", or name a metric without a cutoff to compute it at k",
+                option="k",
+            )
         )
     if score is None:
         ranked = (
@@ -515,15 +519,18 @@ def _ignored_options(
             else f"recs are ranked by column {rank!r}"
         )
         why = (
-            f"{ranked}, whose ranks are unique within a user, so no two items tie; pass "
-            "score= to rank by a score column instead"
+            f"{ranked}, whose ranks are unique within a user, so no two items tie; ",
+            Pass("score"),
+            " to rank by a score column instead",
         )
         if ties is not None:
-            messages.append(f"ties: {ties!r} ignored: {why}")
+            messages.append(IgnoredOptionWarning(f"{ties!r} ignored: ", *why, option="ties"))
         for p in parsed:
             own = dict(p.options).get("ties")
             if own is not None:
-                messages.append(f"ties: {own!r} in {p.raw!r} ignored: {why}")
+                messages.append(
+                    IgnoredOptionWarning(f"{own!r} in {p.raw!r} ignored: ", *why, option="ties")
+                )
     return messages
 
 
@@ -543,7 +550,7 @@ def _buckets(recs: object, buckets: int | Literal["auto"] | None) -> int:
         return auto_buckets(recs)
     if not is_int(buckets) or int(buckets) < 1:
         raise InvalidOptionError(
-            f"buckets: expected a positive integer, 'auto' or None, got {buckets!r}"
+            f"expected a positive integer, 'auto' or None, got {buckets!r}", option="buckets"
         )
     return int(buckets)
 

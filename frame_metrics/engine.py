@@ -17,7 +17,14 @@ from frame_metrics.columns import Columns, as_names, check_roles
 from frame_metrics.conventions import OPTION_NAMES, resolve_options
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.dtypes import FloatKey, type_null_columns, unify_keys, whole_number_check
-from frame_metrics.errors import InvalidOptionError, InvalidValueError, Keyword
+from frame_metrics.errors import (
+    InvalidOptionError,
+    InvalidValueError,
+    Keyword,
+    MissingInputError,
+    Part,
+    Pass,
+)
 from frame_metrics.exact_sums import exact_partials, exact_totals
 from frame_metrics.extras import (
     EXTRA_INPUTS,
@@ -158,14 +165,18 @@ class Request:
             for need in sorted(q.metric.inputs(q.options)):
                 source = _EXTRA_OF_NEED.get(need)
                 if source is not None and given[source] is None:
-                    raise InvalidOptionError(
-                        f"{q.metric.name}: expected {source}= ({EXTRA_INPUTS[source]}), "
-                        "got None" + _SERENDIPITY_HINT.get((q.metric.name, source), "")
+                    raise MissingInputError(
+                        q.metric.name,
+                        source,
+                        EXTRA_INPUTS[source],
+                        *_SERENDIPITY_HINT.get((q.metric.name, source), ()),
                     )
         if truth is None and score is not None:
             raise InvalidOptionError(
-                "score: expected None for a long table (it carries ranks), got "
-                f"{score!r}; pass truth= to rank recommendations by score"
+                f"expected None for a long table (it carries ranks), got {score!r}; ",
+                Pass("truth"),
+                " to rank recommendations by score",
+                option="score",
             )
         label = "recs" if truth is not None else "long table"
         reads = self.reads(long_table=truth is None)
@@ -220,26 +231,32 @@ class Request:
                 continue
             if long_table and q.options.threshold == 0:
                 raise InvalidOptionError(
-                    f"threshold: expected a number > 0 or None for {q.column} on a long table "
-                    "(relevance 0 marks a recommended item outside truth there; pass truth= "
-                    "to make every truth row relevant), got 0" + q.set_by("threshold")
+                    f"expected a number > 0 or None for {q.column} on a long table "
+                    "(relevance 0 marks a recommended item outside truth there; ",
+                    Pass("truth"),
+                    " to make every truth row relevant), got 0",
+                    *q.set_by("threshold"),
+                    option="threshold",
                 )
             gain = q.metric.effective(q.options).gain
             if q.metric.name == "ndcg" and q.options.idcg == "k" and gain != "binary":
                 shown = gain if isinstance(gain, str) else dict(gain)
                 raise InvalidOptionError(
-                    f"idcg: expected 'relevant' for {q.column} under gain={shown!r} "
+                    f"expected 'relevant' for {q.column} under gain={shown!r} "
                     "(idcg='k' is k ideal slots of gain 1, an upper bound of DCG only under "
                     "gain='binary': pass ",
                     Keyword("gain", "binary"),
                     " with it), got 'k'",
+                    option="idcg",
                 )
             if scored and q.options.ties == "average" and not q.metric.tie_average:
                 averaged = sorted(m.name for m in REGISTRY.values() if m.tie_average)
                 raise InvalidOptionError(
-                    f"ties: expected {other_tie_rules('average')} for "
+                    f"expected {other_tie_rules('average')} for "
                     f"{q.column} (ties='average' is defined for {', '.join(averaged)}), "
-                    "got 'average'" + q.set_by("ties")
+                    "got 'average'",
+                    *q.set_by("ties"),
+                    option="ties",
                 )
 
     def _type_inputs(self, extras: dict[str, Source]) -> dict[str, Source]:
@@ -278,8 +295,10 @@ class Request:
         corpus = [r.column for r in self.requests if r.metric.population == "corpus"]
         if corpus and not aggregate:
             raise InvalidOptionError(
-                f"aggregate: expected True for corpus metrics (one value per by group, not per "
-                f"user), got False with {', '.join(corpus)}"
+                f"expected True for corpus metrics (one value per by group, not per "
+                f"user), got False with {', '.join(corpus)}",
+                option="aggregate",
+                columns=corpus,
             )
         self.check_roles(aggregate=aggregate)
 
@@ -428,10 +447,21 @@ _EXTRA_OF_NEED = {
     "item_features": "item_features",
     "baseline": "baseline",
 }
-_SERENDIPITY_HINT = {
-    ("serendipity", "baseline"): "; or pass unexpected='history' to judge against train= instead",
-    ("serendipity", "train"): "; or pass unexpected='baseline' (the default) to judge against "
-    "baseline= instead",
+_SERENDIPITY_HINT: dict[tuple[str, str], tuple[Part, ...]] = {
+    ("serendipity", "baseline"): (
+        "; or ",
+        Pass("unexpected", "history"),
+        " to judge against ",
+        Keyword("train"),
+        " instead",
+    ),
+    ("serendipity", "train"): (
+        "; or ",
+        Pass("unexpected", "baseline"),
+        " (the default) to judge against ",
+        Keyword("baseline"),
+        " instead",
+    ),
 }
 
 

@@ -289,19 +289,13 @@ class UnmatchedIdsWarning(FrameMetricsWarning):
     """
 
 
-def warn(
-    warning: FrameMetricsWarning | str, category: type[FrameMetricsWarning] | None = None
-) -> None:
+def warn(warning: FrameMetricsWarning) -> None:
     """Issue a warning attributed to the caller's own line, outside frame_metrics.
 
     A fixed ``stacklevel`` would point into the package when the call came through the
     namespace, ``compare`` or the command line. The warning itself is issued, so that a
-    handler (the command line's) reads its parts. A message given as text is issued as
-    a warning of ``category``.
+    handler (the command line's) reads its parts.
     """
-    if isinstance(warning, str):
-        assert category is not None, "a message given as text needs its category"
-        warning = category(warning)
     package = __name__.rpartition(".")[0] + "."
     frame, level = sys._getframe(1), 1
     while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(package):

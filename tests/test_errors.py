@@ -18,6 +18,7 @@ from frame_metrics.errors import (
     InvalidValueError,
     MissingColumnsError,
     MissingDependencyError,
+    MissingInputError,
 )
 from tests.conftest import Constructor
 
@@ -603,6 +604,28 @@ ABOUT: list[tuple[str, Callable[[pl.DataFrame], pl.DataFrame], dict[str, Any], d
         {},
         {"frame": "recs"},
     ),
+    ("unknown-metric", same, {"metrics": "ndgc"}, {"option": "metrics"}),
+    ("metric-cutoff", same, {"metrics": "rmse@2"}, {"option": "metrics"}),
+    ("aggregate-not-bool", same, {"aggregate": "mean"}, {"option": "aggregate"}),
+    ("buckets", same, {"buckets": 0}, {"option": "buckets"}),
+    (
+        "corpus-per-user",
+        same,
+        {"metrics": ["precision", "coverage"]},
+        {"option": "aggregate", "columns": ("coverage@2",)},
+    ),
+    (
+        "idcg-k-linear-gain",
+        same,
+        {"metrics": "ndcg", "idcg": "k"},
+        {"option": "idcg"},
+    ),
+    (
+        "ties-average-undefined",
+        lambda r: r.with_columns(score=pl.Series([0.5, 0.5, 0.5])),
+        {"metrics": "mrr", "score": "score", "ties": "average"},
+        {"option": "ties"},
+    ),
 ]
 
 
@@ -624,6 +647,20 @@ def test_an_error_says_what_it_is_about(
     if error.option is not None:
         assert str(error).startswith(f"{error.option}: ")
         assert str(error) == f"{error.option}: " + "".join(map(str, error.parts))
+
+
+def test_a_missing_input_names_the_metric_and_the_frame(constructor: Constructor) -> None:
+    with pytest.raises(MissingInputError) as raised:
+        fm.evaluate(constructor(RECS), constructor(TRUTH), metrics="novelty@2")
+    error = raised.value
+    assert (error.metric, error.frame, error.option) == ("novelty", "train", None)
+    assert str(error) == f"novelty: expected train= ({error.purpose}), got None"
+    with pytest.raises(MissingInputError) as raised:
+        fm.evaluate(constructor(RECS), constructor(TRUTH), metrics="serendipity@2")
+    assert (raised.value.metric, raised.value.frame) == ("serendipity", "baseline")
+    assert str(raised.value).endswith(
+        "; or pass unexpected='history' to judge against train= instead"
+    )
 
 
 @pytest.mark.parametrize(

@@ -85,7 +85,7 @@ def report_error(exc: BaseException, args: argparse.Namespace) -> int:
     if isinstance(exc, MissingColumnsError):
         message, status = str(exc) + _column_hint(exc.missing, args), EXIT_USAGE
     elif isinstance(exc, (UsageError, InvalidOptionError)):
-        message, status = _in_cli_terms(in_cli_words(exc)), EXIT_USAGE
+        message, status = in_cli_words(exc), EXIT_USAGE
     elif isinstance(exc, ImportError):  # an optional dependency the command needs
         message, status = missing_dependency(exc, args.command), EXIT_USAGE
     elif isinstance(exc, _DATA_ERRORS):
@@ -258,51 +258,6 @@ _SUBJECTS = frozenset(
 )
 
 
-#: evaluate's keyword names, as they begin its messages, and their options here.
-_FLAGS = {name: flag(name) for name in _SUBJECTS}
-
-
-def _in_cli_terms(message: str) -> str:
-    """Say evaluate's keyword arguments as this command line's options and arguments.
-
-    Examples
-    --------
-    >>> _in_cli_terms("novelty: expected train= (the train split), got None")
-    'novelty: expected --train FILE (the train split)'
-    >>> _in_cli_terms("head_share: expected a number in (0, 1), got 2.0")
-    '--head-share: expected a number in (0, 1), got 2.0'
-    >>> _in_cli_terms("k: 5 ignored, every metric has its own cutoff or none ('ndcg@10'); leave k out")
-    "-k: 5 ignored, every metric has its own cutoff or none ('ndcg@10'); leave out -k"
-    """
-    corpus = re.fullmatch(
-        r"aggregate: expected True for corpus metrics \((.*)\), got False with (.*)", message
-    )
-    if corpus:
-        return f"--per-user: {corpus[2]}: corpus metrics have {corpus[1]}; leave out --per-user"
-    keyword, colon, rest = message.partition(": ")
-    if colon and keyword in _FLAGS:
-        message = f"{_FLAGS[keyword]}: {rest}"
-    extra = r"\b(train|catalog|item_features|baseline)="
-    message = re.sub(extra + r" (\(.*?\)), got None", r"\1= FILE \2", message)
-    message = re.sub(extra, lambda m: "--" + m[1].replace("_", "-"), message)
-    message = re.sub(r"\bunexpected='(\w+)'", r"--unexpected \1", message)
-    message = message.replace("pass truth= to", "give TRUTH to")
-    # A value a preset set: "set by convention='rectools' (pass threshold= to override it)".
-    message = re.sub(r"\bset by convention='(\w+)'", r"set by --convention \1", message)
-    message = re.sub(
-        r"\bpass (\w+)= to override it\)",
-        lambda m: f"pass --{m[1].replace('_', '-')} to override it)",
-        message,
-    )
-    message = message.replace("pass score= to", "pass --score-col to")
-    message = message.replace("leave k out", "leave out -k")
-    if message.startswith("-k: ") and message.endswith(", got None"):
-        message = message.removesuffix("None") + (
-            "none (every metric named without its own cutoff, like ndcg@10, needs -k)"
-        )
-    return message
-
-
 def _column_hint(missing: Sequence[str], args: argparse.Namespace) -> str:
     """Name the options that set the missing columns.
 
@@ -344,7 +299,7 @@ def warnings_as_lines() -> Iterator[None]:
         line: str | None = None,
     ) -> None:
         text = in_cli_words(message) if isinstance(message, Warning) else message
-        print(f"{PROG}: warning: {_in_cli_terms(' '.join(text.split()))}", file=sys.stderr)
+        print(f"{PROG}: warning: {' '.join(text.split())}", file=sys.stderr)
 
     with warnings.catch_warnings():
         warnings.showwarning = show

@@ -181,9 +181,11 @@ def refuse_row_order(job: Job, library: str) -> None:
     for q in request.requests:
         if q.options.ties == "input":
             raise errors.InvalidOptionError(
-                f"ties: expected {other_tie_rules('input')} for "
+                f"expected {other_tie_rules('input')} for "
                 f"{q.column} on {library} (its rows have no order to break ties by), got "
-                "'input'" + q.set_by("ties")
+                "'input'",
+                *q.set_by("ties"),
+                option="ties",
             )
 
 
@@ -509,7 +511,8 @@ def global_tables(
         if validate and no_train and has_recs():
             raise errors.InvalidValueError(
                 "train: expected at least one row in train (novelty, arp and aplt read item "
-                "popularity from it), found an empty frame"
+                "popularity from it), found an empty frame",
+                frame="train",
             )
         head_share = request.options.head_share
         popularity = popularity_levels(per_item.lazy(), train_by, c.item, head_share).collect()

@@ -14,7 +14,7 @@ from typing import Any, Literal, NamedTuple
 
 import polars as pl
 
-from frame_metrics.errors import InvalidOptionError
+from frame_metrics.errors import InvalidOptionError, Keyword, Part, Pass
 from frame_metrics.metrics.context import RankingContext, RankingPieces
 from frame_metrics.options import DEFAULT_K, MetricOptions, validate_k
 
@@ -185,24 +185,24 @@ class Requested(NamedTuple):
     """One metric to compute: at cutoff ``k`` (0: none), with its options, in ``column``.
 
     ``presets`` pairs each option a preset set (and nothing overrode) with the preset,
-    as a message names it: ``("threshold", "convention='rectools'")``.
+    as a message names it: ``("threshold", Keyword("convention", "rectools"))``.
     """
 
     metric: Metric
     k: int
     options: MetricOptions
     column: str
-    presets: tuple[tuple[str, str], ...] = ()
+    presets: tuple[tuple[str, str | Keyword], ...] = ()
 
-    def set_by(self, option: str) -> str:
+    def set_by(self, option: str) -> tuple[Part, ...]:
         """Who set ``option``, as a message's tail: ``", set by <preset> (...)"``.
 
-        ``""`` when the caller did, or the spec's default stands.
+        None when the caller did, or the spec's default stands.
         """
         preset = dict(self.presets).get(option)
         if preset is None:
-            return ""
-        return f", set by {preset} (pass {option}= to override it)"
+            return ()
+        return (", set by ", preset, " (", Pass(option), " to override it)")
 
     def value(self, ctx: Any) -> pl.Expr:
         """The metric from its family's context, named by :attr:`column`."""
@@ -240,7 +240,9 @@ def resolve(name: str) -> Metric:
     frame_metrics.errors.InvalidOptionError: metrics: expected a known metric name, got 'ndgc' (did you mean 'ndcg'?); known metrics: 'ap', ...
     """
     if not isinstance(name, str):
-        raise InvalidOptionError(f"metrics: expected metric names as strings, got {name!r}")
+        raise InvalidOptionError(
+            f"expected metric names as strings, got {name!r}", option="metrics"
+        )
     key = ALIASES.get(name.lower(), name.lower())
     if key in REGISTRY:
         return REGISTRY[key]
@@ -252,8 +254,9 @@ def resolve(name: str) -> Metric:
     hint = difflib.get_close_matches(name.lower(), list(candidates), n=1, cutoff=0.6)
     suffix = f" (did you mean {candidates[hint[0]]!r}?)" if hint else ""
     raise InvalidOptionError(
-        f"metrics: expected a known metric name, got {name!r}{suffix}; "
-        f"known metrics: {', '.join(repr(m) for m in known)}"
+        f"expected a known metric name, got {name!r}{suffix}; "
+        f"known metrics: {', '.join(repr(m) for m in known)}",
+        option="metrics",
     )
 
 
@@ -326,7 +329,9 @@ def resolve_requests(
     # "ndcg,recall" is two names, as on the command line.
     names = [part for raw in given_raw for part in split_names(raw)]
     if not names:
-        raise InvalidOptionError("metrics: expected at least one metric name, got an empty list")
+        raise InvalidOptionError(
+            "expected at least one metric name, got an empty list", option="metrics"
+        )
     ks = validate_k(k, required=False) or None
     known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
     known.pop("on_duplicate")
@@ -334,7 +339,9 @@ def resolve_requests(
     out: list[Requested] = []
     for raw in names:
         if not isinstance(raw, str):
-            raise InvalidOptionError(f"metrics: expected metric names as strings, got {raw!r}")
+            raise InvalidOptionError(
+                f"expected metric names as strings, got {raw!r}", option="metrics"
+            )
         parsed = parse_name(raw, known)
         tool = tool_measure(parsed.name, parsed.cut, raw, package)
         metric = resolve(parsed.name if tool is None else tool.metric)
@@ -345,8 +352,9 @@ def resolve_requests(
         unread = sorted(set(own) - readable)
         if unread:
             raise InvalidOptionError(
-                f"metrics: expected options {label} reads ({', '.join(sorted(readable)) or 'none'}), "
-                f"got {', '.join(unread)} in {raw!r}"
+                f"expected options {label} reads ({', '.join(sorted(readable)) or 'none'}), "
+                f"got {', '.join(unread)} in {raw!r}",
+                option="metrics",
             )
         layers: dict[str, Any] = {"metric": metric.name}
         if tool is None:
@@ -359,7 +367,10 @@ def resolve_requests(
             layers |= {"convention": None, "metric_convention": TOOL_CONVENTION}
             layers["metric_given"] = own | dict(tool.fixed)
         options = metric.effective(resolve_options(given, **layers))
-        named = {"call": f"convention={convention!r}", "metric": repr(raw)}
+        named: dict[str, str | Keyword] = {
+            "call": Keyword("convention", convention),
+            "metric": repr(raw),
+        }
         presets = tuple(
             (option, named[where]) for option, where in preset_settings(given, **layers).items()
         )
@@ -375,7 +386,8 @@ def resolve_requests(
         elif not metric.takes_k:
             if parsed.cut is not None:
                 raise InvalidOptionError(
-                    f"metrics: expected {label!r} without a cutoff (it has none), got {raw!r}"
+                    f"expected {label!r} without a cutoff (it has none), got {raw!r}",
+                    option="metrics",
                 )
             cuts = (0,)
         elif parsed.cut is not None:
@@ -383,7 +395,7 @@ def resolve_requests(
                 cut_k = int(parsed.cut)
             except ValueError:
                 raise InvalidOptionError(
-                    f"metrics: expected '<name>@<int k>', got {raw!r}"
+                    f"expected '<name>@<int k>', got {raw!r}", option="metrics"
                 ) from None
             cuts = validate_k(cut_k)
         else:
@@ -396,7 +408,8 @@ def resolve_requests(
             if request not in out:
                 if any(r.column == column for r in out):
                     raise InvalidOptionError(
-                        f"metrics: expected one meaning per column, got two for {column!r}"
+                        f"expected one meaning per column, got two for {column!r}",
+                        option="metrics",
                     )
                 out.append(request)
     return out
