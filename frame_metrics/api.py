@@ -8,7 +8,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from frame_metrics import engine
 from frame_metrics.diagnostics import Diagnostics
-from frame_metrics.errors import IgnoredOptionWarning, InvalidOptionError, warn
+from frame_metrics.errors import InvalidOptionError, warn
 from frame_metrics.options import (
     ApDenominator,
     DuplicatePolicy,
@@ -342,8 +342,8 @@ def evaluate(
     extras = {"catalog": catalog, "train": train, "item_features": item_features}
     extras["baseline"] = baseline
     spec = _spec(truth, extras, validate, _options(locals()))
-    for message in spec.ignored:
-        warn(message, IgnoredOptionWarning)
+    for warning in spec.ignored:
+        warn(warning)
     n_buckets = _buckets(recs, buckets)
     if n_buckets > 1:
         from frame_metrics.distributed import buckets as local
@@ -422,7 +422,7 @@ def _flag(name: str, value: object) -> bool:
         kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
     ):
         return bool(value)
-    raise InvalidOptionError(f"{name}: expected True or False, got {value!r}")
+    raise InvalidOptionError(f"expected True or False, got {value!r}", option=name)
 
 
 def _buckets(recs: object, buckets: int | Literal["auto"] | None) -> int:
@@ -441,7 +441,7 @@ def _buckets(recs: object, buckets: int | Literal["auto"] | None) -> int:
         return auto_buckets(recs)
     if not is_int(buckets) or int(buckets) < 1:
         raise InvalidOptionError(
-            f"buckets: expected a positive integer, 'auto' or None, got {buckets!r}"
+            f"expected a positive integer, 'auto' or None, got {buckets!r}", option="buckets"
         )
     return int(buckets)
 

@@ -29,10 +29,12 @@ def as_names(value: str | Sequence[str] | None, what: str) -> tuple[str, ...]:
     if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
         names = tuple(value)
         if len(set(names)) != len(names):
-            raise InvalidOptionError(f"{what}: expected distinct column names, got {list(names)!r}")
+            raise InvalidOptionError(
+                f"expected distinct column names, got {list(names)!r}", option=what
+            )
         return names
     raise InvalidOptionError(
-        f"{what}: expected a column name or a list of column names, got {value!r}"
+        f"expected a column name or a list of column names, got {value!r}", option=what
     )
 
 
@@ -55,18 +57,24 @@ class Columns:
 
     def __post_init__(self) -> None:
         if not self.user:
-            raise InvalidOptionError("user: expected at least one column name, got an empty list")
+            raise InvalidOptionError(
+                "expected at least one column name, got an empty list", option="user"
+            )
         for name in ("item", "rank", "relevance", "prediction", "features"):
             value = getattr(self, name)
             if not isinstance(value, str):
-                raise InvalidOptionError(f"{name}: expected a column name, got {value!r}")
+                raise InvalidOptionError(f"expected a column name, got {value!r}", option=name)
         if self.score is not None and not isinstance(self.score, str):
-            raise InvalidOptionError(f"score: expected a column name or None, got {self.score!r}")
+            raise InvalidOptionError(
+                f"expected a column name or None, got {self.score!r}", option="score"
+            )
         clash = set(self.user) & set(self.by)
         if clash or self.item in self.user or self.item in self.by:
             raise InvalidOptionError(
-                f"by: expected columns distinct from the user key and item, got user={list(self.user)!r}, "
-                f"item={self.item!r}, by={list(self.by)!r}"
+                "expected columns distinct from the user key and item, got "
+                f"user={list(self.user)!r}, item={self.item!r}, by={list(self.by)!r}",
+                option="by",
+                columns=sorted(clash | ({self.item} & {*self.user, *self.by})),
             )
 
     @property
@@ -99,16 +107,22 @@ def check_roles(frames: dict[str, dict[str, str]], outputs: dict[str, str]) -> N
             if column.startswith(RESERVED_PREFIX):
                 raise InvalidOptionError(
                     f"{role}: expected a column name that does not start with "
-                    f"{RESERVED_PREFIX!r} (frame_metrics' own columns), got {column!r}"
+                    f"{RESERVED_PREFIX!r} (frame_metrics' own columns), got {column!r}",
+                    frame=label,
+                    columns=[column],
                 )
             if column in seen:
                 raise InvalidOptionError(
                     f"{seen[column]} and {role}: expected different columns of {label}, "
-                    f"got {column!r} for both"
+                    f"got {column!r} for both",
+                    frame=label,
+                    columns=[column],
                 )
             seen[column] = role
             if role.split("[")[0] in ("user", "by") and column in outputs:
                 raise InvalidOptionError(
                     f"{role}: expected a column name other than the output column "
-                    f"{column!r} ({outputs[column]}), got {column!r}; rename the column"
+                    f"{column!r} ({outputs[column]}), got {column!r}; rename the column",
+                    frame=label,
+                    columns=[column],
                 )

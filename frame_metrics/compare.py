@@ -133,7 +133,7 @@ def _checked_options(**values: Any) -> dict[str, Any]:
     for name, value in values.items():
         option = _OPTIONS[name]
         if not option.accepts(value):
-            raise InvalidOptionError(f"{name}: expected {option.expected}, got {shown(value)}")
+            raise InvalidOptionError(f"expected {option.expected}, got {shown(value)}", option=name)
         out[name] = option.normal(value)
     return out
 
@@ -145,19 +145,26 @@ def _key_roles(
     segments_by = list(as_names(by, "by"))
     users = list(as_names(user, "user"))
     if not users:
-        raise InvalidOptionError("user: expected at least one column name, got an empty list")
+        raise InvalidOptionError(
+            "expected at least one column name, got an empty list", option="user"
+        )
     if model in segments_by:
         raise InvalidOptionError(
-            f"by: expected segment columns other than the model column {model!r}, "
-            f"got {segments_by!r}"
+            f"expected segment columns other than the model column {model!r}, got {segments_by!r}",
+            option="by",
+            columns=[model],
         )
     if model in users:
         raise InvalidOptionError(
-            f"user: expected user key columns other than the model column {model!r}, got {users!r}"
+            f"expected user key columns other than the model column {model!r}, got {users!r}",
+            option="user",
+            columns=[model],
         )
     if set(segments_by) & set(users):
         raise InvalidOptionError(
-            f"by: expected segment columns other than the user key {users!r}, got {segments_by!r}"
+            f"expected segment columns other than the user key {users!r}, got {segments_by!r}",
+            option="by",
+            columns=sorted(set(segments_by) & set(users)),
         )
     return segments_by, users
 
@@ -171,9 +178,10 @@ def _check_serendipity_baseline(evaluate_kwargs: dict[str, Any]) -> None:
         kind_of(value)
     except InvalidOptionError:
         raise InvalidOptionError(
-            "baseline: expected a frame of a baseline model's recommendations (serendipity's, "
+            "expected a frame of a baseline model's recommendations (serendipity's, "
             f"passed to evaluate), got {value!r}; to name the model every other one is "
-            f"compared with, pass baseline_model={value!r}"
+            f"compared with, pass baseline_model={value!r}",
+            option="baseline",
         ) from None
 
 
@@ -235,8 +243,8 @@ def _find_baseline(models: list[Any], wanted: object) -> Any:
             if str(m) == wanted:
                 return m
     raise InvalidOptionError(
-        f"baseline_model: expected one of the models {', '.join(repr(m) for m in models)}, "
-        f"got {wanted!r}"
+        f"expected one of the models {', '.join(repr(m) for m in models)}, got {wanted!r}",
+        option="baseline_model",
     )
 
 
@@ -532,11 +540,13 @@ def compare(
         if bad:
             raise InvalidValueError(
                 f"frame: expected numeric metric columns, found {', '.join(repr(c) for c in bad)} "
-                f"of dtype {', '.join(str(per_user.schema[c]) for c in bad)}"
+                f"of dtype {', '.join(str(per_user.schema[c]) for c in bad)}",
+                frame="frame",
+                columns=bad,
             )
     if not metric_cols:
         raise InvalidOptionError(
-            "metrics: expected at least one metric column to compare, got none"
+            "expected at least one metric column to compare, got none", option="metrics"
         )
     run_checks(_per_user_checks(per_user, label, model, segments_by, users, metric_cols))
     per_user = _model_values(per_user, model)

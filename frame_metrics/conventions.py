@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from frame_metrics.errors import InvalidOptionError, shown
-from frame_metrics.options import MetricOptions
+from frame_metrics.options import OPTIONS, MetricOptions
 
 __all__ = [
     "CONVENTIONS",
@@ -32,27 +32,11 @@ __all__ = [
     "resolve_options",
 ]
 
-#: The options a convention or a metric string may set (evaluate's keyword names).
-METRIC_OPTIONS: tuple[str, ...] = (
-    "threshold",
-    "gain",
-    "gain_scope",
-    "idcg",
-    "ap_denominator",
-    "mrr_cutoff",
-    "ties",
-    "users",
-    "empty",
-    "relevant_set",
-    "persistence",
-    "max_relevance",
-    "rbp_gain",
-    "zero_ideal",
-    "on_duplicate",
-)
+#: The options a convention may set (evaluate's keyword names), from the option table.
+METRIC_OPTIONS: tuple[str, ...] = tuple(o.name for o in OPTIONS if o.preset)
 
 #: Every option keyword of evaluate that ends up in :class:`MetricOptions`.
-OPTION_NAMES: tuple[str, ...] = (*METRIC_OPTIONS, "unexpected", "similarity", "head_share")
+OPTION_NAMES: tuple[str, ...] = tuple(o.name for o in OPTIONS)
 
 _DEFAULTS = MetricOptions()
 
@@ -512,8 +496,8 @@ def get(name: object) -> Convention:
     if isinstance(name, str) and name in CONVENTIONS:
         return CONVENTIONS[name]
     raise InvalidOptionError(
-        f"convention: expected one of {', '.join(repr(n) for n in CONVENTIONS)} or None, "
-        f"got {shown(name)}"
+        f"expected one of {', '.join(repr(n) for n in CONVENTIONS)} or None, got {shown(name)}",
+        option="convention",
     )
 
 

@@ -183,7 +183,8 @@ def unify_keys(
                 raise InvalidValueError(
                     f"{first_label} and {label}: expected key column {key!r} to have dtypes "
                     f"whose values can be matched exactly, found {target} in {first_label} and "
-                    f"{dtype} in {label}{_key_hint(target, dtype)}"
+                    f"{dtype} in {label}{_key_hint(target, dtype)}",
+                    columns=[key],
                 )
             target = common
         targets[key] = target

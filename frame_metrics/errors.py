@@ -14,16 +14,22 @@ import sys
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "DuplicateRowsError",
     "FrameMetricsError",
+    "FrameMetricsWarning",
     "IgnoredOptionWarning",
     "InvalidOptionError",
     "InvalidValueError",
     "Keyword",
+    "LeaveOut",
     "MissingColumnsError",
     "MissingDependencyError",
+    "MissingInputError",
+    "Part",
+    "Pass",
     "UndefinedMetricWarning",
     "UnmatchedIdsWarning",
     "shown",
@@ -50,23 +56,111 @@ class Keyword:
         return f"{self.name}=" if self.value is None else f"{self.name}={self.value!r}"
 
 
+@dataclass(frozen=True)
+class Pass(Keyword):
+    """An argument a message proposes with its verb: ``pass truth=``.
+
+    Apart from the verb because a command line gives an argument (``give TRUTH``) but
+    passes an option (``pass --score-col``).
+
+    Examples
+    --------
+    >>> str(Pass("score")), str(Pass("unexpected", "history"))
+    ('pass score=', "pass unexpected='history'")
+    """
+
+    def __str__(self) -> str:
+        return f"pass {super().__str__()}"
+
+
+@dataclass(frozen=True)
+class LeaveOut:
+    """An argument a message proposes to leave out: ``leave k out``.
+
+    The command line puts its option last (``leave out -k``).
+
+    Examples
+    --------
+    >>> str(LeaveOut("k"))
+    'leave k out'
+    """
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"leave {self.name} out"
+
+
+#: A piece of a message: text, or an argument it proposes.
+Part = str | Keyword | LeaveOut
+
+
+def _attach(
+    message: FrameMetricsError | FrameMetricsWarning,
+    parts: tuple[Part, ...],
+    option: str | None,
+    frame: str | None,
+    columns: Iterable[str],
+) -> str:
+    """Set what a message is about on it; return its text, the option's name first."""
+    message.parts = parts
+    message.option = option
+    message.frame = frame
+    message.columns = tuple(columns)
+    subject = "" if option is None else f"{option}: "
+    return subject + "".join(str(part) for part in parts)
+
+
 class FrameMetricsError(ValueError):
     """Base class of every error raised for bad input.
 
     The message is given in ``parts``: text, and the arguments it proposes
-    (:class:`Keyword`), so that a front end other than Python (the command line) can
-    say them in its own terms.
+    (:class:`Keyword`, :class:`Pass`, :class:`LeaveOut`), so that a front end other than
+    Python (the command line) can say them in its own terms. What the error is about:
+    ``option``, the keyword argument (the message begins with its name, written from
+    ``option`` and not part of ``parts``); ``frame``, the input frame (``"recs"``,
+    ``"truth"``, ``"train"``, ...); ``columns``, the columns it names (of ``frame``, or of
+    the result: metric columns). Each is ``None`` (or empty) when the error is not about one.
 
     Examples
     --------
     >>> error = FrameMetricsError("rows repeat; pass ", Keyword("by", "model"))
     >>> str(error), error.parts[1]
     ("rows repeat; pass by='model'", Keyword(name='by', value='model'))
+    >>> error = InvalidOptionError("expected a number in (0, 1), got 2", option="head_share")
+    >>> str(error), error.option
+    ('head_share: expected a number in (0, 1), got 2', 'head_share')
     """
 
-    def __init__(self, *parts: str | Keyword) -> None:
-        self.parts: tuple[str | Keyword, ...] = parts
-        super().__init__("".join(str(part) for part in parts))
+    parts: tuple[Part, ...]
+    option: str | None
+    frame: str | None
+    columns: tuple[str, ...]
+
+    def __init__(
+        self,
+        *parts: Part,
+        option: str | None = None,
+        frame: str | None = None,
+        columns: Iterable[str] = (),
+    ) -> None:
+        super().__init__(_attach(self, parts, option, frame, columns))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt from its message and attributes, not from its constructor's arguments
+        # (a subclass takes others), so that an error raised in another process (a Dask
+        # or Spark worker) comes back whole.
+        state = dict(self.__dict__)
+        if isinstance(self, ImportError):  # its name is not in __dict__
+            state["name"] = self.name
+        return (_rebuilt, (type(self), self.args), state)
+
+
+def _rebuilt(cls: type[FrameMetricsError], args: tuple[object, ...]) -> FrameMetricsError:
+    """An error of ``cls`` with ``args``, its constructor skipped (see ``__reduce__``)."""
+    error = cls.__new__(cls)
+    error.args = args
+    return error
 
 
 class MissingColumnsError(FrameMetricsError):
@@ -81,7 +175,6 @@ class MissingColumnsError(FrameMetricsError):
     """
 
     def __init__(self, frame: str, missing: Sequence[str], available: Sequence[str]) -> None:
-        self.frame = frame
         self.missing = list(missing)
         self.available = list(available)
         parts = []
@@ -92,7 +185,9 @@ class MissingColumnsError(FrameMetricsError):
         plural = "s" if len(parts) > 1 else ""
         super().__init__(
             f"{frame}: expected column{plural} {', '.join(parts)}, not found; "
-            f"available columns: {_quoted(self.available)}"
+            f"available columns: {_quoted(self.available)}",
+            frame=frame,
+            columns=self.missing,
         )
 
 
@@ -106,6 +201,29 @@ class InvalidValueError(FrameMetricsError):
 
 class InvalidOptionError(FrameMetricsError):
     """A keyword argument has a value outside the accepted ones."""
+
+
+class MissingInputError(InvalidOptionError):
+    """A metric needs an input frame the call did not pass (``train=`` for novelty).
+
+    ``metric`` names the metric, ``frame`` the input, ``purpose`` what it is; ``advice``
+    is said after (another way out).
+
+    Examples
+    --------
+    >>> raise MissingInputError("novelty", "train", "the train split")
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.MissingInputError: novelty: expected train= (the train split), got None
+    """
+
+    def __init__(self, metric: str, frame: str, purpose: str, *advice: Part) -> None:
+        self.metric = metric
+        self.purpose = purpose
+        self.advice = advice
+        super().__init__(
+            f"{metric}: expected ", Keyword(frame), f" ({purpose}), got None", *advice, frame=frame
+        )
 
 
 class MissingDependencyError(FrameMetricsError, ImportError):
@@ -129,11 +247,32 @@ class MissingDependencyError(FrameMetricsError, ImportError):
         self.name = module
 
 
-class UndefinedMetricWarning(UserWarning):
+class FrameMetricsWarning(UserWarning):
+    """Base class of frame_metrics' warnings.
+
+    A message in parts, about an option, a frame or columns, as :class:`FrameMetricsError`.
+    """
+
+    parts: tuple[Part, ...]
+    option: str | None
+    frame: str | None
+    columns: tuple[str, ...]
+
+    def __init__(
+        self,
+        *parts: Part,
+        option: str | None = None,
+        frame: str | None = None,
+        columns: Iterable[str] = (),
+    ) -> None:
+        super().__init__(_attach(self, parts, option, frame, columns))
+
+
+class UndefinedMetricWarning(FrameMetricsWarning):
     """A metric is undefined for some users and was handled by the empty-case policy."""
 
 
-class IgnoredOptionWarning(UserWarning):
+class IgnoredOptionWarning(FrameMetricsWarning):
     """An option was given that cannot change the result, and was ignored.
 
     The call still means something (the result is what it would be without the
@@ -141,7 +280,7 @@ class IgnoredOptionWarning(UserWarning):
     """
 
 
-class UnmatchedIdsWarning(UserWarning):
+class UnmatchedIdsWarning(FrameMetricsWarning):
     """Few or none of the recommended users, or none of their items, are in truth.
 
     Ids written differently in the two frames (``"0015"`` against ``15``) match nothing,
@@ -150,17 +289,18 @@ class UnmatchedIdsWarning(UserWarning):
     """
 
 
-def warn(message: str, category: type[Warning]) -> None:
+def warn(warning: FrameMetricsWarning) -> None:
     """Issue a warning attributed to the caller's own line, outside frame_metrics.
 
     A fixed ``stacklevel`` would point into the package when the call came through the
-    namespace, ``compare`` or the command line.
+    namespace, ``compare`` or the command line. The warning itself is issued, so that a
+    handler (the command line's) reads its parts.
     """
     package = __name__.rpartition(".")[0] + "."
     frame, level = sys._getframe(1), 1
     while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(package):
         frame, level = frame.f_back, level + 1
-    warnings.warn(message, category, stacklevel=level + 1)
+    warnings.warn(warning, stacklevel=level + 1)
 
 
 def _quoted(names: Iterable[str]) -> str:

@@ -75,8 +75,9 @@ def metric(
     entry = resolve(name)
     if entry.name not in EXPRESSIBLE:
         raise InvalidOptionError(
-            f"name: expected a metric computed from rank and relevance alone "
-            f"({', '.join(sorted(EXPRESSIBLE))}), got {name!r}; use frame_metrics.evaluate"
+            f"expected a metric computed from rank and relevance alone "
+            f"({', '.join(sorted(EXPRESSIBLE))}), got {name!r}; use frame_metrics.evaluate",
+            option="name",
         )
     if entry.takes_k:
         (k,) = validate_k(DEFAULT_K if k is None else k if is_int(k) else [k])
@@ -84,8 +85,9 @@ def metric(
         k = 0  # r_precision, rbp: the whole list
     if threshold == 0:
         raise InvalidOptionError(
-            "threshold: expected a number > 0 or None in a long table (relevance 0 marks "
-            "a recommended item that is not relevant there), got 0"
+            "expected a number > 0 or None in a long table (relevance 0 marks "
+            "a recommended item that is not relevant there), got 0",
+            option="threshold",
         )
     options = MetricOptions(
         threshold,

@@ -200,15 +200,19 @@ def feature_table(
     if inner is None:
         raise InvalidValueError(
             f"item_features: expected column {col!r} to hold a list (categories) or a vector "
-            f"(numbers) per item, found dtype {dtype}"
+            f"(numbers) per item, found dtype {dtype}",
+            frame="item_features",
+            columns=[col],
         )
     similarity = options.similarity
     if similarity == "auto":
         similarity = "cosine" if (inner.is_float() or isinstance(dtype, pl.Array)) else "jaccard"
     if similarity == "cosine" and not inner.is_numeric():
         raise InvalidOptionError(
-            f"similarity: expected a numeric vector column for 'cosine', found {col!r} of dtype "
-            f"{dtype}"
+            f"expected a numeric vector column for 'cosine', found {col!r} of dtype {dtype}",
+            option="similarity",
+            frame="item_features",
+            columns=[col],
         )
     keys = [*features.by, item]
     show = [*keys, col]

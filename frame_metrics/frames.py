@@ -112,9 +112,11 @@ def _check_duckdb_names(columns: list[str]) -> None:
         first = seen.setdefault(name.lower(), name)
         if first != name:
             raise InvalidOptionError(
-                "metrics: expected names that differ in more than case for a DuckDB result "
+                "expected names that differ in more than case for a DuckDB result "
                 f"(DuckDB matches column names case-insensitively), got {first!r} and "
-                f"{name!r}; ask for them in two calls"
+                f"{name!r}; ask for them in two calls",
+                option="metrics",
+                columns=[first, name],
             )
 
 
@@ -145,7 +147,8 @@ def _without_int128(frame: pl.DataFrame, consumer: str) -> pl.DataFrame:
         if not fits_signed and lo < 0:
             raise InvalidValueError(
                 f"expected ids that {consumer} can hold in column {name!r} (Int64 or UInt64), found "
-                f"ids from {lo} to {hi}; pass polars frames to keep them"
+                f"ids from {lo} to {hi}; pass polars frames to keep them",
+                columns=[name],
             )
         frame = frame.with_columns(column.cast(target))
     return frame
@@ -251,9 +254,12 @@ def _convert(columns: _Columns, name: str, read: list[str]) -> pl.DataFrame:
     for column in read:
         alone = _attempt(functools.partial(columns.convert, [column]))
         if not isinstance(alone, pl.DataFrame):
-            raise InvalidValueError(f"{name}: {columns.describe(column, alone)}") from converted
+            raise InvalidValueError(
+                f"{name}: {columns.describe(column, alone)}", frame=name, columns=[column]
+            ) from converted
     raise InvalidValueError(
-        f"{name}: expected columns polars can read, got an error: {_first_line(converted)}"
+        f"{name}: expected columns polars can read, got an error: {_first_line(converted)}",
+        frame=name,
     ) from converted
 
 
@@ -382,7 +388,9 @@ def _distinct_names(names: list[str], name: str) -> None:
     if repeated:
         raise InvalidValueError(
             f"{name}: expected distinct column names, found {', '.join(map(repr, repeated))} "
-            "more than once"
+            "more than once",
+            frame=name,
+            columns=repeated,
         )
 
 
@@ -439,7 +447,8 @@ def to_lazy(frame: object, name: str, columns: Collection[str] | None = None) ->
         if not isinstance(converted, pl.DataFrame):  # a stream of something other than rows
             raise InvalidValueError(
                 f"{name}: expected an Arrow stream of table rows (columns in a struct), got "
-                f"an error from polars: {_first_line(converted)}"
+                f"an error from polars: {_first_line(converted)}",
+                frame=name,
             ) from converted
         return Source(converted.lazy(), kind)
     if kind == "duckdb":

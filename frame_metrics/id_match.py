@@ -153,7 +153,7 @@ class IdScreen:
             counts = count(self.recs, self.truth, self.truth.head(1), self.keys, self.item)
         message = counts.message()
         if message is not None:
-            warn(message, UnmatchedIdsWarning)
+            warn(UnmatchedIdsWarning(message))
 
 
 def count(

@@ -174,7 +174,7 @@ def tool_measure(
         if cut is not None:
             why = "trec_eval writes the cutoff in the name" if cut_in_name else "it has none"
             raise InvalidOptionError(
-                f"metrics: expected {name!r} without a cutoff ({why}), got {raw!r}"
+                f"expected {name!r} without a cutoff ({why}), got {raw!r}", option="metrics"
             )
         if cut_in_name:
             return ToolMeasure(
@@ -192,15 +192,17 @@ def tool_measure(
         return None
     if name in _TREC_EVAL_CUT:  # success, map_cut, ndcg_cut (P is ir_measures')
         raise InvalidOptionError(
-            f"metrics: expected trec_eval's {name} with its cutoff ({name}_<k>, such as "
-            f"{name}_10), got {raw!r}"
+            f"expected trec_eval's {name} with its cutoff ({name}_<k>, such as "
+            f"{name}_10), got {raw!r}",
+            option="metrics",
         )
     refused = _not_computed(name)
     if refused is not None:
         tool, why = refused
         raise InvalidOptionError(
-            f"metrics: expected a measure frame_metrics computes, got {raw!r}: "
-            f"{tool}{_POSSESSIVE[tool]} {name} is {why}"
+            f"expected a measure frame_metrics computes, got {raw!r}: "
+            f"{tool}{_POSSESSIVE[tool]} {name} is {why}",
+            option="metrics",
         )
     return None
 

@@ -11,18 +11,17 @@ and values are read by hand (numbers, ``{level: gain}`` tables, words), never ev
 from __future__ import annotations
 
 import difflib
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from frame_metrics.errors import InvalidOptionError, shown
-from frame_metrics.options import CHOICES
+from frame_metrics.options import CHOICES, format_value
 
 __all__ = ["ParsedName", "format_value", "parse_name"]
 
-_EXPECTED = "metrics: expected '<name>', '<name>@<k>' or '<name>(<option>=<value>, ...)@<k>'"
+_EXPECTED = "expected '<name>', '<name>@<k>' or '<name>(<option>=<value>, ...)@<k>'"
 
 
 @dataclass(frozen=True)
@@ -71,7 +70,7 @@ def _number(text: str) -> int | float | None:
 def _table(text: str, raw: str) -> dict[int | float, int | float]:
     """``{level: gain, ...}`` of numbers (a trailing comma allowed)."""
     refused = InvalidOptionError(
-        f"{_EXPECTED}, got {raw!r}: {text!r} is not a {{level: gain}} table"
+        f"{_EXPECTED}, got {raw!r}: {text!r} is not a {{level: gain}} table", option="metrics"
     )
     inner = text[1:-1].strip() if text.endswith("}") else None
     if inner is None or any(ch in inner for ch in "{}[]()"):
@@ -108,7 +107,9 @@ def _value(text: str, raw: str, key: str) -> Any:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         return text[1:-1]
     if not text or not all(ch.isalnum() or ch in "_-." for ch in text):
-        raise InvalidOptionError(f"{_EXPECTED}, got {raw!r}: cannot read the value {text!r}")
+        raise InvalidOptionError(
+            f"{_EXPECTED}, got {raw!r}: cannot read the value {text!r}", option="metrics"
+        )
     return text
 
 
@@ -128,8 +129,9 @@ def parse_name(raw: str, known_options: Mapping[str, object]) -> ParsedName:
     """
     if len(raw) > MAX_NAME_CHARS:
         raise InvalidOptionError(
-            f"metrics: expected a metric string of at most {MAX_NAME_CHARS} characters (a "
-            f"longer gain table goes in gain=), got {shown(raw)}"
+            f"expected a metric string of at most {MAX_NAME_CHARS} characters (a "
+            f"longer gain table goes in gain=), got {shown(raw)}",
+            option="metrics",
         )
     text = raw.strip()
     options: list[tuple[str, Any]] = []
@@ -138,7 +140,7 @@ def parse_name(raw: str, known_options: Mapping[str, object]) -> ParsedName:
         inner, close, tail = rest.rpartition(")")
         tail = tail.strip()
         if not close or (tail and not tail.startswith("@")):
-            raise InvalidOptionError(f"{_EXPECTED}, got {raw!r}")
+            raise InvalidOptionError(f"{_EXPECTED}, got {raw!r}", option="metrics")
         seen: set[str] = set()
         for part in _split_top(inner):
             if not part.strip():
@@ -146,43 +148,28 @@ def parse_name(raw: str, known_options: Mapping[str, object]) -> ParsedName:
             key, eq, value = part.partition("=")
             key = key.strip()
             if not eq:
-                raise InvalidOptionError(f"{_EXPECTED}, got {raw!r}: {part.strip()!r} has no '='")
+                raise InvalidOptionError(
+                    f"{_EXPECTED}, got {raw!r}: {part.strip()!r} has no '='", option="metrics"
+                )
             if not key:
                 raise InvalidOptionError(
-                    f"{_EXPECTED}, got {raw!r}: {part.strip()!r} names no option"
+                    f"{_EXPECTED}, got {raw!r}: {part.strip()!r} names no option",
+                    option="metrics",
                 )
             if key not in known_options:
                 hint = difflib.get_close_matches(key, list(known_options), n=1, cutoff=0.6)
                 suffix = f" (did you mean {hint[0]!r}?)" if hint else ""
                 raise InvalidOptionError(
-                    f"metrics: expected options among {', '.join(sorted(known_options))} "
-                    f"in {raw!r}, got {key!r}{suffix}"
+                    f"expected options among {', '.join(sorted(known_options))} "
+                    f"in {raw!r}, got {key!r}{suffix}",
+                    option="metrics",
                 )
             if key in seen:
                 raise InvalidOptionError(
-                    f"metrics: expected each option once in {raw!r}, got {key!r} twice"
+                    f"expected each option once in {raw!r}, got {key!r} twice", option="metrics"
                 )
             seen.add(key)
             options.append((key, _value(value, raw, key)))
         text = head + tail
     name, sep, cut = text.partition("@")
     return ParsedName(raw, name.strip(), tuple(options), cut.strip() if sep else None)
-
-
-def format_value(value: object) -> str:
-    """An option value written plainly, as the conventions' tables show it.
-
-    Examples
-    --------
-    >>> format_value(4.0), format_value(0.95), format_value(((2.0, 3.0), (3.0, 7.0)))
-    ('4', '0.95', '{2:3,3:7}')
-    """
-    if value is None:
-        return "none"
-    if isinstance(value, tuple):
-        return "{" + ",".join(f"{format_value(a)}:{format_value(b)}" for a, b in value) + "}"
-    if isinstance(value, float):
-        if math.isfinite(value) and value == int(value) and abs(value) < 2**53:
-            return str(int(value))
-        return repr(value)
-    return str(value)

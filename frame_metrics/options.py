@@ -1,17 +1,23 @@
 """The metric options and cutoffs, validated once, up front.
 
-Validation is declarative: :data:`CHOICES` lists the accepted values of every string
-option, so a new variant is one new entry there plus its meaning in the metric that
-reads it.
+Every option is declared once, as a row of :data:`OPTIONS`: its accepted values, its
+default, a doc line, the metrics that read it, whether it changes the per-user
+statistics or only how they combine, and its command-line flag. :class:`MetricOptions`
+takes its defaults and its validation from the table; the conventions' option lists
+(:data:`frame_metrics.conventions.METRIC_OPTIONS`), :data:`CHOICES`,
+:data:`COMBINATION_OPTIONS`, the command line's flags and the documentation's options
+page derive from it. Adding an option is one row here, a field of :class:`MetricOptions`
+and a keyword of :func:`frame_metrics.evaluate` (a test holds the three equal), plus its
+meaning in the metrics that read it.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Final, Literal, get_args
 
 from frame_metrics.errors import InvalidOptionError, shown
 
@@ -19,11 +25,18 @@ __all__ = [
     "CHOICES",
     "COMBINATION_OPTIONS",
     "DEFAULT_K",
+    "EVERY",
     "MAX_K",
+    "OPTIONS",
+    "RANKING",
     "GainTable",
     "MetricOptions",
+    "Option",
+    "format_value",
     "is_int",
     "is_real",
+    "markdown",
+    "option",
     "other_tie_rules",
     "validate_k",
 ]
@@ -46,49 +59,372 @@ GainScope = Literal["relevant", "positive"]
 RbpGain = Literal["binary", "relevance", "relative"]
 ZeroIdeal = Literal["zero", "skip"]
 
-#: The accepted values of every string option, first one the default.
-CHOICES: dict[str, tuple[str, ...]] = {
-    "gain": ("linear", "exponential", "binary"),
-    "ap_denominator": ("min_k", "relevant", "hits", "k"),
-    "empty": ("skip", "zero"),
-    "on_duplicate": ("error", "first"),
-    "unexpected": ("baseline", "history"),
-    "similarity": ("auto", "jaccard", "cosine"),
-    "ties": ("item", "item_desc", "item_desc_text", "input", "average"),
-    "users": ("all", "truth", "recs", "both"),
-    "idcg": ("relevant", "k"),
-    "mrr_cutoff": ("k", "none"),
-    "relevant_set": ("truth", "listed"),
-    "gain_scope": ("relevant", "positive"),
-    "rbp_gain": ("binary", "relevance", "relative"),
-    "zero_ideal": ("zero", "skip"),
-}
+#: ``Option.metrics`` of an option every ranking metric reads (those judged against the
+#: relevance in truth: a metric string of any of them may set it).
+RANKING: Final = "ranking"
+#: ``Option.metrics`` of an option about the input rows, read whatever the metric.
+EVERY: Final = "every"
 
-#: Options that change only how a metric combines its per-user statistics, not the
-#: statistics: metrics that differ only in these share one statistics frame.
-COMBINATION_OPTIONS: tuple[str, ...] = (
-    "ap_denominator",
-    "empty",
-    "users",
-    "idcg",
-    "mrr_cutoff",
-    "persistence",
-    "max_relevance",
-    "rbp_gain",
-    "zero_ideal",
+#: Which metrics read an option (see ``Option.metrics``).
+Readers = tuple[str, ...] | Literal["ranking", "every"]
+
+#: When an option is read: ``"statistics"``, it changes the per-user statistics (hits,
+#: gains, the relevant set); ``"combination"``, only how a metric combines them, so two
+#: metric strings that differ in it alone share their statistics.
+Stage = Literal["statistics", "combination"]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option, declared once: what it accepts, its default, who reads it, its flag.
+
+    Parameters
+    ----------
+    name
+        The keyword of :func:`frame_metrics.evaluate` and field of :class:`MetricOptions`.
+    default
+        The spec's value.
+    expected
+        The accepted values as an error message says them after "expected" (for an
+        option with :attr:`choices`, what the message adds after them: ``gain``'s table).
+    doc
+        One line saying what it does, in the Python API's terms.
+    metrics
+        The metrics that read it: names, :data:`RANKING` (every ranking metric) or
+        :data:`EVERY` (it is about the input rows).
+    stage
+        ``"statistics"`` or ``"combination"`` (see :data:`Stage`).
+    help
+        The command line's help line for :attr:`flag`, in its terms, without the default.
+    choices
+        The accepted strings, the default among them (from the option's ``Literal``).
+    table
+        Also accepts a ``{relevance level: gain}`` table (``gain``).
+    preset
+        A convention may set it, so ``evaluate`` defaults it to ``None`` (the
+        convention's value, else the spec's).
+    per_metric
+        A metric string may set it for one metric (``"ndcg(gain=binary)@10"``).
+    metavar
+        The command line's name for its value (an option without :attr:`choices`).
+    cli_default
+        What the command line's help says for the default, when not the value itself.
+    check
+        Validates a value and returns it in its normal form; raises
+        :class:`~frame_metrics.errors.InvalidOptionError`.
+
+    Examples
+    --------
+    >>> option("ap_denominator").choices
+    ('min_k', 'relevant', 'hits', 'k')
+    >>> option("ap_denominator").flag, option("ap_denominator").stage
+    ('--ap-denominator', 'combination')
+    >>> option("head_share").check(0.5)
+    0.5
+    >>> option("head_share").check(2)
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: head_share: expected a number in (0, 1), got 2
+    """
+
+    name: str
+    default: Any
+    expected: str
+    doc: str
+    metrics: Readers
+    stage: Stage
+    help: str
+    check: Callable[[object], Any]
+    choices: tuple[str, ...] = ()
+    table: bool = False
+    preset: bool = True
+    per_metric: bool = True
+    metavar: str | None = None
+    cli_default: str | None = None
+
+    @property
+    def flag(self) -> str:
+        """The command line's option: ``--`` and the name, ``_`` written ``-``."""
+        return "--" + self.name.replace("_", "-")
+
+
+def _refuse(name: str, expected: str, got: str) -> InvalidOptionError:
+    return InvalidOptionError(f"expected {expected}, got {got}", option=name)
+
+
+def _one_of(name: str, choices: tuple[str, ...], extra: str = "") -> Callable[[object], Any]:
+    """A check that the value is one of ``choices`` (``extra``: said after them)."""
+
+    def check(value: object) -> object:
+        if not isinstance(value, str) or value not in choices:
+            listed = ", ".join(repr(c) for c in choices)
+            raise _refuse(name, f"one of {listed}{extra}", shown(value))
+        return value
+
+    return check
+
+
+def _in_range(
+    name: str, low: float, high: float, expected: str, *, none: bool = False
+) -> Callable[[object], Any]:
+    """A check that the value is a number in the open interval (``low``, ``high``)."""
+
+    def check(value: object) -> float | None:
+        if none and value is None:
+            return None
+        number = _as_float(value)
+        if number is None or not low < number < high:
+            raise _refuse(name, expected, _refused(value))
+        return number
+
+    return check
+
+
+_THRESHOLD = "a finite number >= 0 or None"
+_GAIN_NAMES: tuple[str, ...] = get_args(GainName)
+_GAIN_TABLE = " or a {relevance level: gain} table such as {2: 3, 3: 7}"
+
+
+def _check_threshold(value: object) -> float | None:
+    if value is None:
+        return None
+    number = _as_float(value)
+    if number is None or not math.isfinite(number) or number < 0:
+        raise _refuse("threshold", _THRESHOLD, _refused(value))
+    # numpy scalars become Python numbers: polars reads them as literals of their own.
+    return number
+
+
+def _check_gain(value: object) -> Gain:
+    """A gain's name, or a mapping of relevance levels to gains as a sorted tuple."""
+    if isinstance(value, tuple):  # already a gain table (a copy made by ``changed``)
+        return value
+    if not isinstance(value, str):
+        return _gain_table(value)
+    checked: GainName = _one_of("gain", _GAIN_NAMES, _GAIN_TABLE)(value)
+    return checked
+
+
+def _choice(
+    name: str,
+    literal: Any,
+    doc: str,
+    help: str,
+    metrics: Readers,
+    stage: Stage,
+    **more: Any,
+) -> Option:
+    """A row for an option whose values are the strings of ``literal``, the first the default."""
+    choices: tuple[str, ...] = get_args(literal)
+    return Option(
+        name, choices[0], "", doc, metrics, stage, help, _one_of(name, choices), choices, **more
+    )
+
+
+#: Every option, in the order the command line and the documentation list them.
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "threshold",
+        None,
+        _THRESHOLD,
+        "Relevance an item needs to count as relevant (rel >= threshold); None: any "
+        "relevance > 0; 0: every truth row, whatever its relevance.",
+        RANKING,
+        "statistics",
+        "relevance needed to count as relevant, rel >= X; 0: every truth row",
+        _check_threshold,
+        metavar="X",
+        cli_default="rel > 0",
+    ),
+    Option(
+        "gain",
+        "linear",
+        _GAIN_TABLE,
+        "DCG gain: linear (rel), exponential (2^rel - 1), binary (1), or a trec_eval "
+        "table {level: gain} (other levels keep their relevance as gain).",
+        ("dcg", "ndcg"),
+        "statistics",
+        "DCG gain: linear, exponential, binary or a trec_eval table LEVEL=GAIN,...",
+        _check_gain,
+        _GAIN_NAMES,
+        table=True,
+        metavar="GAIN",
+    ),
+    _choice(
+        "gain_scope",
+        GainScope,
+        "Which truth items gain in DCG and the ideal DCG: those passing threshold, or "
+        "every relevance > 0 (trec_eval's ndcg).",
+        "who gains in DCG: items passing --threshold, or every rel > 0",
+        ("dcg", "ndcg", "rbp"),
+        "statistics",
+    ),
+    _choice(
+        "idcg",
+        Idcg,
+        "The ideal DCG: from the user's relevant items, best k; or k slots of gain 1 "
+        "(RecTools' NDCG).",
+        "the ideal DCG: the user's relevant items, or k slots of gain 1",
+        ("ndcg",),
+        "combination",
+    ),
+    _choice(
+        "ap_denominator",
+        ApDenominator,
+        "The D of AP@k: min(|R|, k), |R|, hits@k or k.",
+        "the denominator of AP@k",
+        ("ap",),
+        "combination",
+    ),
+    _choice(
+        "mrr_cutoff",
+        MrrCutoff,
+        "MRR's first relevant item: within k, or anywhere in the list (trec_eval's recip_rank).",
+        "MRR: the first relevant item within k, or anywhere",
+        ("mrr",),
+        "combination",
+    ),
+    _choice(
+        "zero_ideal",
+        ZeroIdeal,
+        "ndcg of a user whose ideal DCG is 0: 0 (trec_eval, scikit-learn), or no value, "
+        "left out of the mean (Recommenders).",
+        "ndcg of a user whose ideal DCG is 0: 0, or left out",
+        ("ndcg",),
+        "combination",
+    ),
+    _choice(
+        "ties",
+        Ties,
+        "Equal scores: item ascending, item descending, item descending as text, the "
+        "input order, or the expected value over every order of the tied items.",
+        "equal scores (with --score-col): a tie rule, or the average",
+        RANKING,
+        "statistics",
+    ),
+    _choice(
+        "users",
+        Users,
+        "Who may be evaluated: every user seen, those with a truth row, those with a "
+        "recommendation, or those with both.",
+        "who may be evaluated: every user seen, or those in truth/recs/both",
+        RANKING,
+        "combination",
+    ),
+    _choice(
+        "empty",
+        EmptyPolicy,
+        "Users without a relevant item: left out of the means, or scored 0.",
+        "users without a relevant item: left out or scored 0",
+        RANKING,
+        "combination",
+    ),
+    _choice(
+        "relevant_set",
+        RelevantSet,
+        "Where R comes from: every relevant truth item, or only those recommended at "
+        "some rank (torchmetrics, scikit-learn).",
+        "R: every relevant truth item, or those recommended",
+        RANKING,
+        "statistics",
+    ),
+    Option(
+        "persistence",
+        0.8,
+        "a number in (0, 1)",
+        "rbp's p: the chance the user reads on to the next item.",
+        ("rbp",),
+        "combination",
+        "rbp's persistence p in (0, 1)",
+        _in_range("persistence", 0.0, 1.0, "a number in (0, 1)"),
+        metavar="P",
+    ),
+    _choice(
+        "rbp_gain",
+        RbpGain,
+        "What a relevant item adds to rbp: 1, its relevance (ranx), or its relevance "
+        "over the user's largest judged relevance (trec_eval).",
+        "what a relevant item adds to rbp: 1, its relevance, or relative",
+        ("rbp",),
+        "combination",
+    ),
+    Option(
+        "max_relevance",
+        None,
+        "a number in (0, 1000) or None",
+        "err's g_max, in P = (2^g - 1) / 2^g_max; None: the largest relevance in truth.",
+        ("err",),
+        "combination",
+        "err's largest relevance g_max",
+        _in_range("max_relevance", 0.0, 1000.0, "a number in (0, 1000) or None", none=True),
+        metavar="G",
+        cli_default="the largest in TRUTH",
+    ),
+    _choice(
+        "on_duplicate",
+        DuplicatePolicy,
+        "A repeated (user, item) row: an error, or keep the best-ranked recommendation "
+        "and the highest-relevance truth row.",
+        "a repeated (user, item) row: fail or keep the best",
+        EVERY,
+        "statistics",
+        per_metric=False,
+    ),
+    _choice(
+        "similarity",
+        Similarity,
+        "Item similarity for diversity: chosen from the features dtype, Jaccard over "
+        "categories, or cosine over a vector.",
+        "item similarity for diversity",
+        ("diversity",),
+        "statistics",
+        preset=False,
+        per_metric=False,
+    ),
+    _choice(
+        "unexpected",
+        Unexpected,
+        "What makes an item unexpected for serendipity: not in the baseline's top k, or "
+        "not in the user's train rows.",
+        "serendipity's unexpected items: not in --baseline or --train",
+        ("serendipity",),
+        "statistics",
+        preset=False,
+        per_metric=False,
+    ),
+    Option(
+        "head_share",
+        0.2,
+        "a number in (0, 1)",
+        "aplt's short head: the most popular train items holding this share of the train "
+        "interactions (the rest is the long tail).",
+        ("aplt",),
+        "statistics",
+        "aplt's short head: the most popular --train items holding this share of the interactions",
+        _in_range("head_share", 0.0, 1.0, "a number in (0, 1)"),
+        preset=False,
+        per_metric=False,
+        metavar="X",
+    ),
 )
 
-#: The gains of ``gain=`` given by name (a mapping is a gain table).
-GAIN_NAMES: tuple[str, ...] = ("linear", "exponential", "binary")
+_BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
 
 
-def _check_choice(name: str, value: object) -> None:
-    allowed = CHOICES[name]
-    if not isinstance(value, str) or value not in allowed:
-        listed = ", ".join(repr(a) for a in allowed)
-        if name == "gain":
-            listed += " or a {relevance level: gain} table such as {2: 3, 3: 7}"
-        raise InvalidOptionError(f"{name}: expected one of {listed}, got {shown(value)}")
+def option(name: str) -> Option:
+    """The row of :data:`OPTIONS` named ``name``."""
+    return _BY_NAME[name]
+
+
+#: The accepted values of every string option, first one the default.
+CHOICES: dict[str, tuple[str, ...]] = {o.name: o.choices for o in OPTIONS if o.choices}
+
+#: Options that change only how a metric combines its statistics, not the statistics.
+COMBINATION_OPTIONS: tuple[str, ...] = tuple(o.name for o in OPTIONS if o.stage == "combination")
+
+
+#: The spec's default of every option, for :class:`MetricOptions`' fields.
+_DEFAULTS: dict[str, Any] = {o.name: o.default for o in OPTIONS}
 
 
 def other_tie_rules(rule: str) -> str:
@@ -125,25 +461,20 @@ def _refused(value: object) -> str:
 def _gain_table(value: object) -> GainTable:
     """A mapping of relevance levels to gains as a sorted tuple of float pairs."""
     items = list(value.items()) if isinstance(value, Mapping) else None
-    expected = "gain: expected a {relevance level: gain} table of finite numbers >= 0"
+    expected = "expected a {relevance level: gain} table of finite numbers >= 0"
     if not items:
-        raise InvalidOptionError(f"{expected}, got {shown(value)}")
+        raise InvalidOptionError(f"{expected}, got {shown(value)}", option="gain")
 
     def checked(v: object) -> float:
         number = _as_float(v)
         if number is None or not math.isfinite(number) or number < 0:
-            raise InvalidOptionError(f"{expected}, got {_refused(v)} in {shown(value)}")
+            raise InvalidOptionError(
+                f"{expected}, got {_refused(v)} in {shown(value)}", option="gain"
+            )
         return number
 
     pairs = {checked(level): checked(gain) for level, gain in items}
     return tuple(sorted(pairs.items()))
-
-
-def _number(name: str, value: object, low: float, high: float, expected: str) -> float:
-    number = _as_float(value)
-    if number is None or not low < number < high:
-        raise InvalidOptionError(f"{name}: expected {expected}, got {_refused(value)}")
-    return number
 
 
 @dataclass(frozen=True)
@@ -236,49 +567,30 @@ class MetricOptions:
     frame_metrics.errors.InvalidOptionError: threshold: expected a finite number >= 0 or None, got -1
     """
 
-    threshold: float | None = None
-    gain: Gain = "linear"
-    ap_denominator: ApDenominator = "min_k"
-    empty: EmptyPolicy = "skip"
-    on_duplicate: DuplicatePolicy = "error"
-    unexpected: Unexpected = "baseline"
-    similarity: Similarity = "auto"
-    head_share: float = 0.2
-    ties: Ties = "item"
-    users: Users = "all"
-    idcg: Idcg = "relevant"
-    mrr_cutoff: MrrCutoff = "k"
-    relevant_set: RelevantSet = "truth"
-    gain_scope: GainScope = "relevant"
-    persistence: float = 0.8
-    max_relevance: float | None = None
-    rbp_gain: RbpGain = "binary"
-    zero_ideal: ZeroIdeal = "zero"
+    # The defaults are the table's (OPTIONS); the fields are written out for the type checker.
+    threshold: float | None = _DEFAULTS["threshold"]
+    gain: Gain = _DEFAULTS["gain"]
+    ap_denominator: ApDenominator = _DEFAULTS["ap_denominator"]
+    empty: EmptyPolicy = _DEFAULTS["empty"]
+    on_duplicate: DuplicatePolicy = _DEFAULTS["on_duplicate"]
+    unexpected: Unexpected = _DEFAULTS["unexpected"]
+    similarity: Similarity = _DEFAULTS["similarity"]
+    head_share: float = _DEFAULTS["head_share"]
+    ties: Ties = _DEFAULTS["ties"]
+    users: Users = _DEFAULTS["users"]
+    idcg: Idcg = _DEFAULTS["idcg"]
+    mrr_cutoff: MrrCutoff = _DEFAULTS["mrr_cutoff"]
+    relevant_set: RelevantSet = _DEFAULTS["relevant_set"]
+    gain_scope: GainScope = _DEFAULTS["gain_scope"]
+    persistence: float = _DEFAULTS["persistence"]
+    max_relevance: float | None = _DEFAULTS["max_relevance"]
+    rbp_gain: RbpGain = _DEFAULTS["rbp_gain"]
+    zero_ideal: ZeroIdeal = _DEFAULTS["zero_ideal"]
 
     def __post_init__(self) -> None:
-        t = self.threshold
-        if t is not None:
-            number = _as_float(t)
-            if number is None or not math.isfinite(number) or number < 0:
-                raise InvalidOptionError(
-                    f"threshold: expected a finite number >= 0 or None, got {_refused(t)}"
-                )
-            # numpy scalars become Python numbers: polars reads them as literals of their own.
-            object.__setattr__(self, "threshold", number)
-        h = _number("head_share", self.head_share, 0.0, 1.0, "a number in (0, 1)")
-        object.__setattr__(self, "head_share", h)
-        p = _number("persistence", self.persistence, 0.0, 1.0, "a number in (0, 1)")
-        object.__setattr__(self, "persistence", p)
-        if self.max_relevance is not None:
-            g = _number(
-                "max_relevance", self.max_relevance, 0.0, 1000.0, "a number in (0, 1000) or None"
-            )
-            object.__setattr__(self, "max_relevance", g)
-        if not isinstance(self.gain, (str, tuple)):
-            object.__setattr__(self, "gain", _gain_table(self.gain))
-        for name in CHOICES:
-            if name != "gain" or isinstance(self.gain, str):
-                _check_choice(name, getattr(self, name))
+        # Each option checked, and kept in its normal form, by its row of the table.
+        for row in OPTIONS:
+            object.__setattr__(self, row.name, row.check(getattr(self, row.name)))
 
     def is_relevant(self, relevance: float) -> bool:
         """Whether a truth row of this relevance is relevant (pure Python, for references)."""
@@ -305,7 +617,7 @@ MAX_K = 2**20
 #: The cutoff of a metric named without one, in a call without ``k`` (spec section 8).
 DEFAULT_K = 10
 
-_K_EXPECTED = f"k: expected an int in [1, {MAX_K}] or a list of them"
+_K_EXPECTED = f"expected an int in [1, {MAX_K}] or a list of them"
 
 
 def is_int(value: object) -> bool:
@@ -338,17 +650,90 @@ def validate_k(k: int | Iterable[int] | None, *, required: bool = True) -> tuple
     """
     if k is None:
         if required:
-            raise InvalidOptionError(f"{_K_EXPECTED}, got None")
+            raise InvalidOptionError(f"{_K_EXPECTED}, got None", option="k")
         return ()
     values: list[object] = (
         list(k) if isinstance(k, Iterable) and not isinstance(k, (str, bytes)) else [k]
     )
     if not values:
-        raise InvalidOptionError(f"{_K_EXPECTED}, got an empty list")
+        raise InvalidOptionError(f"{_K_EXPECTED}, got an empty list", option="k")
     for v in values:
         if not is_int(v) or not 1 <= int(v) <= MAX_K:  # type: ignore[call-overload]
             given = v if len(values) > 1 or not isinstance(k, Iterable) else k
             if is_int(given):
                 given = int(given)  # type: ignore[call-overload]
-            raise InvalidOptionError(f"{_K_EXPECTED}, got {shown(given)}")
+            raise InvalidOptionError(f"{_K_EXPECTED}, got {shown(given)}", option="k")
     return tuple(sorted({int(v) for v in values}))  # type: ignore[call-overload]
+
+
+_READ_BY = {RANKING: "every ranking metric", EVERY: "every metric (the input rows)"}
+_STAGES = {"statistics": "the statistics", "combination": "how they combine"}
+
+
+def format_value(value: object) -> str:
+    """An option value written plainly, as the conventions' tables show it.
+
+    Examples
+    --------
+    >>> format_value(4.0), format_value(0.95), format_value(((2.0, 3.0), (3.0, 7.0)))
+    ('4', '0.95', '{2:3,3:7}')
+    """
+    if value is None:
+        return "none"
+    if isinstance(value, tuple):
+        return "{" + ",".join(f"{format_value(a)}:{format_value(b)}" for a, b in value) + "}"
+    if isinstance(value, float):
+        if math.isfinite(value) and value == int(value) and abs(value) < 2**53:
+            return str(int(value))
+        return repr(value)
+    return str(value)
+
+
+def markdown() -> str:
+    """Every option as a Markdown table: the documentation's options page.
+
+    The page ``docs/options.md`` is this text (a test keeps them equal).
+
+    Examples
+    --------
+    >>> print(markdown().splitlines()[0])
+    # Options
+    """
+    lines = [
+        "# Options",
+        "",
+        "Every option of `fm.evaluate` that changes what a metric means, from the table "
+        "`frame_metrics.options.OPTIONS` (the command line's flags, the presets' option "
+        "lists and this page are generated from it). Each is a keyword of `fm.evaluate`; "
+        "those a preset may set default to `None` there (the preset's value, else the "
+        "default here). *Where*: `call` (the keyword, and the command line's flag), "
+        "`convention` (a preset sets it: [Conventions and presets](conventions.md)), "
+        '`metric` (a metric string sets it for one metric: `"ndcg(gain=binary)@10"`). '
+        "*Changes*: the per-user statistics (hits, gains, the relevant set), or only how a "
+        "metric combines them.",
+        "",
+        "| option | values | default | read by | changes | where | flag | what it does |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in OPTIONS:
+        if row.choices:
+            values = ", ".join(f"`{c}`" for c in row.choices)
+            values += " or a `{level: gain}` table" if row.table else ""
+        else:
+            values = row.expected
+        default = "None" if row.default is None else format_value(row.default)
+        read_by = (
+            _READ_BY[row.metrics]
+            if isinstance(row.metrics, str)
+            else ", ".join(f"`{m}`" for m in row.metrics)
+        )
+        where = ", ".join(
+            w
+            for w, yes in (("call", True), ("convention", row.preset), ("metric", row.per_metric))
+            if yes
+        )
+        lines.append(
+            f"| `{row.name}` | {values} | `{default}` | {read_by} | {_STAGES[row.stage]} "
+            f"| {where} | `{row.flag}` | {row.doc.replace('|', chr(92) + '|')} |"
+        )
+    return "\n".join(lines) + "\n"

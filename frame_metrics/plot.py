@@ -105,8 +105,8 @@ def metric_at_k(
     df = df.filter(pl.col("metric") == metric)
     if df.is_empty():
         raise InvalidOptionError(
-            f"metric: expected one of {sorted(set(_frame(result, ['metric'])['metric']))}, "
-            f"got {metric!r}"
+            f"expected one of {sorted(set(_frame(result, ['metric'])['metric']))}, got {metric!r}",
+            option="metric",
         )
     panels = _segments(df, segs)
     if ax is None:

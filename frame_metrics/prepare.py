@@ -131,7 +131,9 @@ def _require_dtype(label: str, column: str, dtype: pl.DataType, expected: str) -
     }[expected]
     if not ok:
         raise InvalidValueError(
-            f"{label}: expected column {column!r} to hold {expected} values, found dtype {dtype}"
+            f"{label}: expected column {column!r} to hold {expected} values, found dtype {dtype}",
+            frame=label,
+            columns=[column],
         )
 
 

@@ -20,7 +20,15 @@ from typing import Any, cast
 
 from frame_metrics.columns import Columns, as_names
 from frame_metrics.conventions import METRIC_OPTIONS, OPTION_NAMES, preset_settings, resolve_options
-from frame_metrics.errors import InvalidOptionError, Keyword
+from frame_metrics.errors import (
+    IgnoredOptionWarning,
+    InvalidOptionError,
+    Keyword,
+    LeaveOut,
+    MissingInputError,
+    Part,
+    Pass,
+)
 from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.registry import ALIASES, REGISTRY, Requested, resolve, split_names
 from frame_metrics.options import (
@@ -89,10 +97,21 @@ EXTRA_INPUTS: tuple[ExtraInput, ...] = (
 #: Which extra input provides an entry of ``Metric.needs``.
 EXTRA_OF_NEED = {need: e.name for e in EXTRA_INPUTS for need in e.needs}
 _WHAT = {e.name: e.what for e in EXTRA_INPUTS}
-_SERENDIPITY_HINT = {
-    ("serendipity", "baseline"): "; or pass unexpected='history' to judge against train= instead",
-    ("serendipity", "train"): "; or pass unexpected='baseline' (the default) to judge against "
-    "baseline= instead",
+_SERENDIPITY_HINT: dict[tuple[str, str], tuple[Part, ...]] = {
+    ("serendipity", "baseline"): (
+        "; or ",
+        Pass("unexpected", "history"),
+        " to judge against ",
+        Keyword("train"),
+        " instead",
+    ),
+    ("serendipity", "train"): (
+        "; or ",
+        Pass("unexpected", "baseline"),
+        " (the default) to judge against ",
+        Keyword("baseline"),
+        " instead",
+    ),
 }
 
 
@@ -120,8 +139,8 @@ class Spec:
     frames: frozenset[str] = field(default_factory=lambda: frozenset({"truth"}))
     validate: bool = True
     convention: str | None = None
-    #: What the call gives that cannot change its result, one warning message each.
-    ignored: tuple[str, ...] = ()
+    #: What the call gives that cannot change its result, one warning each.
+    ignored: tuple[IgnoredOptionWarning, ...] = ()
 
     @property
     def long_table(self) -> bool:
@@ -242,7 +261,7 @@ def build_spec(
     >>> build_spec({"truth"}, metrics="novelty@5")
     Traceback (most recent call last):
     ...
-    frame_metrics.errors.InvalidOptionError: novelty: expected train= (reference interactions with the user and item columns, usually the train split), got None
+    frame_metrics.errors.MissingInputError: novelty: expected train= (reference interactions with the user and item columns, usually the train split), got None
     """
     # Options and names first: a typo costs no pass over the data.
     unknown = sorted(set(options) - set(OPTION_NAMES))
@@ -280,14 +299,18 @@ def build_spec(
         for need in sorted(q.metric.inputs(q.options)):
             source = EXTRA_OF_NEED.get(need)
             if source is not None and source not in given:
-                raise InvalidOptionError(
-                    f"{q.metric.name}: expected {source}= ({_WHAT[source]}), "
-                    "got None" + _SERENDIPITY_HINT.get((q.metric.name, source), "")
+                raise MissingInputError(
+                    q.metric.name,
+                    source,
+                    _WHAT[source],
+                    *_SERENDIPITY_HINT.get((q.metric.name, source), ()),
                 )
     if long_table and score is not None:
         raise InvalidOptionError(
-            "score: expected None for a long table (it carries ranks), got "
-            f"{score!r}; pass truth= to rank recommendations by score"
+            f"expected None for a long table (it carries ranks), got {score!r}; ",
+            Pass("truth"),
+            " to rank recommendations by score",
+            option="score",
         )
     return Spec(columns, call, requests, given, validate, convention, tuple(ignored))
 
@@ -299,26 +322,32 @@ def _check_metric_options(requests: Sequence[Requested], long_table: bool, score
             continue
         if long_table and q.options.threshold == 0:
             raise InvalidOptionError(
-                f"threshold: expected a number > 0 or None for {q.column} on a long table "
-                "(relevance 0 marks a recommended item outside truth there; pass truth= "
-                "to make every truth row relevant), got 0" + q.set_by("threshold")
+                f"expected a number > 0 or None for {q.column} on a long table "
+                "(relevance 0 marks a recommended item outside truth there; ",
+                Pass("truth"),
+                " to make every truth row relevant), got 0",
+                *q.set_by("threshold"),
+                option="threshold",
             )
         gain = q.metric.effective(q.options).gain
         if q.metric.name == "ndcg" and q.options.idcg == "k" and gain != "binary":
             shown = gain if isinstance(gain, str) else dict(gain)
             raise InvalidOptionError(
-                f"idcg: expected 'relevant' for {q.column} under gain={shown!r} "
+                f"expected 'relevant' for {q.column} under gain={shown!r} "
                 "(idcg='k' is k ideal slots of gain 1, an upper bound of DCG only under "
                 "gain='binary': pass ",
                 Keyword("gain", "binary"),
                 " with it), got 'k'",
+                option="idcg",
             )
         if scored and q.options.ties == "average" and not q.metric.tie_average:
             averaged = sorted(m.name for m in REGISTRY.values() if m.tie_average)
             raise InvalidOptionError(
-                f"ties: expected {other_tie_rules('average')} for "
+                f"expected {other_tie_rules('average')} for "
                 f"{q.column} (ties='average' is defined for {', '.join(averaged)}), "
-                "got 'average'" + q.set_by("ties")
+                "got 'average'",
+                *q.set_by("ties"),
+                option="ties",
             )
 
 
@@ -366,7 +395,9 @@ def resolve_requests(
     # "ndcg,recall" is two names, as on the command line.
     names = [part for raw in given_raw for part in split_names(raw)]
     if not names:
-        raise InvalidOptionError("metrics: expected at least one metric name, got an empty list")
+        raise InvalidOptionError(
+            "expected at least one metric name, got an empty list", option="metrics"
+        )
     ks = validate_k(k, required=False) or None
     known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
     known.pop("on_duplicate")
@@ -374,7 +405,9 @@ def resolve_requests(
     out: list[Requested] = []
     for raw in names:
         if not isinstance(raw, str):
-            raise InvalidOptionError(f"metrics: expected metric names as strings, got {raw!r}")
+            raise InvalidOptionError(
+                f"expected metric names as strings, got {raw!r}", option="metrics"
+            )
         parsed = parse_name(raw, known)
         tool = tool_measure(parsed.name, parsed.cut, raw, package)
         metric = resolve(parsed.name if tool is None else tool.metric)
@@ -385,8 +418,9 @@ def resolve_requests(
         unread = sorted(set(own) - readable)
         if unread:
             raise InvalidOptionError(
-                f"metrics: expected options {label} reads ({', '.join(sorted(readable)) or 'none'}), "
-                f"got {', '.join(unread)} in {raw!r}"
+                f"expected options {label} reads ({', '.join(sorted(readable)) or 'none'}), "
+                f"got {', '.join(unread)} in {raw!r}",
+                option="metrics",
             )
         layers: dict[str, Any] = {"metric": metric.name}
         if tool is None:
@@ -399,7 +433,10 @@ def resolve_requests(
             layers |= {"convention": None, "metric_convention": TOOL_CONVENTION}
             layers["metric_given"] = own | dict(tool.fixed)
         options = metric.effective(resolve_options(given, **layers))
-        named = {"call": f"convention={convention!r}", "metric": repr(raw)}
+        named: dict[str, str | Keyword] = {
+            "call": Keyword("convention", convention),
+            "metric": repr(raw),
+        }
         presets = tuple(
             (option, named[where]) for option, where in preset_settings(given, **layers).items()
         )
@@ -415,7 +452,8 @@ def resolve_requests(
         elif not metric.takes_k:
             if parsed.cut is not None:
                 raise InvalidOptionError(
-                    f"metrics: expected {label!r} without a cutoff (it has none), got {raw!r}"
+                    f"expected {label!r} without a cutoff (it has none), got {raw!r}",
+                    option="metrics",
                 )
             cuts = (0,)
         elif parsed.cut is not None:
@@ -423,7 +461,7 @@ def resolve_requests(
                 cut_k = int(parsed.cut)
             except ValueError:
                 raise InvalidOptionError(
-                    f"metrics: expected '<name>@<int k>', got {raw!r}"
+                    f"expected '<name>@<int k>', got {raw!r}", option="metrics"
                 ) from None
             cuts = validate_k(cut_k)
         else:
@@ -436,7 +474,8 @@ def resolve_requests(
             if request not in out:
                 if any(r.column == column for r in out):
                     raise InvalidOptionError(
-                        f"metrics: expected one meaning per column, got two for {column!r}"
+                        f"expected one meaning per column, got two for {column!r}",
+                        option="metrics",
                     )
                 out.append(request)
     return out
@@ -463,8 +502,8 @@ def _ignored_options(
     score: str | None,
     rank: str,
     long_table: bool,
-) -> list[str]:
-    """What the call gives that cannot change its result, one message each.
+) -> list[IgnoredOptionWarning]:
+    """What the call gives that cannot change its result, one warning each.
 
     ``k`` when every metric names its own cutoff or takes none; a tie rule (the call's,
     or a metric's own) when the rows are ranked by a rank column, whose ranks are unique
@@ -473,8 +512,8 @@ def _ignored_options(
 
     Examples
     --------
-    >>> _ignored_options(["ndcg@5", "rmse"], 10, convention=None, ties=None, score=None,
-    ...                  rank="rank", long_table=False)
+    >>> [str(w) for w in _ignored_options(["ndcg@5", "rmse"], 10, convention=None, ties=None,
+    ...                                   score=None, rank="rank", long_table=False)]
     ["k: 10 ignored, every metric has its own cutoff or none ('ndcg@5', 'rmse'); leave k out, or name a metric without a cutoff to compute it at k"]
     """
     from frame_metrics.metric_names import parse_name
@@ -487,14 +526,18 @@ def _ignored_options(
     names = [str(name) for raw in given for name in split_names(raw)]
     known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
     parsed = [parse_name(name, known) for name in names]
-    messages = []
+    messages: list[IgnoredOptionWarning] = []
     if k is not None and not any(_takes_call_k(name, convention) for name in names):
         # k is valid here: an int (numpy's too) or an iterable of them.
         shown = int(cast("int", k)) if is_int(k) else [int(v) for v in cast("Iterable[int]", k)]
         messages.append(
-            f"k: {shown!r} ignored, every metric has its own cutoff or none "
-            f"({', '.join(repr(n) for n in names)}); leave k out, or name a metric without "
-            "a cutoff to compute it at k"
+            IgnoredOptionWarning(
+                f"{shown!r} ignored, every metric has its own cutoff or none "
+                f"({', '.join(repr(n) for n in names)}); ",
+                LeaveOut("k"),
+                ", or name a metric without a cutoff to compute it at k",
+                option="k",
+            )
         )
     if score is None:
         ranked = (
@@ -503,13 +546,16 @@ def _ignored_options(
             else f"recs are ranked by column {rank!r}"
         )
         why = (
-            f"{ranked}, whose ranks are unique within a user, so no two items tie; pass "
-            "score= to rank by a score column instead"
+            f"{ranked}, whose ranks are unique within a user, so no two items tie; ",
+            Pass("score"),
+            " to rank by a score column instead",
         )
         if ties is not None:
-            messages.append(f"ties: {ties!r} ignored: {why}")
+            messages.append(IgnoredOptionWarning(f"{ties!r} ignored: ", *why, option="ties"))
         for p in parsed:
             own = dict(p.options).get("ties")
             if own is not None:
-                messages.append(f"ties: {own!r} in {p.raw!r} ignored: {why}")
+                messages.append(
+                    IgnoredOptionWarning(f"{own!r} in {p.raw!r} ignored: ", *why, option="ties")
+                )
     return messages

@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from frame_metrics.errors import DuplicateRowsError, FrameMetricsError, InvalidValueError, Keyword
+from frame_metrics.errors import (
+    DuplicateRowsError,
+    FrameMetricsError,
+    InvalidValueError,
+    Keyword,
+    LeaveOut,
+    Part,
+    Pass,
+)
 
 if TYPE_CHECKING:
     from polars._typing import EngineType
@@ -44,7 +52,7 @@ __all__ = [
 #: A count over a frame: an expression, or a query of the frame giving one value.
 Screen = pl.Expr | Callable[[pl.LazyFrame], pl.LazyFrame]
 #: Text after a check's message: words, and the arguments it proposes.
-Parts = tuple[str | Keyword, ...]
+Parts = tuple[Part, ...]
 
 
 def _count_query(frame: pl.LazyFrame, count: Screen) -> pl.LazyFrame:
@@ -236,7 +244,7 @@ def repeats_per_group(key: Sequence[str]) -> Callable[[pl.LazyFrame], pl.LazyFra
 def duplicate_check(
     key: Sequence[str],
     what: str,
-    advice: Sequence[str | Keyword] = (),
+    advice: Sequence[Part] = (),
     *,
     often_sorted: bool = False,
 ) -> Check:
@@ -281,7 +289,7 @@ class Failure:
     def exception(self) -> FrameMetricsError:
         """The error to raise, its message naming the count and the example row."""
         text = self.message.format(n=self.n, example=self.example)
-        return self.error(f"{self.label}: {text}", *self.more)
+        return self.error(f"{self.label}: {text}", *self.more, frame=self.label)
 
 
 def dump_parts(parts: Parts) -> str:
@@ -289,17 +297,23 @@ def dump_parts(parts: Parts) -> str:
 
     Examples
     --------
-    >>> load_parts(dump_parts(("; pass ", Keyword("by", "model"))))
-    ('; pass ', Keyword(name='by', value='model'))
+    >>> load_parts(dump_parts(("; pass ", Keyword("by", "model"), ", ", LeaveOut("k"))))
+    ('; pass ', Keyword(name='by', value='model'), ', ', LeaveOut(name='k'))
     """
-    return json.dumps([p if isinstance(p, str) else [p.name, p.value] for p in parts])
+    return json.dumps(
+        [p if isinstance(p, str) else [type(p).__name__, *vars(p).values()] for p in parts]
+    )
+
+
+#: The argument parts by class name, as :func:`dump_parts` writes them.
+_PARTS: dict[str, Callable[..., Part]] = {"Keyword": Keyword, "Pass": Pass, "LeaveOut": LeaveOut}
 
 
 def load_parts(text: str | None) -> Parts:
     """The parts :func:`dump_parts` wrote (none for ``None``)."""
     if not text:
         return ()
-    return tuple(p if isinstance(p, str) else Keyword(*p) for p in json.loads(text))
+    return tuple(p if isinstance(p, str) else _PARTS[p[0]](*p[1:]) for p in json.loads(text))
 
 
 def run_checks(

@@ -17,6 +17,7 @@ import pytest
 
 import frame_metrics as fm
 from frame_metrics.cli import _EXTRA_OF_MODULE, _missing_dependency, build_parser, main, render
+from frame_metrics.errors import InvalidOptionError
 
 Rows = list[dict[str, Any]]
 
@@ -516,6 +517,12 @@ ERRORS: list[tuple[str, ArgsOf, int, str]] = [
         "-k: expected an int >= 1 or a comma-separated list of them, got 'ten'",
     ),
     (
+        "k blank",
+        _with("-k", " ,"),
+        2,
+        "-k: expected an int >= 1 or a comma-separated list of them, got ' ,'",
+    ),
+    (
         "unknown metric",
         _with("-m", "ndgc", "-k", "3"),
         2,
@@ -792,6 +799,22 @@ def test_errors_are_one_line(
     assert len(lines) == 1, err
     assert _matches(lines[0], "frame-metrics: error: " + message), lines[0]
     assert sorted(tmp_path.iterdir()) == before  # no output file, not even a partial one
+
+
+@pytest.mark.parametrize("name", ["leave k out", "train=1", "pass truth= to", "k: x"])
+def test_what_the_user_wrote_is_repeated_as_written(
+    capsys: pytest.CaptureFixture[str], files: dict[str, Path], name: str
+) -> None:
+    """A message quotes the caller's own text; the command line says the option the message
+    is about its way (-m), and nothing in the quoted text (words that look like keywords
+    were rewritten when the command line rewrote messages by pattern)."""
+    with pytest.raises(InvalidOptionError) as raised:
+        fm.evaluate(pl.read_parquet(files["recs.parquet"]), metrics=name)
+    python = str(raised.value)
+    assert python.startswith("metrics: expected a known metric name, got " + repr(name))
+    code, out, err = run(capsys, "evaluate", files["recs.parquet"], files["truth.csv"], "-m", name)
+    assert (code, out) == (2, "")
+    assert err == "frame-metrics: error: -m" + python.removeprefix("metrics") + "\n"
 
 
 class _ClosedPipe(io.StringIO):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import re
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +17,8 @@ from frame_metrics.errors import (
     InvalidOptionError,
     InvalidValueError,
     MissingColumnsError,
+    MissingDependencyError,
+    MissingInputError,
 )
 from tests.conftest import Constructor
 
@@ -568,6 +571,115 @@ def test_bad_input_message(
     with pytest.raises(error, match=f"^{re.escape(message)}$"):
         fm.evaluate(recs, truth, **kwargs)
     assert issubclass(error, ValueError)
+
+
+#: What an error is about, as its attributes say (FrameMetricsError.option, .frame and
+#: .columns): the keyword, input frame and columns the call got wrong. A message about an
+#: option begins with its name.
+ABOUT: list[tuple[str, Callable[[pl.DataFrame], pl.DataFrame], dict[str, Any], dict[str, Any]]] = [
+    ("head-share", same, {"head_share": 2}, {"option": "head_share"}),
+    ("threshold", same, {"threshold": -1}, {"option": "threshold"}),
+    ("gain-table", same, {"gain": {1: -1}}, {"option": "gain"}),
+    ("choice", same, {"empty": "never"}, {"option": "empty"}),
+    ("cutoff", same, {"k": 0}, {"option": "k"}),
+    ("metric-string", same, {"metrics": "ndcg(gian=binary)@2"}, {"option": "metrics"}),
+    ("convention", same, {"convention": "trec"}, {"option": "convention"}),
+    ("user-repeats", same, {"user": ["user", "user"]}, {"option": "user"}),
+    ("by-is-user", same, {"by": "user"}, {"option": "by", "columns": ("user",)}),
+    (
+        "missing-column",
+        same,
+        {"user": "usr"},
+        {"frame": "recs", "columns": ("usr",)},
+    ),
+    (
+        "null-user",
+        lambda r: r.with_columns(user=pl.Series([1, None, 2])),
+        {},
+        {"frame": "recs"},
+    ),
+    (
+        "duplicate-pair",
+        lambda r: r.with_columns(item=pl.Series([10, 10, 10])),
+        {},
+        {"frame": "recs"},
+    ),
+    ("unknown-metric", same, {"metrics": "ndgc"}, {"option": "metrics"}),
+    ("metric-cutoff", same, {"metrics": "rmse@2"}, {"option": "metrics"}),
+    ("aggregate-not-bool", same, {"aggregate": "mean"}, {"option": "aggregate"}),
+    ("buckets", same, {"buckets": 0}, {"option": "buckets"}),
+    (
+        "corpus-per-user",
+        same,
+        {"metrics": ["precision", "coverage"]},
+        {"option": "aggregate", "columns": ("coverage@2",)},
+    ),
+    (
+        "idcg-k-linear-gain",
+        same,
+        {"metrics": "ndcg", "idcg": "k"},
+        {"option": "idcg"},
+    ),
+    (
+        "ties-average-undefined",
+        lambda r: r.with_columns(score=pl.Series([0.5, 0.5, 0.5])),
+        {"metrics": "mrr", "score": "score", "ties": "average"},
+        {"option": "ties"},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("change_recs", "kwargs", "about"), [pytest.param(*case[1:], id=case[0]) for case in ABOUT]
+)
+def test_an_error_says_what_it_is_about(
+    constructor: Constructor,
+    change_recs: Callable[[pl.DataFrame], pl.DataFrame],
+    kwargs: dict[str, Any],
+    about: dict[str, Any],
+) -> None:
+    recs, truth = constructor(change_recs(RECS)), constructor(TRUTH)
+    with pytest.raises(FrameMetricsError) as raised:
+        fm.evaluate(recs, truth, **{"k": 2, **kwargs})
+    error = raised.value
+    expected = {"option": None, "frame": None, "columns": ()} | about
+    assert (error.option, error.frame, error.columns) == tuple(expected.values())
+    if error.option is not None:
+        assert str(error).startswith(f"{error.option}: ")
+        assert str(error) == f"{error.option}: " + "".join(map(str, error.parts))
+
+
+def test_a_missing_input_names_the_metric_and_the_frame(constructor: Constructor) -> None:
+    with pytest.raises(MissingInputError) as raised:
+        fm.evaluate(constructor(RECS), constructor(TRUTH), metrics="novelty@2")
+    error = raised.value
+    assert (error.metric, error.frame, error.option) == ("novelty", "train", None)
+    assert str(error) == f"novelty: expected train= ({error.purpose}), got None"
+    with pytest.raises(MissingInputError) as raised:
+        fm.evaluate(constructor(RECS), constructor(TRUTH), metrics="serendipity@2")
+    assert (raised.value.metric, raised.value.frame) == ("serendipity", "baseline")
+    assert str(raised.value).endswith(
+        "; or pass unexpected='history' to judge against train= instead"
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"user": "usr"}, {"metrics": "novelty"}, {"head_share": 2}, {"metrics": "ndgc"}],
+    ids=["missing-column", "missing-input", "option", "metric"],
+)
+def test_an_error_comes_back_whole_from_another_process(kwargs: dict[str, Any]) -> None:
+    """Pickled (as from a Dask or Spark worker), an error keeps its class, message and
+    attributes, whatever its constructor takes."""
+    with pytest.raises(FrameMetricsError) as raised:
+        fm.evaluate(RECS, TRUTH, k=2, **kwargs)
+    error = raised.value
+    back = pickle.loads(pickle.dumps(error))
+    assert (type(back), str(back), back.args) == (type(error), str(error), error.args)
+    assert vars(back) == vars(error)
+    missing = MissingDependencyError("pyarrow", "a pyarrow Table result", "arrow")
+    back = pickle.loads(pickle.dumps(missing))
+    assert (type(back), str(back), back.name) == (MissingDependencyError, str(missing), "pyarrow")
 
 
 def _is_pandas_numpy(frame: object) -> bool:

@@ -180,6 +180,20 @@ def test_command_line_says_it_in_its_own_terms(
     ]
 
 
+def test_a_warning_says_which_option_it_is_about() -> None:
+    recs = RECS.with_columns(score=pl.lit(0.5))
+    with pytest.warns(IgnoredOptionWarning) as caught:
+        fm.evaluate(RECS, TRUTH, metrics=["precision@2", "ndcg(ties=average)@2"], k=5, ties="input")
+    warned = [w.message for w in caught if isinstance(w.message, IgnoredOptionWarning)]
+    # k, the call's tie rule, the metric's own: each message begins with its option.
+    assert [w.option for w in warned] == ["k", "ties", "ties"]
+    assert [str(w).split(": ")[0] for w in warned] == ["k", "ties", "ties"]
+    # Ranked by a score, ties matter: nothing is ignored.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredOptionWarning)
+        fm.evaluate(recs, TRUTH, metrics="precision@2", score="score", ties="input")
+
+
 def test_generator_arguments() -> None:
     """metrics and k are read to look for ignored options, then by the evaluation."""
     got = fm.evaluate(

@@ -25,6 +25,7 @@ import pytest
 import frame_metrics as fm
 from frame_metrics.cli import main
 from frame_metrics.errors import InvalidOptionError
+from frame_metrics.options import OPTIONS
 from tests.conftest import Constructor
 from tests.conftest import assert_user_values as assert_close
 from tests.conftest import evaluate_as_polars as run
@@ -290,10 +291,8 @@ def test_variant_values_by_hand(constructor: Constructor) -> None:
 # --- errors -----------------------------------------------------------------------------------
 
 _EXPECTED = "metrics: expected '<name>', '<name>@<k>' or '<name>(<option>=<value>, ...)@<k>'"
-_KNOWN = (
-    "ap_denominator, convention, empty, gain, gain_scope, idcg, max_relevance, mrr_cutoff, "
-    "persistence, rbp_gain, relevant_set, threshold, ties, users, zero_ideal"
-)
+#: The options a metric string may set: the table's per-metric options, and a preset.
+_KNOWN = ", ".join(sorted(["convention", *(o.name for o in OPTIONS if o.per_metric)]))
 _CONVENTIONS = (
     "'trec_eval', 'ranx', 'rectools', 'recommenders', 'sklearn', 'torchmetrics', 'replay'"
 )

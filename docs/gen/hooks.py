@@ -3,8 +3,9 @@
 - the metric pages, one per registry family, and the metrics overview (gen_metrics);
 - a page for each headline metric (NDCG, MAP, recall, ...): variants and peers (gen_headline);
 - the CLI reference, the errors page and the performance page (gen_reference);
-- ``docs/conventions.md`` served from ``frame_metrics.conventions.markdown()`` (the
-  committed file is the same text: tests/test_generated_docs.py);
+- ``docs/conventions.md`` served from ``frame_metrics.conventions.markdown()`` and
+  ``docs/options.md`` from ``frame_metrics.options.markdown()`` (the committed files are
+  the same text: tests/test_generated_docs.py);
 - the notebooks of ``notebooks/`` as pages (mkdocs-jupyter renders their committed
   outputs), and MathJax served from the site (from the django-static-mathjax wheel);
 - the architecture page's layers diagram (an inline SVG of the import-linter contract)
@@ -160,11 +161,15 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 
 
 def on_page_read_source(page: Page, config: MkDocsConfig) -> str | None:
-    """The conventions page is what the presets generate (equal to the committed file)."""
+    """The conventions and options pages are what the code generates (equal to the files)."""
     if page.file.src_uri == "conventions.md":
-        from frame_metrics.conventions import markdown
+        from frame_metrics.conventions import markdown as conventions_page
 
-        return markdown()
+        return conventions_page()
+    if page.file.src_uri == "options.md":
+        from frame_metrics.options import markdown as options_page
+
+        return options_page()
     return None
 
 

@@ -170,9 +170,11 @@ def refuse_row_order(spec: Spec, library: str) -> None:
     for q in spec.requests:
         if q.options.ties == "input":
             raise errors.InvalidOptionError(
-                f"ties: expected {other_tie_rules('input')} for "
+                f"expected {other_tie_rules('input')} for "
                 f"{q.column} on {library} (its rows have no order to break ties by), got "
-                "'input'" + q.set_by("ties")
+                "'input'",
+                *q.set_by("ties"),
+                option="ties",
             )
 
 

@@ -39,8 +39,10 @@ class CorpusFamily(Family):
         corpus = [q.column for q in spec.of_family(self.name)]
         if corpus and not aggregate:
             raise InvalidOptionError(
-                f"aggregate: expected True for corpus metrics (one value per by group, not per "
-                f"user), got False with {', '.join(corpus)}"
+                f"expected True for corpus metrics (one value per by group, not per "
+                f"user), got False with {', '.join(corpus)}",
+                option="aggregate",
+                columns=corpus,
             )
 
     def reads_every_row(self, spec: Spec, broadcast: Collection[str]) -> bool:

@@ -14,7 +14,7 @@ from typing import Any, Literal, NamedTuple
 
 import polars as pl
 
-from frame_metrics.errors import InvalidOptionError
+from frame_metrics.errors import InvalidOptionError, Keyword, Part, Pass
 from frame_metrics.metrics.context import RankingContext, RankingPieces
 from frame_metrics.options import MetricOptions
 
@@ -185,24 +185,24 @@ class Requested(NamedTuple):
     """One metric to compute: at cutoff ``k`` (0: none), with its options, in ``column``.
 
     ``presets`` pairs each option a preset set (and nothing overrode) with the preset,
-    as a message names it: ``("threshold", "convention='rectools'")``.
+    as a message names it: ``("threshold", Keyword("convention", "rectools"))``.
     """
 
     metric: Metric
     k: int
     options: MetricOptions
     column: str
-    presets: tuple[tuple[str, str], ...] = ()
+    presets: tuple[tuple[str, str | Keyword], ...] = ()
 
-    def set_by(self, option: str) -> str:
+    def set_by(self, option: str) -> tuple[Part, ...]:
         """Who set ``option``, as a message's tail: ``", set by <preset> (...)"``.
 
-        ``""`` when the caller did, or the spec's default stands.
+        No part when the caller did, or the spec's default stands.
         """
         preset = dict(self.presets).get(option)
         if preset is None:
-            return ""
-        return f", set by {preset} (pass {option}= to override it)"
+            return ()
+        return (", set by ", preset, " (", Pass(option), " to override it)")
 
     def value(self, ctx: Any) -> pl.Expr:
         """The metric from its family's context, named by :attr:`column`."""
@@ -240,7 +240,9 @@ def resolve(name: str) -> Metric:
     frame_metrics.errors.InvalidOptionError: metrics: expected a known metric name, got 'ndgc' (did you mean 'ndcg'?); known metrics: 'ap', ...
     """
     if not isinstance(name, str):
-        raise InvalidOptionError(f"metrics: expected metric names as strings, got {name!r}")
+        raise InvalidOptionError(
+            f"expected metric names as strings, got {name!r}", option="metrics"
+        )
     key = ALIASES.get(name.lower(), name.lower())
     if key in REGISTRY:
         return REGISTRY[key]
@@ -252,8 +254,9 @@ def resolve(name: str) -> Metric:
     hint = difflib.get_close_matches(name.lower(), list(candidates), n=1, cutoff=0.6)
     suffix = f" (did you mean {candidates[hint[0]]!r}?)" if hint else ""
     raise InvalidOptionError(
-        f"metrics: expected a known metric name, got {name!r}{suffix}; "
-        f"known metrics: {', '.join(repr(m) for m in known)}"
+        f"expected a known metric name, got {name!r}{suffix}; "
+        f"known metrics: {', '.join(repr(m) for m in known)}",
+        option="metrics",
     )
 
 

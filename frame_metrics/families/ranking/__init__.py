@@ -141,7 +141,7 @@ class RankingFamily(Family):
             )
             no_train = n_train.height == 0 or n_train[N_TRAIN_USERS].sum() == 0
             if spec.validate and no_train and run.has_recs():
-                raise InvalidValueError("train: " + _EMPTY_TRAIN)
+                raise InvalidValueError("train: " + _EMPTY_TRAIN, frame="train")
             out["n_train_users"] = n_train
             head_share = spec.options.head_share
             out["popularity"] = popularity_levels(

@@ -1,0 +1,525 @@
+"""The argument parser: one subparser per command, the metric options from the option table."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import textwrap
+from typing import Any, NoReturn
+
+import frame_metrics as fm
+from frame_metrics.cli.files import FORMAT_OF_SUFFIX
+from frame_metrics.cli.messages import EXIT_USAGE, PROG, fail
+from frame_metrics.cli.output import DIGITS, FORMATS, MAX_DIGITS, joined_or
+from frame_metrics.conventions import CONVENTIONS
+from frame_metrics.metrics import DEFAULT_RANKING
+from frame_metrics.metrics.registry import split_names
+from frame_metrics.options import CHOICES, OPTIONS, Option
+
+#: evaluate's keyword defaults, so the command line cannot drift from the function.
+_DEFAULTS: dict[str, Any] = {
+    name: p.default for name, p in inspect.signature(fm.evaluate).parameters.items()
+}
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs as written; option help wrapped without breaking options."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(text, width, break_on_hyphens=False)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, like every other error.
+
+    Its subparsers are of this class too (argparse makes them of the parent's class).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``message`` as one error line with where to find the usage; exit 2."""
+        message = message.removeprefix("argument ")
+        raise SystemExit(fail(f"{message} (see '{self.prog} --help')", EXIT_USAGE))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the ``frame-metrics`` parser: one subparser per command.
+
+    Examples
+    --------
+    >>> args = build_parser().parse_args(["evaluate", "recs.parquet", "truth.csv", "-k", "10"])
+    >>> args.command, args.recs, args.truth, args.k, args.format
+    ('evaluate', 'recs.parquet', 'truth.csv', '10', None)
+    """
+    parser = _Parser(
+        prog=PROG,
+        formatter_class=_HelpFormatter,
+        description="Recommender-system metrics on parquet and CSV files, computed by polars.",
+        epilog="Run 'frame-metrics COMMAND --help' for a command's options.\n"
+        "Without a command, runs the demo.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {fm.__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    commands.required = True
+    # Each command is an `_add_<name>(commands)`; frame_metrics.cli.commands runs it.
+    _add_evaluate(commands)
+    _add_compare(commands)
+    _add_demo(commands)
+    return parser
+
+
+_EVALUATE_DESCRIPTION = """\
+Evaluate recommendations against truth. By default: one row per --by group with
+n_users and the mean of every metric over the users it is defined for; with
+--per-user, one row per user.
+
+Inputs are parquet (.parquet, .pq, or a directory of parquet files) or CSV
+(.csv, .tsv), read lazily and evaluated by polars' streaming engine, so they may
+be larger than memory."""
+
+
+_EVALUATE_EPILOG = """\
+examples:
+  frame-metrics evaluate recs.parquet truth.parquet -m ndcg,recall -k 10,20 --by model
+  frame-metrics evaluate recs.csv truth.csv --score-col score -k 10 --per-user -o users.csv
+  frame-metrics evaluate long.parquet -m ndcg@10,recall@20 --format markdown --precision 4
+  frame-metrics evaluate recs.parquet truth.parquet -m ndcg,novelty,coverage -k 10 \\
+      --by model --train train.parquet --catalog items.csv
+
+exit status: 0 done, 1 data error (values the metrics cannot use, a file polars
+cannot read), 2 usage error (bad path, file type, option, metric, cutoff or column)."""
+
+
+def _add_evaluate(commands: argparse._SubParsersAction[_Parser]) -> None:
+    p = commands.add_parser(
+        "evaluate",
+        formatter_class=_HelpFormatter,
+        help="evaluate recommendations against truth (parquet or CSV files)",
+        description=_EVALUATE_DESCRIPTION,
+        epilog=_EVALUATE_EPILOG,
+    )
+    p.add_argument(
+        "recs",
+        metavar="RECS",
+        help="recommendations: user, item and rank (or --score-col); without TRUTH, a long "
+        "table that also carries relevance, a null rank marking a relevant item that was "
+        "not recommended",
+    )
+    p.add_argument(
+        "truth",
+        metavar="TRUTH",
+        nargs="?",
+        help="the items each user likes: user, item, relevance (a number >= 0)",
+    )
+    what = p.add_argument_group("what to compute")
+    what.add_argument(
+        "-m",
+        "--metrics",
+        action="extend",
+        type=_metric_names,
+        metavar="NAMES",
+        help="comma-separated metric names, optionally with their own cutoff (ndcg@10) and "
+        "options ('ap(ap_denominator=relevant)@10'), or trec_eval's and ir_measures' names "
+        "(P_10, nDCG@10, RR), each a column as written; repeatable "
+        f"(default: {','.join(DEFAULT_RANKING)})",
+    )
+    what.add_argument(
+        "-k",
+        metavar="K",
+        help="comma-separated cutoffs for every metric named without one, e.g. 5,10,20",
+    )
+    what.add_argument(
+        "--by",
+        type=_names,
+        metavar="COLS",
+        help="comma-separated columns (model, segment, fold) evaluated independently",
+    )
+    what.add_argument(
+        "--per-user",
+        action="store_true",
+        help="one row per user instead of the means per --by group",
+    )
+    _add_input_options(p)
+    _add_output_options(p)
+    scale = p.add_argument_group("inputs larger than memory")
+    scale.add_argument(
+        "--buckets",
+        type=_buckets_option,
+        default="auto",
+        metavar="N",
+        help="evaluate the users in N buckets one after another, so that peak memory falls "
+        "with N (default: auto, one bucket per 250M recommendation rows)",
+    )
+    scale.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a progress bar on stderr over the buckets, shown once a run takes a few "
+        "seconds (default: when stderr is a terminal)",
+    )
+
+
+def _buckets_option(text: str) -> int | str:
+    """``--buckets``: ``auto`` or a positive integer, judged here so the error names the option.
+
+    Examples
+    --------
+    >>> _buckets_option("Auto"), _buckets_option("8")
+    ('auto', 8)
+    >>> _buckets_option("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected a positive integer or auto, got '0'
+    """
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        buckets = int(text)
+    except ValueError:
+        buckets = 0
+    if buckets < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or auto, got {text!r}")
+    return buckets
+
+
+def _add_input_options(p: argparse.ArgumentParser) -> None:
+    """Column names, metric options and extra inputs: evaluate's keywords as options."""
+    cols = p.add_argument_group("columns")
+    cols.add_argument(
+        "--user-col",
+        type=_names,
+        default=_DEFAULTS["user"],  # a string: argparse splits it with the type
+        metavar="COLS",
+        help="user key; comma-separated for a composite key such as user,session "
+        "(default: %(default)s)",
+    )
+    cols.add_argument(
+        "--item-col",
+        default=_DEFAULTS["item"],
+        metavar="COL",
+        help="item id (default: %(default)s)",
+    )
+    ranked = cols.add_mutually_exclusive_group()
+    ranked.add_argument(
+        "--rank-col",
+        default=_DEFAULTS["rank"],
+        metavar="COL",
+        help="rank, 1 = top (default: %(default)s)",
+    )
+    ranked.add_argument(
+        "--score-col",
+        metavar="COL",
+        help="score, higher = better: ranks are derived (equal scores: --ties, default item ascending)",
+    )
+    cols.add_argument(
+        "--relevance-col",
+        default=_DEFAULTS["relevance"],
+        metavar="COL",
+        help="relevance (or true rating) in TRUTH or the long table (default: %(default)s)",
+    )
+    cols.add_argument(
+        "--prediction-col",
+        default=_DEFAULTS["prediction"],
+        metavar="COL",
+        help="predicted rating in RECS, for mse/rmse/mae (default: %(default)s)",
+    )
+    cols.add_argument(
+        "--features-col",
+        default=_DEFAULTS["features"],
+        metavar="COL",
+        help="list of categories or numeric vector in --item-features (default: %(default)s)",
+    )
+    cols.add_argument(
+        "--ids-as-text",
+        action="store_true",
+        help="read the user and item columns of every input file as text (CSV: as written, "
+        "leading zeros kept), for ids that are all digits in one file but not in another",
+    )
+    opts = p.add_argument_group(
+        "metric options",
+        "Each defaults to the --convention's value, else the spec's. A metric may carry its "
+        "own: -m 'ap(ap_denominator=relevant)@10'.",
+    )
+    opts.add_argument(
+        "--convention",
+        choices=list(CONVENTIONS),
+        help="a peer's conventions: sets every option below in which that peer differs "
+        "from the spec; options given explicitly override it",
+    )
+    for row in OPTIONS:
+        _add_option(opts, row)
+    extra = p.add_argument_group("extra inputs (parquet or CSV files)")
+    extra.add_argument(
+        "--train",
+        metavar="FILE",
+        help="reference interactions (user, item): popularity for novelty, arp, aplt; "
+        "history for --unexpected history",
+    )
+    extra.add_argument(
+        "--catalog",
+        metavar="FILE",
+        help="the catalog's items (item column) for coverage and gini (default: the items "
+        "seen in the inputs)",
+    )
+    extra.add_argument(
+        "--item-features",
+        metavar="FILE",
+        help="item and --features-col per item, for diversity (a list column: parquet)",
+    )
+    extra.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="a baseline model's recommendations (user, item, rank or score) for serendipity",
+    )
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    out = p.add_argument_group("output")
+    out.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="table (all rows and columns), csv, json (one array of records) or markdown "
+        "(a GitHub table); default: from the -o extension, else table",
+    )
+    out.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write to FILE instead of standard output: a "
+        f"{joined_or(list(FORMAT_OF_SUFFIX))} file (.txt: table)",
+    )
+    out.add_argument(
+        "--precision",
+        type=_digits,
+        metavar="N",
+        help=f"significant digits of the numbers in table and markdown output, 1 to "
+        f"{MAX_DIGITS} (default: {DIGITS}; scientific notation when very small or large); "
+        "csv and json are always exact",
+    )
+
+
+def _add_demo(commands: argparse._SubParsersAction[_Parser]) -> None:
+    commands.add_parser(
+        "demo",
+        formatter_class=_HelpFormatter,
+        help="evaluate two models on built-in synthetic data",
+        description="Evaluate the synthetic 'popularity' and 'personal' models at k = 5 and 10.",
+    )
+
+
+def _add_option(group: argparse._ArgumentGroup, row: Option) -> None:
+    """An option of the table as a flag: its choices, or a number (or gain) parsed here."""
+    default = _DEFAULTS[row.name]
+    if default is not None:
+        shown = "%(default)s"
+    elif row.choices and not row.table:
+        shown = f"the --convention's, else {row.default}"
+    else:
+        shown = row.cli_default or str(row.default)
+    help = f"{row.help} (default: {shown})"
+    if row.table:
+        group.add_argument(row.flag, type=_gain, metavar=row.metavar, help=help)
+    elif row.choices:
+        group.add_argument(row.flag, choices=row.choices, default=default, help=help)
+    else:
+        group.add_argument(row.flag, type=_number, default=default, metavar=row.metavar, help=help)
+
+
+def _gain(text: str) -> str | dict[float, float]:
+    """``--gain``: a gain's name, or a trec_eval gain table ``LEVEL=GAIN,...``.
+
+    Examples
+    --------
+    >>> _gain("exponential"), _gain("1=3, 2=9,4=4.5")
+    ('exponential', {1.0: 3.0, 2.0: 9.0, 4.0: 4.5})
+    >>> _gain("2=x")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected linear, exponential, binary or a table LEVEL=GAIN,... such as 1=3,2=9, got '2=x'
+    """
+    if text.strip() in CHOICES["gain"]:
+        return text.strip()
+    table: dict[float, float] = {}
+    try:
+        for part in text.split(","):
+            level, eq, gain = part.partition("=")
+            if not eq:
+                raise ValueError(part)
+            table[float(level)] = float(gain)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected {', '.join(CHOICES['gain'])} or a table LEVEL=GAIN,... such as "
+            f"1=3,2=9, got {text!r}"
+        ) from None
+    return table
+
+
+def _metric_names(text: str) -> list[str]:
+    """``-m``: comma-separated metric names; commas inside a name's options stay.
+
+    Examples
+    --------
+    >>> _metric_names("ndcg@10, ap(ap_denominator=relevant, empty=zero)@5")
+    ['ndcg@10', 'ap(ap_denominator=relevant, empty=zero)@5']
+    """
+    names = [n for n in split_names(text) if isinstance(n, str) and n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected a name or comma-separated names, got {text!r}")
+    return [n.strip() for n in names]
+
+
+def _names(text: str) -> list[str]:
+    """Split a comma-separated argument, dropping blanks; at least one name.
+
+    Examples
+    --------
+    >>> _names("ndcg, recall,")
+    ['ndcg', 'recall']
+    >>> _names(" ,")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected a name or comma-separated names, got ' ,'
+    """
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected a name or comma-separated names, got {text!r}")
+    return names
+
+
+def _number(text: str) -> float:
+    """Parse a number option; the function it is passed to judges its value.
+
+    Examples
+    --------
+    >>> _number("0.5")
+    0.5
+    >>> _number("abc")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected a number, got 'abc'
+    """
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _integer(text: str) -> int:
+    """Parse an int option; the function it is passed to judges its value.
+
+    Examples
+    --------
+    >>> _integer("-3")
+    -3
+    >>> _integer("2.5")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected an int, got '2.5'
+    """
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int, got {text!r}") from None
+
+
+def _digits(text: str) -> int:
+    """Parse ``--precision``: significant digits, 1 to 17 (a float has no more).
+
+    Examples
+    --------
+    >>> _digits("4")
+    4
+    >>> _digits("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected an int from 1 to 17 (significant digits), got '0'
+    """
+    try:
+        digits = int(text)
+    except ValueError:
+        digits = 0
+    if not 1 <= digits <= MAX_DIGITS:
+        raise argparse.ArgumentTypeError(
+            f"expected an int from 1 to {MAX_DIGITS} (significant digits), got {text!r}"
+        )
+    return digits
+
+
+_COMPARE_DESCRIPTION = """Compare models: per metric@k (and --by segment), each model's mean with a bootstrap
+interval over users, the difference to --baseline with its own interval, a paired
+t-test and Wilcoxon test over the users both models were evaluated on, and p-values
+corrected for multiple comparisons (Holm, or --correction bh).
+
+With TRUTH, RECS holds several models' recommendations stacked with a --model-col
+column, evaluated per user first. Without TRUTH, RECS holds per-user metric values
+(the output of 'frame-metrics evaluate --per-user --by model')."""
+
+
+_COMPARE_EPILOG = """examples:
+  frame-metrics compare recs.parquet truth.parquet -m ndcg,recall -k 10 --baseline-model popularity
+  frame-metrics compare per_user.parquet --baseline-model popularity --by activity --correction bh
+  frame-metrics compare recs.parquet truth.parquet -m ndcg -k 5,10,20 --resamples 2000 -o cmp.csv"""
+
+
+def _add_compare(commands: argparse._SubParsersAction[_Parser]) -> None:
+    p = commands.add_parser(
+        "compare",
+        formatter_class=_HelpFormatter,
+        help="compare models with intervals and paired tests",
+        description=_COMPARE_DESCRIPTION,
+        epilog=_COMPARE_EPILOG,
+    )
+    p.add_argument(
+        "recs",
+        metavar="RECS",
+        help="stacked recommendations with a model column (with TRUTH), or per-user values",
+    )
+    p.add_argument("truth", metavar="TRUTH", nargs="?", help="the items each user likes")
+    what = p.add_argument_group("what to compare")
+    what.add_argument(
+        "-m",
+        "--metrics",
+        action="extend",
+        type=_metric_names,
+        metavar="NAMES",
+        help="comma-separated metric names (with TRUTH: as for evaluate; without: the "
+        "columns, ndcg@10; default every metric column)",
+    )
+    what.add_argument("-k", metavar="K", help="comma-separated cutoffs, e.g. 5,10,20")
+    what.add_argument(
+        "--model-col", default="model", metavar="COL", help="the model column (default: model)"
+    )
+    what.add_argument(
+        "--baseline-model",
+        metavar="MODEL",
+        help="the model every other is compared with (default: the first in sorted order; "
+        "--baseline FILE is serendipity's baseline recommendations)",
+    )
+    what.add_argument(
+        "--by",
+        type=_names,
+        metavar="COLS",
+        help="comma-separated segment columns, each compared on its own",
+    )
+    stats = p.add_argument_group("statistics")
+    stats.add_argument(
+        "--level", type=_number, default=0.95, metavar="X", help="confidence level (default: 0.95)"
+    )
+    stats.add_argument(
+        "--resamples",
+        type=_integer,
+        default=10_000,
+        metavar="N",
+        help="bootstrap resamples over users (default: 10000)",
+    )
+    stats.add_argument(
+        "--seed", type=_integer, default=0, metavar="N", help="seed of the resampling (default: 0)"
+    )
+    stats.add_argument(
+        "--correction",
+        choices=("holm", "bh"),
+        default="holm",
+        help="multiple-comparison correction (default: holm)",
+    )
+    stats.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    _add_input_options(p)
+    _add_output_options(p)
