@@ -185,7 +185,13 @@ class Plan:
             return None
         out = frames[0]
         for frame in frames[1:]:
-            out = _left_join(out, frame.drop(GROUP_USERS), by)
+            # Every family's groups: a group one family shows and another not keeps its row.
+            later = frame.drop(GROUP_USERS)
+            out = (
+                out.join(later, on=by, how="full", coalesce=True, nulls_equal=True)
+                if by
+                else _left_join(out, later, by)
+            )
         return out
 
     def seen_groups(self) -> pl.LazyFrame:

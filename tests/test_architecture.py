@@ -17,7 +17,7 @@ import pytest
 import frame_metrics as fm
 from frame_metrics.errors import InvalidOptionError
 from frame_metrics.families import FAMILIES
-from frame_metrics.families.base import Context, Family
+from frame_metrics.families.base import GROUP_USERS, Context, Family
 from frame_metrics.metrics.registry import REGISTRY, Metric
 from frame_metrics.planner import reads
 from frame_metrics.prepare import RANK
@@ -184,3 +184,113 @@ def test_a_new_family_runs_in_buckets_and_on_dask(toy_family: str, aggregate: bo
     if aggregate:
         # Means over each model's users: a: (3 + 1) / 2; b: (1 + 2) / 2.
         assert one_pass.rows() == [("a", 2, 2.0), ("b", 2, 1.5)]
+
+
+# -- a second family with one value per group, beside corpus ---------------------------
+
+_GROUP_TOY = "toy_items"
+
+
+def _items_column(k: int) -> str:
+    return f"_toy_users@{k}"
+
+
+class _ListedItems(Family):
+    """Distinct items listed within k per group: partials that add up over partitions."""
+
+    name: ClassVar[str] = _GROUP_TOY
+    order: ClassVar[int] = 98
+
+    def recs_roles(self, spec: Any) -> Mapping[str, str]:
+        """The rank column."""
+        return {"rank": spec.columns.rank}
+
+    def summed(self, spec: Any) -> list[str]:
+        """No per-user value."""
+        return []
+
+    def finished(self, spec: Any) -> list[pl.Expr]:
+        """No per-user value."""
+        return []
+
+    def partials(self, ctx: Context) -> pl.LazyFrame | None:
+        """Per (by, item): the users listing it within each k (sums over users)."""
+        requests = ctx.requests(self.name)
+        if not requests:
+            return None
+        assert ctx.prepared is not None
+        by, item = list(ctx.spec.columns.by), ctx.spec.columns.item
+        ks = sorted({q.k for q in requests})
+        return ctx.prepared.top.group_by([*by, item]).agg(
+            (pl.col(RANK) <= k).sum().cast(pl.Int64).alias(_items_column(k)) for k in ks
+        )
+
+    def combine(self, spec: Any, stacked: pl.DataFrame) -> pl.DataFrame:
+        """Partitions' counts added up per (by, item)."""
+        keys = [*spec.columns.by, spec.columns.item]
+        return stacked.group_by(keys).agg(pl.all().sum())
+
+    def finish_groups(self, ctx: Context, partials: pl.LazyFrame) -> pl.LazyFrame | None:
+        """Per group: the items some user lists within k."""
+        requests = ctx.requests(self.name)
+        if not requests:
+            return None
+        by = list(ctx.spec.columns.by)
+        values = [
+            (pl.col(_items_column(q.k)) > 0).sum().cast(pl.Float64).alias(q.column)
+            for q in requests
+        ]
+        no_users = pl.lit(None, pl.Int64).alias(GROUP_USERS)
+        return (
+            partials.group_by(by).agg(no_users, *values)
+            if by
+            else partials.select(no_users, *values)
+        )
+
+
+@pytest.fixture
+def group_family(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A group-level toy family and its registry entry."""
+    metric = Metric(
+        name="listed_items",
+        build=lambda ctx, k: pl.lit(None),
+        reference=lambda *args: None,
+        formula="|{i : some user lists i within k}|",
+        bounds=(0.0, None),
+        needs=frozenset(),
+        family=_GROUP_TOY,
+        population="corpus",
+    )
+    monkeypatch.setitem(REGISTRY, "listed_items", metric)
+    monkeypatch.setitem(FAMILIES, _GROUP_TOY, _ListedItems())
+    return "listed_items"
+
+
+@pytest.mark.parametrize("runner", ["one pass", "buckets", "dask"])
+def test_two_group_level_families_side_by_side(group_family: str, runner: str) -> None:
+    call: dict[str, Any] = {
+        "metrics": ["coverage", group_family],
+        "k": [1, 3],
+        "by": "model",
+        "aggregate": True,
+    }
+    if runner == "one pass":
+        out = fm.evaluate(RECS, TRUTH, **call)
+    elif runner == "buckets":
+        out = fm.evaluate(RECS.lazy(), TRUTH, buckets=2, **call).collect()
+    else:
+        dd = pytest.importorskip("dask.dataframe")
+        out = pl.from_pandas(
+            fm.evaluate(
+                dd.from_pandas(RECS.to_pandas(), npartitions=2),
+                dd.from_pandas(TRUTH.to_pandas(), npartitions=1),
+                **call,
+            ).compute()
+        )
+    # From RECS by hand: model a lists {10} within 1 and {10, 11, 12} within 3 (user 2's
+    # 13 is at rank 4); model b {10, 11} and {10, 11, 12}. The catalog is every item seen
+    # (10-13: 4 items); n_users: users with a list within 3 (a: 1, 2; b: 1, 3).
+    assert out.sort("model").rows() == [
+        ("a", 2, 1 / 4, 3 / 4, 1.0, 3.0),
+        ("b", 2, 2 / 4, 3 / 4, 2.0, 3.0),
+    ]
