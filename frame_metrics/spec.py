@@ -33,7 +33,6 @@ from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.registry import ALIASES, REGISTRY, Requested, resolve, split_names
 from frame_metrics.options import (
     DEFAULT_K,
-    MAX_K,
     MetricOptions,
     is_int,
     other_tie_rules,
@@ -276,7 +275,7 @@ def build_spec(
     ignored = _ignored_options(
         metrics,
         k,
-        convention=convention,
+        requests,
         ties=options.get("ties"),
         score=score,
         rank=rank,
@@ -481,23 +480,11 @@ def resolve_requests(
     return out
 
 
-def _takes_call_k(name: str, convention: str | None) -> bool:
-    """Whether the metric string ``name`` is computed at the call's ``k``.
-
-    Not when it names its own cutoff (``ndcg@5``, trec_eval's ``P_10``), takes none
-    (``rmse``) or reads the whole list (``RR``): resolved with a probe cutoff it does
-    not write, it is computed at the probe only if it takes the call's.
-    """
-    probe = MAX_K if not name.endswith(f"@{MAX_K}") else MAX_K - 1
-    requests = resolve_requests([name], probe, DEFAULT_RANKING, convention=convention)
-    return any(q.k == probe for q in requests)
-
-
 def _ignored_options(
     metrics: str | Iterable[str] | None,
     k: int | Iterable[int] | None,
+    requests: Sequence[Requested],
     *,
-    convention: str | None,
     ties: str | None,
     score: str | None,
     rank: str,
@@ -505,15 +492,19 @@ def _ignored_options(
 ) -> list[IgnoredOptionWarning]:
     """What the call gives that cannot change its result, one warning each.
 
-    ``k`` when every metric names its own cutoff or takes none; a tie rule (the call's,
+    ``k`` when every metric names its own cutoff or takes none (no column of
+    ``requests``, the call's resolved metrics, is a name with a cutoff of ``k``
+    appended); a tie rule (the call's,
     or a metric's own) when the rows are ranked by a rank column, whose ranks are unique
     within a user (a repeated rank is an error), so that no two items ever tie. A tie
     rule a convention sets is not the caller's doing, and is not reported.
 
     Examples
     --------
-    >>> [str(w) for w in _ignored_options(["ndcg@5", "rmse"], 10, convention=None, ties=None,
-    ...                                   score=None, rank="rank", long_table=False)]
+    >>> names = ["ndcg@5", "rmse"]
+    >>> requests = resolve_requests(names, 10, DEFAULT_RANKING)
+    >>> [str(w) for w in _ignored_options(names, 10, requests, ties=None, score=None,
+    ...                                   rank="rank", long_table=False)]
     ["k: 10 ignored, every metric has its own cutoff or none ('ndcg@5', 'rmse'); leave k out, or name a metric without a cutoff to compute it at k"]
     """
     from frame_metrics.metric_names import parse_name
@@ -527,7 +518,9 @@ def _ignored_options(
     known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
     parsed = [parse_name(name, known) for name in names]
     messages: list[IgnoredOptionWarning] = []
-    if k is not None and not any(_takes_call_k(name, convention) for name in names):
+    columns = {q.column for q in requests}
+    cuts = () if k is None else validate_k(k)
+    if k is not None and not any(f"{n}@{cut}" in columns for n in names for cut in cuts):
         # k is valid here: an int (numpy's too) or an iterable of them.
         shown = int(cast("int", k)) if is_int(k) else [int(v) for v in cast("Iterable[int]", k)]
         messages.append(
