@@ -61,11 +61,6 @@ class Inputs:
         }
         return _typed(spec, source, truth_source, given, shared)
 
-    @property
-    def validate(self) -> bool:
-        """Whether the input checks run."""
-        return self.spec.validate
-
     def prepared(self, *, tie_cutoffs: tuple[int, ...] = ()) -> Prepared:
         """The checked long table of the call: top rows, truth, judged rows, checks."""
         spec = self.spec

@@ -137,7 +137,6 @@ class Spec:
     requests: tuple[Requested, ...]
     frames: frozenset[str] = field(default_factory=lambda: frozenset({"truth"}))
     validate: bool = True
-    convention: str | None = None
     #: What the call gives that cannot change its result, one warning each.
     ignored: tuple[IgnoredOptionWarning, ...] = ()
 
@@ -311,7 +310,7 @@ def build_spec(
             " to rank recommendations by score",
             option="score",
         )
-    return Spec(columns, call, requests, given, validate, convention, tuple(ignored))
+    return Spec(columns, call, requests, given, validate, tuple(ignored))
 
 
 def _check_metric_options(requests: Sequence[Requested], long_table: bool, scored: bool) -> None:

@@ -12,7 +12,7 @@ import pkgutil
 
 from frame_metrics.families.base import Family
 
-__all__ = ["FAMILIES", "Family", "family"]
+__all__ = ["FAMILIES", "Family"]
 
 
 def _discover() -> dict[str, Family]:
@@ -27,8 +27,3 @@ def _discover() -> dict[str, Family]:
 
 #: Every family by its registry name, in plan order.
 FAMILIES: dict[str, Family] = _discover()
-
-
-def family(name: str) -> Family:
-    """The family that computes metrics of ``Metric.family == name``."""
-    return FAMILIES[name]
