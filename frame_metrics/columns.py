@@ -78,6 +78,17 @@ class Columns:
             )
 
     @property
+    def order(self) -> tuple[str, str]:
+        """The role and column that rank recs: ``("score", score)`` when given, else rank.
+
+        Examples
+        --------
+        >>> Columns().order, Columns(score="s").order
+        (('rank', 'rank'), ('score', 's'))
+        """
+        return ("score", self.score) if self.score is not None else ("rank", self.rank)
+
+    @property
     def keys(self) -> list[str]:
         """The group key of one evaluated user: ``by`` columns, then the user key."""
         return [*self.by, *self.user]

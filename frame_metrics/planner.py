@@ -61,7 +61,7 @@ def reads(spec: Spec) -> dict[str, set[str]]:
     """
     c = spec.columns
     keys = {*c.by, *c.user, c.item}
-    order = {c.score if c.score is not None else c.rank}
+    order = {c.order[1]}
     recs = keys | order
     if spec.long_table:
         recs |= {c.rank, c.relevance}

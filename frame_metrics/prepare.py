@@ -330,7 +330,7 @@ def _prepare_pair(
     every_column: Callable[[], pl.LazyFrame] | None,
 ) -> Prepared:
     c = columns
-    order_col = c.score if c.score is not None else c.rank
+    order_col = c.order[1]
     rs = _require(recs, "recs", [*c.keys, c.item, order_col])
     # The hint of a failed duplicate check looks at every column of recs.
     hint_rows: Callable[[], pl.LazyFrame] = (lambda: recs) if every_column is None else every_column
@@ -701,7 +701,7 @@ def prepare_baseline(
     """
     c = columns
     keys = [*baseline_by, *c.user]
-    order_col = c.score if c.score is not None else c.rank
+    order_col = c.order[1]
     schema = _require(baseline, "baseline", [*keys, c.item, order_col])
     if c.score is not None:
         _require_dtype("baseline", c.score, schema[c.score], "numeric")

@@ -8,7 +8,6 @@ every frame kind, in one pass, in buckets and on Dask, with nothing else changed
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import polars as pl
@@ -90,10 +89,6 @@ class _ListLength(Family):
     name: ClassVar[str] = _TOY
     order: ClassVar[int] = 99
 
-    def recs_roles(self, spec: Any) -> Mapping[str, str]:
-        """The rank column."""
-        return {"rank": spec.columns.rank}
-
     def per_user(self, ctx: Context) -> pl.LazyFrame | None:
         """One count per user and k, from the prepared top rows."""
         requests = ctx.requests(self.name)
@@ -104,9 +99,16 @@ class _ListLength(Family):
         return top.group_by(ctx.keys).agg(q.value(None) for q in requests)
 
 
+def _add_family(monkeypatch: pytest.MonkeyPatch, family: Family, metric: Metric) -> str:
+    """A family and its metric's registry entry, for one test (as a new module adds them)."""
+    monkeypatch.setitem(REGISTRY, metric.name, metric)
+    monkeypatch.setitem(FAMILIES, family.name, family)
+    return metric.name
+
+
 @pytest.fixture
 def toy_family(monkeypatch: pytest.MonkeyPatch) -> str:
-    """The toy family and its registry entry, for one test (like a new module would add)."""
+    """The per-user toy family."""
     metric = Metric(
         name="list_length",
         build=_toy_build,
@@ -117,9 +119,7 @@ def toy_family(monkeypatch: pytest.MonkeyPatch) -> str:
         family=_TOY,
         population="listed",
     )
-    monkeypatch.setitem(REGISTRY, "list_length", metric)
-    monkeypatch.setitem(FAMILIES, _TOY, _ListLength())
-    return "list_length"
+    return _add_family(monkeypatch, _ListLength(), metric)
 
 
 RECS = pl.DataFrame(
@@ -201,10 +201,6 @@ class _ListedItems(Family):
     name: ClassVar[str] = _GROUP_TOY
     order: ClassVar[int] = 98
 
-    def recs_roles(self, spec: Any) -> Mapping[str, str]:
-        """The rank column."""
-        return {"rank": spec.columns.rank}
-
     def summed(self, spec: Any) -> list[str]:
         """No per-user value."""
         return []
@@ -261,9 +257,7 @@ def group_family(monkeypatch: pytest.MonkeyPatch) -> str:
         family=_GROUP_TOY,
         population="corpus",
     )
-    monkeypatch.setitem(REGISTRY, "listed_items", metric)
-    monkeypatch.setitem(FAMILIES, _GROUP_TOY, _ListedItems())
-    return "listed_items"
+    return _add_family(monkeypatch, _ListedItems(), metric)
 
 
 @pytest.mark.parametrize("runner", ["one pass", "buckets", "dask"])

@@ -97,7 +97,7 @@ class Context:
 
 
 class Family:
-    """A metric family: the base implements "reads nothing, computes nothing"."""
+    """A metric family: the base reads the ranked lists and computes nothing."""
 
     #: The registry's ``Metric.family`` value of the metrics this family computes.
     name: ClassVar[str]
@@ -113,8 +113,13 @@ class Family:
         return {}
 
     def recs_roles(self, spec: Spec) -> Mapping[str, str]:
-        """Roles of recs' columns it reads beyond the keys (``{"rank": "rank"}``)."""
-        return {}
+        """Roles of recs' columns it reads beyond the keys.
+
+        By default the column that ranks the lists (rank, or score): a family over
+        recommended lists reads it.
+        """
+        role, column = spec.columns.order
+        return {role: column}
 
     def check_call(self, spec: Spec, *, aggregate: bool) -> None:
         """Refuse what no frame can answer, before any row is read."""

@@ -29,11 +29,6 @@ class CorpusFamily(Family):
     name: ClassVar[str] = "corpus"
     order: ClassVar[int] = 40
 
-    def recs_roles(self, spec: Spec) -> Mapping[str, str]:
-        """Recs' rank (or score) column: exposures are counted within k."""
-        c = spec.columns
-        return {"score": c.score} if c.score is not None else {"rank": c.rank}
-
     def check_call(self, spec: Spec, *, aggregate: bool) -> None:
         """Corpus metrics have one value per group: they need ``aggregate=True``."""
         corpus = [q.column for q in spec.of_family(self.name)]

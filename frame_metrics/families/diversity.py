@@ -6,7 +6,6 @@ items within k (Jaccard of feature sets, or cosine of feature vectors), averaged
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import ClassVar
 
 import polars as pl
@@ -23,7 +22,6 @@ from frame_metrics.metrics.diversity import (
     vector_sums,
 )
 from frame_metrics.prepare import RANK
-from frame_metrics.spec import Spec
 
 __all__ = ["FAMILY", "DiversityFamily"]
 
@@ -38,11 +36,6 @@ class DiversityFamily(Family):
 
     name: ClassVar[str] = "diversity"
     order: ClassVar[int] = 20
-
-    def recs_roles(self, spec: Spec) -> Mapping[str, str]:
-        """Recs' rank (or score) column: the pairs are of the top k."""
-        c = spec.columns
-        return {"score": c.score} if c.score is not None else {"rank": c.rank}
 
     def per_user(self, ctx: Context) -> pl.LazyFrame | None:
         """The pairs of each user's top items, one similarity per pair."""

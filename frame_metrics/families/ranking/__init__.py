@@ -73,10 +73,9 @@ class RankingFamily(Family):
 
     def recs_roles(self, spec: Spec) -> Mapping[str, str]:
         """Recs' rank (or score) column, and relevance in a long table."""
-        c = spec.columns
-        roles = {"score": c.score} if c.score is not None else {"rank": c.rank}
+        roles = dict(super().recs_roles(spec))
         if spec.long_table:
-            roles["relevance"] = c.relevance
+            roles["relevance"] = spec.columns.relevance
         return roles
 
     def reads_every_row(self, spec: Spec, broadcast: Collection[str]) -> bool:
