@@ -185,7 +185,8 @@ def evaluate(
         ``"relevant"`` (items passing ``threshold`` gain, default) or ``"positive"``
         (every relevance > 0 gains: trec_eval's ndcg).
     persistence
-        rbp's p (default 0.8).
+        The p of RBP browsing: rbp's, ``exposure="rbp"``'s (default 0.8) and expected
+        exposure's (default 0.5).
     rbp_gain
         What a relevant item adds to rbp: ``"binary"`` (1, default), ``"relevance"``
         (ranx) or ``"relative"`` (relevance over the user's largest: trec_eval 10.0).

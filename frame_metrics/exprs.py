@@ -58,7 +58,7 @@ def metric(
     gain: str = "linear",
     ap_denominator: str = "min_k",
     empty: str = "skip",
-    persistence: float = 0.8,
+    persistence: float | None = None,
 ) -> pl.Expr:
     """The expression of the registered metric ``name`` at cutoff ``k``.
 

@@ -25,10 +25,12 @@ __all__ = [
     "CHOICES",
     "COMBINATION_OPTIONS",
     "DEFAULT_K",
+    "EE_PERSISTENCE",
     "EVERY",
     "MAX_K",
     "OPTIONS",
     "RANKING",
+    "RBP_PERSISTENCE",
     "GainTable",
     "MetricOptions",
     "Option",
@@ -330,14 +332,16 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "persistence",
-        0.8,
-        "a number in (0, 1)",
-        "rbp's p: the chance the user reads on to the next item.",
+        None,
+        "a number in (0, 1) or None",
+        "RBP browsing's p, the chance the user reads on to the next item; None: 0.8 for "
+        "rbp and exposure='rbp', 0.5 for expected exposure.",
         ("rbp",),
         "combination",
-        "rbp's persistence p in (0, 1)",
-        _in_range("persistence", 0.0, 1.0, "a number in (0, 1)"),
+        "RBP browsing's persistence p in (0, 1)",
+        _in_range("persistence", 0.0, 1.0, "a number in (0, 1) or None", none=True),
         metavar="P",
+        cli_default="0.8; 0.5 for expected exposure",
     ),
     _choice(
         "rbp_gain",
@@ -537,7 +541,8 @@ class MetricOptions:
         pass ``threshold``; ``"positive"`` = every item with relevance > 0 (trec_eval's
         ``ndcg`` ignores ``-l``).
     persistence
-        rbp's p in (0, 1): the chance the user reads on to the next item.
+        The p in (0, 1) of RBP browsing, the chance the user reads on to the next item;
+        ``None``: the default of the metric that reads it (:meth:`persistence_or`).
     rbp_gain
         What a relevant item adds to rbp: ``"binary"`` = 1 (the spec's), ``"relevance"``
         = its relevance (ranx), ``"relative"`` = its relevance over the user's largest
@@ -582,7 +587,7 @@ class MetricOptions:
     mrr_cutoff: MrrCutoff = _DEFAULTS["mrr_cutoff"]
     relevant_set: RelevantSet = _DEFAULTS["relevant_set"]
     gain_scope: GainScope = _DEFAULTS["gain_scope"]
-    persistence: float = _DEFAULTS["persistence"]
+    persistence: float | None = _DEFAULTS["persistence"]
     max_relevance: float | None = _DEFAULTS["max_relevance"]
     rbp_gain: RbpGain = _DEFAULTS["rbp_gain"]
     zero_ideal: ZeroIdeal = _DEFAULTS["zero_ideal"]
@@ -604,10 +609,27 @@ class MetricOptions:
         gains = {"linear": relevance, "exponential": 2.0**relevance - 1.0, "binary": 1.0}
         return float(gains[self.gain])
 
+    def persistence_or(self, default: float) -> float:
+        """``persistence``, or a metric's default when unset (:data:`RBP_PERSISTENCE`, ...).
+
+        Examples
+        --------
+        >>> MetricOptions().persistence_or(RBP_PERSISTENCE)
+        0.8
+        >>> MetricOptions(persistence=0.9).persistence_or(RBP_PERSISTENCE)
+        0.9
+        """
+        return default if self.persistence is None else self.persistence
+
     def changed(self, **options: Any) -> MetricOptions:
         """A copy with some options replaced (validated again)."""
         return replace(self, **options)
 
+
+#: RBP's persistence when ``persistence`` is unset: rbp, and ``exposure="rbp"`` (spec 9).
+RBP_PERSISTENCE: Final = 0.8
+#: Expected exposure's persistence when ``persistence`` is unset (spec 9.2, Diaz et al.).
+EE_PERSISTENCE: Final = 0.5
 
 #: The largest cutoff: far beyond any list a person reads, and small enough that every
 #: fixed-point sum over a top k (novelty, cosine diversity) keeps 35 or more bits below

@@ -333,7 +333,7 @@ CASES: list[Case] = [
         same,
         {"metrics": "rbp", "persistence": 10**400},
         InvalidOptionError,
-        "persistence: expected a number in (0, 1), got 10000000000000000000... (an integer of 401 digits) (past the float range)",
+        "persistence: expected a number in (0, 1) or None, got 10000000000000000000... (an integer of 401 digits) (past the float range)",
     ),
     (
         "max-relevance-past-float-range",

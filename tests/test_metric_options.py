@@ -381,7 +381,7 @@ ERRORS: list[tuple[str, str]] = [
     ),
     ("ndcg(threshold=-1)@5", "threshold: expected a finite number >= 0 or None, got -1"),
     ("ndcg(threshold=True)@5", "threshold: expected a finite number >= 0 or None, got 'True'"),
-    ("rbp(persistence=1.5)", "persistence: expected a number in (0, 1), got 1.5"),
+    ("rbp(persistence=1.5)", "persistence: expected a number in (0, 1) or None, got 1.5"),
     ("err(max_relevance=0)@3", "max_relevance: expected a number in (0, 1000) or None, got 0"),
     ("recall(users=some)@3", "users: expected one of 'all', 'truth', 'recs', 'both', got 'some'"),
     ("ndcg(convention=foo)@5", f"convention: expected one of {_CONVENTIONS} or None, got 'foo'"),
@@ -546,7 +546,7 @@ def test_conventions_table() -> None:
         "mrr_cutoff": "k",
         "relevant_set": "truth",
         "gain_scope": "relevant",
-        "persistence": "0.8",
+        "persistence": "none",  # each metric's own: 0.8 for rbp
         "rbp_gain": "binary",
         "zero_ideal": "zero",
     }

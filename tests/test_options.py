@@ -37,7 +37,7 @@ from frame_metrics.options import (
 )
 
 #: The spec's defaults (``shared/spec/metrics.md`` section 2 for threshold, ap_denominator
-#: and gain, 3 for empty, 4 for repeated rows, 6 for rbp's p and err's g_max; the rest are
+#: and gain, 3 for empty, 4 for repeated rows, 6 and 9 for rbp's p (by metric) and err's g_max; the rest are
 #: the variants the spec defines: items ranked by item ascending on equal scores, every
 #: user seen, the ideal DCG from the user's relevant items, MRR within k, R from truth,
 #: the relevant items gaining, rbp gaining 1, an ideal DCG of 0 scoring 0).
@@ -53,7 +53,8 @@ SPEC_DEFAULTS: dict[str, object] = {
     "users": "all",
     "empty": "skip",
     "relevant_set": "truth",
-    "persistence": 0.8,
+    # Unset: each metric's own, 0.8 for rbp and exposure="rbp", 0.5 for expected exposure.
+    "persistence": None,
     "rbp_gain": "binary",
     "max_relevance": None,
     "on_duplicate": "error",
@@ -280,3 +281,12 @@ def test_each_flag_reaches_evaluate(
     for other in OPTIONS:
         if other is not row:
             assert seen[other.name] == parameters[other.name].default, other.name
+
+
+def test_an_unset_persistence_is_each_metric_default() -> None:
+    # Spec 6/9: rbp's p is 0.8 unless given; expected exposure's is 0.5.
+    recs = pl.DataFrame({"user": [1, 1], "item": ["a", "b"], "rank": [1, 2]})
+    truth = pl.DataFrame({"user": [1], "item": ["b"], "relevance": [1.0]})
+    out = fm.evaluate(recs, truth, metrics=["rbp", "rbp(persistence=0.5)"])
+    assert out["rbp"][0] == (1 - 0.8) * 0.8
+    assert out["rbp(persistence=0.5)"][0] == (1 - 0.5) * 0.5

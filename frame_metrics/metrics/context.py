@@ -25,7 +25,7 @@ from typing import Protocol
 
 import polars as pl
 
-from frame_metrics.options import MetricOptions
+from frame_metrics.options import RBP_PERSISTENCE, MetricOptions
 
 __all__ = [
     "BASELINE_RANK",
@@ -342,7 +342,7 @@ class RankingContext:
 
     def rbp_sum(self) -> pl.Expr:  # noqa: D102
         listed = self.is_rel & self.rank.is_not_null()
-        p, gain = self.options.persistence, self.options.rbp_gain
+        p, gain = self.options.persistence_or(RBP_PERSISTENCE), self.options.rbp_gain
         terms = rbp_weight(self.rank, p)
         if gain != "binary":
             terms = terms * self.relevance.cast(pl.Float64)

@@ -11,7 +11,7 @@ import polars as pl
 
 from frame_metrics.metrics.context import RankingPieces, over_constant
 from frame_metrics.metrics.registry import Metric, UserCase, register
-from frame_metrics.options import MetricOptions
+from frame_metrics.options import RBP_PERSISTENCE, MetricOptions
 
 __all__: list[str] = []
 
@@ -80,11 +80,11 @@ def _ref_err(u: UserCase, k: int, o: MetricOptions) -> float:
 
 
 def _rbp(ctx: RankingPieces, k: int) -> pl.Expr:
-    return (1.0 - ctx.options.persistence) * ctx.rbp_sum()
+    return (1.0 - ctx.options.persistence_or(RBP_PERSISTENCE)) * ctx.rbp_sum()
 
 
 def _ref_rbp(u: UserCase, k: int, o: MetricOptions) -> float:
-    p, rel = o.persistence, u.relevant(o)
+    p, rel = o.persistence_or(RBP_PERSISTENCE), u.relevant(o)
 
     def gain(i: object) -> float:
         if o.rbp_gain == "binary":

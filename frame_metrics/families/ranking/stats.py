@@ -44,7 +44,7 @@ from frame_metrics.metrics.context import (
     ideal_slots,
     rbp_weight,
 )
-from frame_metrics.options import MetricOptions
+from frame_metrics.options import RBP_PERSISTENCE, MetricOptions
 from frame_metrics.prepare import RANK, REL, TIE_FIRST, TIE_LAST
 
 __all__ = [
@@ -272,7 +272,7 @@ class UserStats:
         return self._agg("hits", "_fm_hits_within_r", within)
 
     def rbp_sum(self) -> pl.Expr:  # noqa: D102
-        p, gain = self.options.persistence, self.options.rbp_gain
+        p, gain = self.options.persistence_or(RBP_PERSISTENCE), self.options.rbp_gain
         term = rbp_weight(pl.col(RANK), p)
         if gain != "binary":
             self._record.row_needs["hits"].add(REL)
