@@ -61,6 +61,12 @@ class RecMetricsNamespace:
 
         return compare(self._frame, truth, **kwargs)
 
+    def gaps(self, group: object | None = None, **kwargs: Any) -> Any:
+        """Metric gaps between user groups of per-user values; see :func:`frame_metrics.gaps`."""
+        from frame_metrics.gaps import gaps
+
+        return gaps(self._frame, group, **kwargs)
+
     def diagnostics(self, truth: object | None = None, **kwargs: Any) -> Diagnostics:
         """Explain the evaluation; see :func:`frame_metrics.diagnose`."""
         return api.diagnose(self._frame, truth, **kwargs)

@@ -3,7 +3,8 @@
 Written out here so that comparing models needs no scipy (numpy only): Student's t and the normal
 survival functions, the paired t-test and the Wilcoxon signed-rank test (normal
 approximation), and the Holm and Benjamini-Hochberg corrections. ``tests/test_compare.py``
-checks each against scipy on random data.
+checks each against scipy on random data. :func:`welch_t_test` serves
+:mod:`frame_metrics.gaps` (unpaired groups of users); ``tests/test_gaps.py`` checks it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
     "paired_t_test",
     "regularized_incomplete_beta",
     "student_t_sf",
+    "welch_t_test",
     "wilcoxon_signed_rank",
 ]
 
@@ -215,3 +217,42 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
         running = min(running, m * p_values[i] / (rank + 1))
         out[i] = running
     return out
+
+
+def welch_t_test(
+    a: Sequence[float] | npt.NDArray[np.float64], b: Sequence[float] | npt.NDArray[np.float64]
+) -> tuple[float, float]:
+    """Two-sided Welch's t-test of two independent samples: ``(t, p)``.
+
+    As ``scipy.stats.ttest_ind(a, b, equal_var=False)``: ``t = (mean_a - mean_b) /
+    sqrt(s_a²/n_a + s_b²/n_b)`` with sample variances, and the Welch-Satterthwaite
+    degrees of freedom. Fewer than two values in either sample: ``(nan, nan)``. Both
+    variances 0: ``(nan, nan)`` for equal means, else ``t = ±inf``, ``p = 0``.
+
+    Examples
+    --------
+    >>> t, p = welch_t_test([1.0, 2.0, 3.0], [2.0, 4.0, 6.0, 8.0])
+    >>> round(t, 6)   # (2 - 5) / sqrt(1/3 + (20/3)/4)
+    -2.12132
+    >>> round(p, 6)   # scipy.stats.ttest_ind(..., equal_var=False): 0.09991286431180087
+    0.099913
+    """
+    import numpy
+
+    x = numpy.asarray(a, dtype=numpy.float64)
+    y = numpy.asarray(b, dtype=numpy.float64)
+    n_x, n_y = x.size, y.size
+    if n_x < 2 or n_y < 2:
+        return math.nan, math.nan
+    mean_x, mean_y = float(x.mean()), float(y.mean())
+    # Each sample's variance of its mean, s²/n, with the sample variance (n - 1).
+    v_x = float(((x - mean_x) ** 2).sum() / (n_x - 1)) / n_x
+    v_y = float(((y - mean_y) ** 2).sum() / (n_y - 1)) / n_y
+    diff = mean_x - mean_y
+    if v_x + v_y == 0.0:
+        if diff == 0.0:
+            return math.nan, math.nan
+        return math.copysign(math.inf, diff), 0.0
+    t = diff / math.sqrt(v_x + v_y)
+    df = (v_x + v_y) ** 2 / (v_x**2 / (n_x - 1) + v_y**2 / (n_y - 1))
+    return t, min(1.0, 2.0 * student_t_sf(abs(t), df))
