@@ -1,7 +1,8 @@
 """Plots for notebooks: metric@k curves, per-user distributions, forest plots.
 
 Each function takes a frame of any supported kind (the output of
-:func:`frame_metrics.compare` or :func:`frame_metrics.evaluate`) and returns a
+:func:`frame_metrics.compare`, :func:`frame_metrics.gaps` or :func:`frame_metrics.evaluate`)
+and returns a
 ``matplotlib.figure.Figure`` (``pip install 'frame_metrics[plot]'``), open in pyplot like
 any ``plt.figure()``: ``plt.show()`` shows it in a script, and a notebook shows it once at
 the end of the cell (assign it, ``fig = fm.plot.forest(result)``, or end the line with
@@ -30,8 +31,10 @@ import polars as pl
 
 from frame_metrics.errors import InvalidOptionError, MissingColumnsError
 from frame_metrics.frames import to_lazy
+from frame_metrics.gaps import GROUP
+from frame_metrics.gaps import gaps as user_gaps
 
-__all__ = ["distribution", "forest", "metric_at_k"]
+__all__ = ["distribution", "forest", "gaps", "metric_at_k"]
 
 
 def _new_figure(**kwargs: Any) -> Any:
@@ -270,5 +273,110 @@ def forest(
     ax.set_xlabel(f"difference to {baseline} (mean over paired users)")
     ax.set_title(f"vs {baseline}: filled = {p_col} < {alpha}")
     ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+#: The columns of a :func:`frame_metrics.gaps` result that :func:`gaps` draws.
+_GAPS_COLUMNS = ("metric", "k", GROUP, "n_users", "mean", "diff", "diff_low", "diff_high", "range")
+
+
+def gaps(
+    frame: object,
+    group: object | None = None,
+    *,
+    by: str | Sequence[str] | None = None,
+    ax: Any = None,
+    **gaps_kwargs: Any,
+) -> Any:
+    """Each metric's group means, and the gap between the groups with its interval.
+
+    Two panels sharing one row per (``by`` group, metric, cutoff): on the left each
+    group's mean (a colour per group); on the right, with two groups, the difference
+    (first minus second group) and its bootstrap interval, with a dashed line at no
+    difference; with more groups, the range of the group means (an open marker).
+
+    Parameters
+    ----------
+    frame
+        The output of :func:`frame_metrics.gaps`, or per-user values, then passed to it
+        with ``group``, ``by`` and ``gaps_kwargs`` first.
+    group
+        Per-user input: the groups (see :func:`frame_metrics.gaps`).
+    by
+        The ``by`` columns (models) of ``frame``: their values join each row's label.
+    ax
+        A pair of matplotlib Axes to draw in (means, gaps); default: a new figure.
+    **gaps_kwargs
+        Per-user input: passed to :func:`frame_metrics.gaps` (``train=``, ``seed=`` ...).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import frame_metrics as fm
+    >>> per_user = pl.DataFrame({"user": [1, 2, 3, 4], "group": ["a", "a", "b", "b"],
+    ...                          "ndcg@10": [0.25, 0.75, 0.0, 0.5]})
+    >>> fig = fm.plot.gaps(per_user, "group", n_resamples=200)
+    >>> [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    ['ndcg@10']
+    >>> fig.axes[1].get_xlabel()
+    'difference of the means, a - b (bootstrap interval)'
+    """
+    segs = [by] if isinstance(by, str) else list(by or [])
+    df = to_lazy(frame, "frame").lazy.collect()
+    if not all(c in df.columns for c in _GAPS_COLUMNS[:5]):
+        df = user_gaps(df, group, by=by, **gaps_kwargs)
+    df = _frame(df, [*_GAPS_COLUMNS, *segs])
+    groups = df[GROUP].unique().sort().to_list()
+    rows = df.unique([*segs, "metric", "k"], maintain_order=True)
+    if ax is None:
+        fig = _new_figure(figsize=(9.0, max(2.0, 0.4 * rows.height + 1.2)))
+        mean_ax, gap_ax = fig.subplots(1, 2, sharey=True)
+    else:
+        mean_ax, gap_ax = ax
+        fig = mean_ax.figure
+    labels = []
+    for y, row in enumerate(rows.iter_rows(named=True)):
+        k = "" if row["k"] is None else f"@{row['k']}"
+        seg = ", ".join(str(row[s]) for s in segs)
+        labels.append(f"{row['metric']}{k}" + (f"  [{seg}]" if seg else ""))
+        same = pl.all_horizontal(
+            *[
+                pl.col(c).is_null() if row[c] is None else pl.col(c) == row[c]
+                for c in [*segs, "metric", "k"]
+            ]
+        )
+        for i, g in enumerate(groups):
+            means = df.filter(same & (pl.col(GROUP) == g))["mean"].drop_nulls()
+            if means.len():
+                mean_ax.plot(
+                    [means[0]],
+                    [y],
+                    marker="o",
+                    color=f"C{i}",
+                    ls="none",
+                    label=str(g) if y == 0 else None,
+                )
+        if row["diff"] is not None:
+            low, high = row["diff_low"], row["diff_high"]
+            if low is not None and high is not None:
+                gap_ax.plot([low, high], [y, y], color="C0", lw=2)
+            gap_ax.plot([row["diff"]], [y], marker="o", color="C0")
+        elif row["range"] is not None:
+            gap_ax.plot([row["range"]], [y], marker="o", color="C0", markerfacecolor="white")
+    mean_ax.set_yticks(range(len(labels)), labels)
+    mean_ax.invert_yaxis()
+    mean_ax.set_xlabel("mean per group")
+    mean_ax.set_title(f"{len(groups)} groups")
+    mean_ax.legend(title="group")
+    gap_ax.axvline(0.0, color="grey", ls="--", lw=1)
+    if len(groups) == 2:
+        gap_ax.set_xlabel(
+            f"difference of the means, {groups[0]} - {groups[1]} (bootstrap interval)"
+        )
+    else:
+        gap_ax.set_xlabel("range of the group means (largest - smallest)")
+    for panel in (mean_ax, gap_ax):
+        panel.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig

@@ -606,3 +606,112 @@ def test_bad_values() -> None:
         ),
     ):
         fm.gaps(SMALL.with_columns(group=pl.lit(1)), "country", by="group")
+
+
+# --- the plot ---------------------------------------------------------------------------
+
+
+def test_plot_draws_the_means_and_the_interval(constructor: Constructor) -> None:
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from tests.test_plot import assert_renders
+
+    frame = models_frame()
+    result = fm.gaps(frame, "segment", by="model", n_resamples=200)
+    fig = fm.plot.gaps(constructor(result), by="model")
+    try:
+        mean_ax, gap_ax = fig.axes
+        labels = [t.get_text() for t in mean_ax.get_yticklabels()]
+        assert labels == [
+            "ndcg@10  [als]",
+            "recall@10  [als]",
+            "ndcg@10  [pop]",
+            "recall@10  [pop]",
+        ]
+        # Left: one marker per group and row at the group's mean.
+        markers = [(line.get_xdata()[0], line.get_ydata()[0]) for line in mean_ax.get_lines()]
+        want = [
+            (row["mean"], y)
+            for y, part in enumerate(result.partition_by("model", "metric", maintain_order=True))
+            for row in part.iter_rows(named=True)
+        ]
+        assert sorted(markers, key=lambda m: (m[1], m[0])) == sorted(
+            want, key=lambda m: (m[1], m[0])
+        )
+        # Right: the interval of the difference as a segment, the difference as a marker.
+        segments = [line for line in gap_ax.get_lines() if len(line.get_xdata()) == 2]
+        first = result.row(0, named=True)
+        assert list(segments[0].get_xdata()) == [first["diff_low"], first["diff_high"]]
+        assert gap_ax.get_xlabel() == "difference of the means, new - old (bootstrap interval)"
+        assert_renders(fig)
+        # From per-user values, the same figure.
+        again = fm.plot.gaps(constructor(frame), "segment", by="model", n_resamples=200)
+        assert [t.get_text() for t in again.axes[0].get_yticklabels()] == labels
+    finally:
+        plt.close("all")
+
+
+def test_plot_more_groups_shows_the_range() -> None:
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    frame = pl.DataFrame(
+        {"user": range(6), "tier": ["a", "a", "b", "b", "c", "c"], "x@1": [1.0, 0, 1, 1, 0, 0]}
+    )
+    fig = fm.plot.gaps(frame, "tier", n_resamples=10)
+    try:
+        gap_ax = fig.axes[1]
+        (marker,) = [line for line in gap_ax.get_lines() if line.get_marker() == "o"]
+        assert marker.get_xdata()[0] == 1.0 - 0.0  # b's mean 1 minus c's 0
+        assert gap_ax.get_xlabel() == "range of the group means (largest - smallest)"
+        assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["a", "b", "c"]
+    finally:
+        plt.close("all")
+
+
+# --- the command line -------------------------------------------------------------------
+
+
+def test_cli_gives_the_api_numbers(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from frame_metrics.cli import main
+
+    frame = models_frame()
+    frame.write_parquet(tmp_path / "per_user.parquet")
+    want = fm.gaps(frame, "segment", by="model", n_resamples=300, seed=4)
+    args = ["gaps", str(tmp_path / "per_user.parquet"), "--by", "model", "--resamples", "300"]
+    code = main([*args, "--group-col", "segment", "--seed", "4", "-o", str(tmp_path / "a.csv")])
+    assert code == 0, capsys.readouterr().err
+    assert pl.read_csv(tmp_path / "a.csv", schema=want.schema).rows() == want.rows()
+    # The groups from a file of (user, group).
+    frame.drop("segment").write_parquet(tmp_path / "values.parquet")
+    frame.filter(model="pop").select("user", "segment").write_csv(tmp_path / "groups.csv")
+    args[1] = str(tmp_path / "values.parquet")
+    code = main([*args, "--groups", str(tmp_path / "groups.csv"), "--seed", "4", "-o",
+                 str(tmp_path / "b.csv")])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    assert pl.read_csv(tmp_path / "b.csv", schema=want.schema).rows() == want.rows()
+    # The default split from a train file.
+    train = pl.DataFrame({"user": [u for u in range(60) for _ in range(1 + u % 7)]})
+    train.write_csv(tmp_path / "train.csv")
+    want = fm.gaps(frame.drop("segment"), train=train, by="model", n_resamples=300)
+    code = main([*args, "--train", str(tmp_path / "train.csv"), "-o", str(tmp_path / "c.csv")])
+    assert code == 0, capsys.readouterr().err
+    assert pl.read_csv(tmp_path / "c.csv", schema=want.schema).rows() == want.rows()
+
+
+def test_cli_errors(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from frame_metrics.cli import main
+
+    SMALL.write_csv(tmp_path / "per_user.csv")
+    code = main(["gaps", str(tmp_path / "per_user.csv"), "--group-col", "country", "--level", "2"])
+    assert (code, capsys.readouterr().err) == (
+        2,
+        "frame-metrics: error: --level: expected a number in (0, 1), got 2.0\n",
+    )
+    code = main(["gaps", str(tmp_path / "per_user.csv")])
+    assert (code, capsys.readouterr().err) == (
+        2,
+        "frame-metrics: error: group: expected a group column or frame, or train= for the "
+        "default split into active and inactive users, got neither\n",
+    )

@@ -1,4 +1,4 @@
-"""The commands: ``evaluate``, ``compare`` and ``demo``, each run on the parsed arguments."""
+"""The commands: ``evaluate``, ``compare``, ``demo`` and ``gaps``, each run on the parsed arguments."""
 
 from __future__ import annotations
 
@@ -11,7 +11,13 @@ from typing import Any
 import polars as pl
 
 import frame_metrics as fm
-from frame_metrics.cli.files import EXTRA_FILES, output_format, read_inputs, write_result
+from frame_metrics.cli.files import (
+    EXTRA_FILES,
+    output_format,
+    read_frame,
+    read_inputs,
+    write_result,
+)
 from frame_metrics.cli.messages import UsageError
 from frame_metrics.datasets import synthetic
 from frame_metrics.options import OPTIONS
@@ -248,7 +254,36 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_gaps(args: argparse.Namespace) -> int:
+    """``frame-metrics gaps``: the gaps between user groups of a per-user file."""
+    fmt = output_format(args)
+    user: list[str] = args.user_col
+    per_user = read_frame(args.per_user, "PER_USER")
+    group: object = args.group_col
+    if args.groups is not None:
+        group = read_frame(args.groups, "--groups")
+    result = fm.gaps(
+        per_user,
+        group,
+        train=None if args.train is None else read_frame(args.train, "--train"),
+        active_share=args.active_share,
+        level=args.level,
+        n_resamples=args.resamples,
+        seed=args.seed,
+        user=user[0] if len(user) == 1 else user,
+        by=args.by,
+        progress=False if args.no_progress else None,
+    )
+    write_result(result, fmt, args.output, args.precision)
+    return 0
+
+
 #: Each command of the parser and what runs it.
-RUNS: dict[str, Command] = {"evaluate": run_evaluate, "compare": run_compare, "demo": run_demo}
+RUNS: dict[str, Command] = {
+    "evaluate": run_evaluate,
+    "compare": run_compare,
+    "demo": run_demo,
+    "gaps": run_gaps,
+}
 #: The optional modules a command imports, checked before it reads any input.
-NEEDS: dict[str, tuple[str, ...]] = {"compare": ("numpy",)}
+NEEDS: dict[str, tuple[str, ...]] = {"compare": ("numpy",), "gaps": ("numpy",)}

@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_evaluate(commands)
     _add_compare(commands)
     _add_demo(commands)
+    _add_gaps(commands)
     return parser
 
 
@@ -522,4 +523,88 @@ def _add_compare(commands: argparse._SubParsersAction[_Parser]) -> None:
     )
     stats.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     _add_input_options(p)
+    _add_output_options(p)
+
+
+_GAPS_DESCRIPTION = """Metric gaps between groups of users (consumer fairness): per metric@k (and --by
+model) each group's number of users and exact mean; with two groups the difference
+(first minus second in sorted order) with a bootstrap interval and Welch's t-test,
+with more the mean absolute pairwise difference and the range.
+
+PER_USER holds per-user metric values (the output of 'frame-metrics evaluate
+--per-user'); every column other than the user key, --by and --group-col is a metric.
+The groups: a column of PER_USER (--group-col), a file of user key and group
+(--groups), or by default the most active --active-share of the users by their rows in
+--train against the rest."""
+
+
+_GAPS_EPILOG = """examples:
+  frame-metrics gaps per_user.parquet --group-col country --by model
+  frame-metrics gaps per_user.parquet --groups user_groups.csv -o gaps.csv
+  frame-metrics gaps per_user.parquet --train train.parquet --active-share 0.05"""
+
+
+def _add_gaps(commands: argparse._SubParsersAction[_Parser]) -> None:
+    p = commands.add_parser(
+        "gaps",
+        formatter_class=_HelpFormatter,
+        help="metric gaps between groups of users, with intervals and tests",
+        description=_GAPS_DESCRIPTION,
+        epilog=_GAPS_EPILOG,
+    )
+    p.add_argument("per_user", metavar="PER_USER", help="per-user metric values")
+    what = p.add_argument_group("the groups")
+    given = what.add_mutually_exclusive_group()
+    given.add_argument("--group-col", metavar="COL", help="the column of PER_USER naming the group")
+    given.add_argument(
+        "--groups",
+        metavar="FILE",
+        help="a parquet or CSV file of the user key and one group column",
+    )
+    what.add_argument(
+        "--train",
+        metavar="FILE",
+        help="without --group-col or --groups: train interactions (user key), whose rows "
+        "per user rank the users for the active/inactive split",
+    )
+    what.add_argument(
+        "--active-share",
+        type=_number,
+        default=0.05,
+        metavar="X",
+        help="the share of users that are active, ties kept together (default: 0.05)",
+    )
+    cols = p.add_argument_group("columns")
+    cols.add_argument(
+        "--user-col",
+        type=_names,
+        default="user",
+        metavar="COLS",
+        help="user key; comma-separated for a composite key (default: user)",
+    )
+    cols.add_argument(
+        "--by",
+        type=_names,
+        metavar="COLS",
+        help="comma-separated model (or segment) columns, each with its own gaps",
+    )
+    stats = p.add_argument_group("statistics")
+    stats.add_argument(
+        "--level",
+        type=_number,
+        default=0.95,
+        metavar="X",
+        help="confidence level of the interval (default: 0.95)",
+    )
+    stats.add_argument(
+        "--resamples",
+        type=_integer,
+        default=10_000,
+        metavar="N",
+        help="bootstrap resamples per group (default: 10000)",
+    )
+    stats.add_argument(
+        "--seed", type=_integer, default=0, metavar="N", help="seed of the resampling (default: 0)"
+    )
+    stats.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     _add_output_options(p)
