@@ -534,11 +534,30 @@ def gaps(
     """
     np_ = _numpy()
     _check_options(active_share, level, n_resamples, seed, progress)
+    from frame_metrics.distributed import adapter_for
+
+    adapter = adapter_for(per_user)
+    if adapter is not None:
+        # Spark or Dask: one row per user and model, and the bootstrap reads them all:
+        # collected here, the result given back as a frame of the caller's kind.
+        local = gaps(
+            adapter.to_polars(per_user),
+            group,
+            train=train,
+            active_share=active_share,
+            level=level,
+            n_resamples=n_resamples,
+            seed=seed,
+            user=user,
+            by=by,
+            progress=progress,
+        )
+        return cast("FrameT", adapter.like(per_user, local))
     users = list(as_names(user, "user"))
     by_cols = list(as_names(by, "by"))
     if group is not None and not isinstance(group, str):
         to_lazy(_local(group), "group")  # a frame, or the error saying what is accepted
-    source = to_lazy(_local(per_user), "per_user")
+    source = to_lazy(per_user, "per_user")
     frame = source.lazy.collect()
     _key_roles(users, by_cols, group, frame.columns)
     checks: list[CheckedFrame] = []

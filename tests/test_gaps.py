@@ -715,3 +715,18 @@ def test_cli_errors(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
         "frame-metrics: error: group: expected a group column or frame, or train= for the "
         "default split into active and inactive users, got neither\n",
     )
+
+
+def test_dask_frames_give_a_dask_result() -> None:
+    dd = pytest.importorskip("dask.dataframe")
+    frame = models_frame()
+    groups = frame.filter(model="pop").select("user", "segment")
+    want = fm.gaps(frame.drop("segment"), groups, by="model", n_resamples=100)
+    got = fm.gaps(
+        dd.from_pandas(frame.drop("segment").to_pandas(), npartitions=3),
+        dd.from_pandas(groups.to_pandas(), npartitions=2),
+        by="model",
+        n_resamples=100,
+    )
+    assert isinstance(got, dd.DataFrame)
+    assert pl.from_pandas(got.compute()).rows() == want.rows()
