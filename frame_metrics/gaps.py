@@ -670,8 +670,8 @@ def _ignored(train: object | None, active_share: float, group_label: str) -> Non
     if given:
         warn(
             IgnoredOptionWarning(
-                f"{' and '.join(given)} set the default active/inactive split, and the groups "
-                f"are given ({group_label}): ignored",
+                f"ignored ({' and '.join(given)} set the default active/inactive split, and "
+                f"the groups are given: {group_label})",
                 option=given[0],
             )
         )

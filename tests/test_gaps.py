@@ -448,8 +448,8 @@ def test_empty_input_gives_an_empty_typed_result(constructor: Constructor) -> No
 def test_given_groups_ignore_train_with_a_warning() -> None:
     with pytest.warns(
         IgnoredOptionWarning,
-        match=r"^train: train set the default active/inactive split, and the groups are given "
-        r"\(country\): ignored$",
+        match=r"^train: ignored \(train set the default active/inactive split, and the groups "
+        r"are given: country\)$",
     ):
         fm.gaps(SMALL, "country", train=SMALL.select("user"), n_resamples=10)
 
