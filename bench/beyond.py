@@ -54,6 +54,8 @@ ALL_METRICS = ["coverage", "novelty", "diversity", "personalization", "arp", "ap
 #: Relative difference under which two values count as equal (peers, naive check):
 #: |a - b| <= TOLERANCE * max(1, |b|). Sums in another order differ in the last bits.
 TOLERANCE = 1e-12
+#: LensKit sums exposures in float32 (24 bits): its Gini agrees to about this.
+LENSKIT_TOLERANCE = 1e-5
 
 
 # --------------------------------------------------------------------------------------
@@ -186,16 +188,23 @@ def load(data_dir: Path, kind: str, params: harness.Params) -> Inputs:
 # The jobs
 # --------------------------------------------------------------------------------------
 
-#: The extra inputs each metric reads.
-NEEDS = {
-    "coverage": "catalog",
-    "personalization": "",
-    "gini": "catalog",
-    "novelty": "train",
-    "arp": "train",
-    "aplt": "train",
-    "diversity": "item_features",
+#: The extra inputs each metric reads (by the metric's name, before any options).
+NEEDS: dict[str, tuple[str, ...]] = {
+    "coverage": ("catalog",),
+    "personalization": (),
+    "gini": ("catalog",),
+    "novelty": ("train",),
+    "arp": ("train",),
+    "aplt": ("train",),
+    "diversity": ("item_features",),
+    # The user's genre mix in train against the list's.
+    "miscalibration": ("train", "item_features"),
+    # Exposure over the catalog; parity's groups are aplt's head/tail from train.
+    "exposure_gini": ("catalog",),
+    "exposure_parity": ("train", "catalog"),
 }
+#: LensKit's ExposureGini with its defaults, as a frame_metrics metric string.
+LENSKIT_GINI = f"exposure_gini(exposure=rbp,persistence={peers.LENSKIT_PATIENCE})"
 
 
 def fm(
@@ -218,7 +227,7 @@ def fm(
             "train": i.train,
             "item_features": i.vectors if cosine else i.features,
         }
-        extras = {NEEDS[m]: given[NEEDS[m]] for m in metrics if NEEDS[m]}
+        extras = {need: given[need] for m in metrics for need in NEEDS[m.split("(")[0]]}
         return peers.prepare_fm(
             (i.recs,), engine=engine, metrics=list(metrics), k=K, validate=validate, **extras
         )
@@ -295,6 +304,10 @@ def prepare_stages(inputs: Inputs) -> Prepared:
 
 
 CORPUS = ["personalization", "coverage", "gini"]
+FAIRNESS = frozenset({"fairness"})
+#: The environment variable naming a Python with LensKit (its torch and pandas < 3 pins
+#: conflict with the package's): ``python -m venv lk; lk/bin/pip install lenskit polars``.
+LENSKIT_PYTHON = "FM_BENCH_LENSKIT_PYTHON"
 POPULARITY = ["novelty", "arp", "aplt"]
 RECTOOLS_SET = ["coverage", "novelty", "arp"]
 FM, SMALL = "frame_metrics", frozenset({"small"})
@@ -345,6 +358,46 @@ JOBS = harness.job_table(
         "pandas",
         vs="fm-diversity",
     ),
+    # Issue 20's targets: calibration and exposure parity against novelty, one metric
+    # each, from the same start frames (20 genres, 1..3 per item).
+    Job("fm-novelty", FM, "novelty alone", fm(["novelty"]), "polars", tags=FAIRNESS),
+    Job(
+        "fm-miscalibration",
+        FM,
+        "miscalibration (KL, genres)",
+        fm(["miscalibration"]),
+        "polars",
+        vs="fm-novelty",
+        tags=FAIRNESS,
+    ),
+    Job(
+        "fm-exposure-parity",
+        FM,
+        "exposure_parity (head/tail, catalog target)",
+        fm(["exposure_parity"]),
+        "polars",
+        vs="fm-novelty",
+        tags=FAIRNESS,
+    ),
+    Job(
+        "fm-exposure-gini",
+        FM,
+        "exposure_gini, LensKit's weights (rbp, p = 0.85)",
+        fm([LENSKIT_GINI]),
+        "polars",
+        vs="fm-novelty",
+        tags=FAIRNESS,
+    ),
+    Job(
+        "lenskit-exposure-gini",
+        "LensKit",
+        "ExposureGini (its defaults), from ItemListCollection.from_df",
+        lambda i: peers.prepare_lenskit_exposure_gini(i.recs, len(i.catalog_ids), K),
+        "pandas",
+        vs="fm-exposure-gini",
+        tags=FAIRNESS | frozenset({"lenskit"}),
+        python_env=LENSKIT_PYTHON,
+    ),
     Job(
         "diversity-stages",
         FM,
@@ -371,6 +424,19 @@ SELF_CHECKS = [
     "fm-popularity",
     "fm-diversity",
     "fm-rectools-set",
+]
+#: Issue 20: calibration and exposure parity each within 2x novelty's time at 1M users.
+BIG = 1_000_000
+TARGETS = [
+    harness.Target(
+        "miscalibration@10 / novelty@10", ("fm-miscalibration",), "fm-novelty", 2.0, applies=BIG
+    ),
+    harness.Target(
+        "exposure_parity@10 / novelty@10", ("fm-exposure-parity",), "fm-novelty", 2.0, applies=BIG
+    ),
+    harness.Target(
+        "LensKit ExposureGini / fm exposure_gini", ("lenskit-exposure-gini",), "fm-exposure-gini"
+    ),
 ]
 PEER_NAMES = {
     f"coverage@{K}": "CatalogCoverage(normalize=True)",
@@ -400,6 +466,8 @@ def plan(args: argparse.Namespace) -> list[Stage]:
         ]
         if "rectools-ild" in names and 0 < args.ild_max < users:
             names.remove("rectools-ild")
+        if "lenskit-exposure-gini" in names and 0 < args.lenskit_max < users:
+            names.remove("lenskit-exposure-gini")
         params = {"users": users, "seed": args.seed}
         stages.append(
             Stage(
@@ -486,6 +554,23 @@ def checks_table(results: Sequence[Result]) -> list[list[str]]:
                 f"fm diversity@{K}",
                 v[f"diversity@{K}"],
                 exact=False,
+            )
+        lenskit, ours = (
+            by_key.get((users, "lenskit-exposure-gini")),
+            by_key.get((users, "fm-exposure-gini")),
+        )
+        if lenskit is not None and ours is not None:
+            # LensKit adds its exposures in float32: equal to about 1e-6, not to the bit.
+            rows.append(
+                harness.agreement_row(
+                    users,
+                    "LensKit ExposureGini (float32 sums)",
+                    lenskit.values[f"ExposureGini@{K}"],
+                    f"fm {LENSKIT_GINI}@{K}",
+                    ours.values[f"{LENSKIT_GINI}@{K}"],
+                    tolerance=LENSKIT_TOLERANCE,
+                    relative=True,
+                )
             )
         naive = by_key.get((users, "naive-check"))
         if naive is not None:
@@ -575,6 +660,8 @@ def report(results: list[Result], stages: list[Stage], args: argparse.Namespace)
         f"|diff| <= {TOLERANCE:g} x max(1, |ref value|))"
     )
     print(harness.render(checks, args.markdown))
+    print("\nTargets")
+    print(harness.render(harness.targets_table(SUITE, results, TARGETS), args.markdown))
     return harness.mismatches(checks)
 
 
@@ -586,6 +673,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=int,
         default=100_000,
         help="pandas input and cosine diversity only at sizes up to this many users",
+    )
+    p.add_argument(
+        "--lenskit-max",
+        type=int,
+        default=100_000,
+        help="LensKit's ExposureGini only at sizes up to this many users (0: every size; "
+        "it builds one Python ItemList per user: about 35 s per 100k users)",
     )
     p.add_argument(
         "--ild-max",

@@ -121,6 +121,15 @@ class Job:
     checks: tuple[Check, ...] = ()
     rows: int = 1
     tags: frozenset[str] = frozenset()
+    #: A peer whose pins conflict with this environment's (LensKit needs torch and
+    #: pandas < 3) runs in its own: the environment variable naming its Python. Unset,
+    #: the job runs here (and fails if the peer is not installed here).
+    python_env: str = ""
+
+    @property
+    def python(self) -> str:
+        """The interpreter of the job's processes: ``python_env``'s, else this one."""
+        return (os.environ.get(self.python_env) if self.python_env else None) or sys.executable
 
     @property
     def on_both_sides(self) -> bool:
@@ -452,7 +461,7 @@ def run_process(
     first: bool,
 ) -> tuple[Params, float, float, float]:
     """One fresh process of ``job`` on ``side``: see :func:`_subprocess_report`."""
-    cmd = [sys.executable, str(suite.script), "--worker", job.name, "--data-dir", str(data_dir)]
+    cmd = [job.python, str(suite.script), "--worker", job.name, "--data-dir", str(data_dir)]
     params = {**stage.params, **stage.options}
     cmd += ["--params", json.dumps(params), *(["--extras"] if first else [])]
     return _subprocess_report(

@@ -335,6 +335,37 @@ def prepare_rectools_ild(recs: Any, features: Any, k: int) -> Prepared:
 
 
 # --------------------------------------------------------------------------------------
+# LensKit
+# --------------------------------------------------------------------------------------
+
+#: LensKit's GeometricRankWeight default patience: ExposureGini's weights p^(r-1).
+LENSKIT_PATIENCE = 0.85
+
+
+def prepare_lenskit_exposure_gini(recs: Any, n_items: int, k: int) -> Prepared:
+    """LensKit's ExposureGini with its defaults (geometric weights, patience 0.85).
+
+    Timed: the recommendations frame turned into LensKit's ``ItemListCollection`` (one
+    list per user, as LensKit's own pipelines hold them) and ``RunAnalysis.measure``.
+    LensKit sums exposure in float32, so it agrees with ``exposure_gini(exposure=rbp,
+    persistence=0.85)`` to about 1e-6, not to the last bit. Its pins (torch, pandas < 3)
+    conflict with the package's: the job runs in its own environment (``python_env``).
+    """
+    from lenskit.data import ItemListCollection
+    from lenskit.metrics import ExposureGini, RunAnalysis
+
+    def run() -> Values:
+        frame = recs.rename(columns={"user": "user_id", "item": "item_id"})
+        lists = ItemListCollection.from_df(frame, ["user_id"])
+        analysis = RunAnalysis()
+        analysis.add_metric(ExposureGini(n=k, items=n_items))
+        result = analysis.measure(lists, lists)
+        return {f"ExposureGini@{k}": float(result.global_metrics()[f"ExposureGini@{k}"])}
+
+    return Prepared(run)
+
+
+# --------------------------------------------------------------------------------------
 # Recommenders
 # --------------------------------------------------------------------------------------
 
