@@ -8,10 +8,12 @@ the same bits whatever the row order, frame kind, buckets, Dask and Spark.
 
 from __future__ import annotations
 
+import io
 import math
 import random
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -548,4 +550,58 @@ def test_samples_need_truth_apart_from_recs() -> None:
     assert str(info.value) == (
         "sample: expected recs and truth with the sample column 'draw', got a long table; "
         "pass truth= separately (a long table would repeat each relevance once per sample)"
+    )
+
+
+# -- diagnose and the command line ----------------------------------------------------------
+
+SAMPLED = pl.DataFrame(
+    {
+        "user": [1, 1, 1, 1, 1, 2],
+        "draw": [1, 1, 2, 2, 3, 7],
+        "item": ["a", "b", "b", "a", "c", "a"],
+        "rank": [1, 2, 1, 2, 1, 1],
+    }
+)
+SAMPLED_TRUTH = pl.DataFrame(
+    {"user": [1, 1, 2, 3], "item": ["a", "b", "a", "a"], "relevance": [1, 1, 1, 1]}
+)
+
+
+def test_diagnose_counts_the_rankings(constructor: Constructor) -> None:
+    d = fm.diagnose(
+        constructor(SAMPLED), constructor(SAMPLED_TRUTH), metrics="ee_loss", k=2, sample="draw"
+    )
+    # User 1 has 3 samples, user 2 one; user 3 (truth only) is evaluated with no attention.
+    assert d.samples_per_user == (1, 3)
+    assert (d.n_users, d.users_without_recommendations) == (3, 1)
+    # Rankings shorter than k = 2: user 1's [c] and user 2's [a].
+    assert d.short_lists == {2: 2}
+    assert "rankings (samples) per user, fewest to most: 1 to 3" in str(d)
+    plain = fm.diagnose(constructor(RECS), constructor(TRUTH), metrics="ee_loss", k=2)
+    assert plain.samples_per_user is None
+
+
+def test_the_command_line_reads_the_sample_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from frame_metrics.cli import main
+
+    SAMPLED.write_csv(tmp_path / "recs.csv")
+    SAMPLED_TRUTH.write_csv(tmp_path / "truth.csv")
+    files = [str(tmp_path / "recs.csv"), str(tmp_path / "truth.csv")]
+    code = main(["evaluate", *files, "-m", "ee_loss", "-k", "2", "--sample-col", "draw",
+                 "--per-user", "--format", "csv"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    want = fm.evaluate(SAMPLED, SAMPLED_TRUTH, metrics="ee_loss", k=2, sample="draw")
+    assert pl.read_csv(io.StringIO(out)).equals(want)
+    # With another metric it is refused, in the command line's terms.
+    code = main(["evaluate", *files, "-m", "ndcg,ee_loss", "-k", "2", "--sample-col", "draw"])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert err.strip() == (
+        "frame-metrics: error: sample: expected only metrics that read several rankings per "
+        "user (ee_disparity, ee_loss, ee_relevance) with 'draw' as the sample column, got "
+        "'ndcg@2'; evaluate them in a call without --sample-col"
     )
