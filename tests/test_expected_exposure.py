@@ -605,3 +605,32 @@ def test_the_command_line_reads_the_sample_column(
         "user (ee_disparity, ee_loss, ee_relevance) with 'draw' as the sample column, got "
         "'ndcg@2'; evaluate them in a call without --sample-col"
     )
+
+
+def test_the_docs_page_example() -> None:
+    # docs/expected-exposure.md, user 2: rankings [a], [b], [b, a]; relevant {a, b}:
+    # ε_a = (1 + 0.5) / 3, ε_b = 2 / 3, ε* = 0.75 each.
+    recs = pl.DataFrame(
+        {
+            "user": [1, 1, 2, 2, 2, 2, 3],
+            "draw": [1, 1, 1, 2, 3, 3, 1],
+            "item": ["c", "a", "a", "b", "b", "a", "a"],
+            "rank": [1, 2, 1, 1, 1, 2, 1],
+        }
+    )
+    truth = pl.DataFrame(
+        {
+            "user": [1, 1, 1, 2, 2, 4],
+            "item": ["a", "b", "c", "a", "b", "a"],
+            "relevance": [2, 1, 1, 1, 1, 3],
+        }
+    )
+    got = fm.evaluate(recs, truth, metrics=EE, k=2, sample="draw")
+    assert got["user"].to_list() == [1, 2, 4]  # user 3: no relevant item
+    rows = {row[0]: row[1:] for row in got.rows()}
+    assert rows[1] == WORKED[1]
+    assert rows[4] == (1.0, 0.0, 0.0)
+    e_a, e_b = 1.5 / 3, 2 / 3
+    assert rows[2][0] == pytest.approx((e_a - 0.75) ** 2 + (e_b - 0.75) ** 2, rel=1e-15)
+    assert rows[2][1] == pytest.approx(e_a**2 + e_b**2, rel=1e-15)
+    assert rows[2][2] == pytest.approx(0.75 * (e_a + e_b), rel=1e-15)
