@@ -113,11 +113,11 @@ def _build(name: str) -> Any:
 
 
 _NOTES = (
-    "expeval (diazf/expeval, the authors' code): the same ε and ε* under its RBP browsing "
-    "(patience 0.5), but its ideal ranking is not cut at k, so a user whose relevant items "
-    "do not fit within k gets another target; it reports EE-L, EE-D and EE-R with the "
-    "same names, normalised by nothing. TREC Fair Ranking 2021 used the same measure. "
-    "LensKit has none (lenskit/lkpy#694 asks for it)."
+    "expeval (diazf/expeval, the authors' code): with -u rbp -U the same ε and the same "
+    "sums (difference, disparity, relevance; patience 0.5), but its ideal ranking is not "
+    "cut at k, so a user whose relevant items do not fit within k gets another target; "
+    "its defaults are gerr browsing and values normalised between bounds. TREC Fair "
+    "Ranking 2020 used the measure. LensKit has none (lenskit/lkpy#694 asks for it)."
 )
 
 register(
