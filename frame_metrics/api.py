@@ -74,6 +74,7 @@ def evaluate(
     validate: bool = True,
     buckets: int | Literal["auto"] | None = "auto",
     progress: bool = False,
+    sample: str | None = None,
 ) -> FrameT:
     """Evaluate recommendations against truth, per user or as means, at one or many k.
 
@@ -240,6 +241,13 @@ def evaluate(
     progress
         Show a progress bar over the buckets (on stderr, or tqdm's when installed) once
         the work has taken a few seconds.
+    sample
+        A column of ``recs`` telling apart several rankings of one user: the samples of
+        a stochastic system, for expected exposure (``ee_loss``, ``ee_disparity``,
+        ``ee_relevance``: each user's exposure is the mean over the user's samples, the
+        distinct values of this column among the user's rows). Each (user, sample) is
+        one ranking, by ``rank`` or by ``score``; an item appears once per ranking.
+        Only these metrics read it (others are refused with it), and it needs ``truth``.
 
     Returns
     -------

@@ -43,7 +43,9 @@ class Columns:
     """Which columns hold the user key, item, rank or score, relevance and groups.
 
     ``user`` may be several columns (a composite key such as user + session); ``by``
-    columns split the evaluation into independent ones (model, segment, fold).
+    columns split the evaluation into independent ones (model, segment, fold);
+    ``sample`` tells apart several rankings of one user in recs (a stochastic system's
+    samples, for expected exposure), or is None: one ranking per user.
     """
 
     user: tuple[str, ...] = ("user",)
@@ -54,6 +56,7 @@ class Columns:
     by: tuple[str, ...] = ()
     prediction: str = "prediction"
     features: str = "features"
+    sample: str | None = None
 
     def __post_init__(self) -> None:
         if not self.user:
@@ -64,10 +67,12 @@ class Columns:
             value = getattr(self, name)
             if not isinstance(value, str):
                 raise InvalidOptionError(f"expected a column name, got {value!r}", option=name)
-        if self.score is not None and not isinstance(self.score, str):
-            raise InvalidOptionError(
-                f"expected a column name or None, got {self.score!r}", option="score"
-            )
+        for name in ("score", "sample"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise InvalidOptionError(
+                    f"expected a column name or None, got {value!r}", option=name
+                )
         clash = set(self.user) & set(self.by)
         if clash or self.item in self.user or self.item in self.by:
             raise InvalidOptionError(
@@ -92,6 +97,17 @@ class Columns:
     def keys(self) -> list[str]:
         """The group key of one evaluated user: ``by`` columns, then the user key."""
         return [*self.by, *self.user]
+
+    @property
+    def ranking(self) -> list[str]:
+        """The key of one ranking: :attr:`keys`, then ``sample`` when given.
+
+        Examples
+        --------
+        >>> Columns().ranking, Columns(sample="draw").ranking
+        (['user'], ['user', 'draw'])
+        """
+        return [*self.keys, *([self.sample] if self.sample is not None else [])]
 
 
 #: The prefix of the engine's own column names; no column a caller names may carry it.

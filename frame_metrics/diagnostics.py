@@ -70,6 +70,12 @@ class Diagnostics:
     lists_with_rank_gaps
         Lists whose ranks within the largest cutoff skip a position (ranks 1, 2, 5: the
         spec reads positions 3 and 4 as empty, not rank 5 as third). 0 for scores.
+    samples_per_user
+        With ``sample=``: the fewest and the most rankings (distinct samples) a user of
+        recs has, over which expected exposure averages each user's attention (the
+        list counts above are then per (user, sample) ranking, and users without
+        recommendations are those scored with no attention at all). ``None`` without
+        ``sample=``, and on Spark and Dask frames (not merged over partitions yet).
     """
 
     n_users: int
@@ -86,6 +92,7 @@ class Diagnostics:
     short_lists: dict[int, int] = field(default_factory=dict)
     longest_list: int | None = None
     lists_with_rank_gaps: int = 0
+    samples_per_user: tuple[int, int] | None = None
 
     def _groups(self) -> tuple[list[str], list[int]]:
         """The ``by`` columns and the users evaluated in each group (none without ``by``)."""
@@ -149,6 +156,9 @@ class Diagnostics:
             (f"score ties reordering items within k={k}", str(n))
             for k, n in self.ties_within_cutoff.items()
         ]
+        if self.samples_per_user is not None:
+            low, high = self.samples_per_user
+            lines.append(("rankings (samples) per user, fewest to most", f"{low} to {high}"))
         if self.items_not_in_train is not None:
             lines.append(("recommended items no train user had", str(self.items_not_in_train)))
         if self.pairs_without_rating or self.pairs_without_prediction:

@@ -133,7 +133,9 @@ def diagnose(spec: Spec, inputs: Inputs) -> Diagnostics:
         (~in_truth).sum().alias("users_not_in_truth"),
     ]
     per_group_q = users.group_by(by).agg(counts).sort(by) if by else users.select(counts)
-    queries = [per_group_q, prepared.duplicates, _list_counts(prepared, spec.cutoffs)]
+    sample = spec.columns.sample
+    recs = inputs.source.lazy
+    queries = [per_group_q, prepared.duplicates, _list_counts(prepared, spec.cutoffs, recs, sample)]
     if prepared.ties is not None:
         queries.append(
             prepared.ties.select(
@@ -153,6 +155,16 @@ def diagnose(spec: Spec, inputs: Inputs) -> Diagnostics:
     if prepared.ties is not None:
         ties = {k: int(results[3][f"tie@{k}"][0]) for k in ties_wanted}
         within = {k: int(results[3][f"within@{k}"][0]) for k in ties_wanted}
+    samples = None
+    if sample is not None:
+        # How many rankings each user got: expected exposure averages over them.
+        per_user = recs.group_by(keys).agg(pl.col(sample).n_unique().alias("_fm_n"))
+        fewest, most = (
+            per_user.select(pl.col("_fm_n").min().alias("lo"), pl.col("_fm_n").max().alias("hi"))
+            .collect()
+            .row(0)
+        )
+        samples = None if fewest is None else (int(fewest), int(most))
     unseen = None
     if "popularity" in spec.needs:
         unseen = int(unseen_items(spec, inputs, prepared).select(pl.len()).collect().item())
@@ -171,18 +183,22 @@ def diagnose(spec: Spec, inputs: Inputs) -> Diagnostics:
         short_lists={k: int(lists[f"short@{k}"]) for k in spec.cutoffs},
         longest_list=None if lists["longest"] is None else int(lists["longest"]),
         lists_with_rank_gaps=int(lists["gaps"]),
+        samples_per_user=samples,
     )
 
 
-def _list_counts(prepared: Prepared, cutoffs: tuple[int, ...]) -> pl.LazyFrame:
+def _list_counts(
+    prepared: Prepared, cutoffs: tuple[int, ...], recs: pl.LazyFrame, sample: str | None
+) -> pl.LazyFrame:
     """How full the lists are: one row of ``short@k`` per cutoff, ``longest`` and ``gaps``.
 
     ``short@k``: lists (keys with a recommendation, at any rank) with fewer than k items
     ranked within k; ``longest``: the most items a list has within the largest cutoff
     (null without cutoffs); ``gaps``: lists whose ranks within it skip a position (ranks
     1, 2, 5). Each empty position is read as a miss: precision@k still divides by k.
+    With a ``sample`` column, a list is one (user, sample) ranking of ``recs``.
     """
-    keys = prepared.keys
+    keys = prepared.keys if sample is None else [*prepared.keys, sample]
     deepest = max(cutoffs, default=None)
     top = prepared.top if deepest is None else prepared.top.filter(pl.col(RANK) <= deepest)
     per_list = top.group_by(keys).agg(
@@ -190,7 +206,12 @@ def _list_counts(prepared: Prepared, cutoffs: tuple[int, ...]) -> pl.LazyFrame:
         pl.len().alias("_fm_n"),
         pl.col(RANK).max().alias("_fm_last"),
     )
-    listed = prepared.recs_keys if prepared.recs_keys is not None else top.select(keys).unique()
+    if sample is not None:
+        listed = recs.select(keys).unique()
+    elif prepared.recs_keys is not None:
+        listed = prepared.recs_keys
+    else:
+        listed = top.select(keys).unique()
     per_list = listed.join(per_list, on=keys, how="left", nulls_equal=True)
     n = pl.col("_fm_n").fill_null(0)
     return per_list.select(

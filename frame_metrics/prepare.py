@@ -331,7 +331,7 @@ def _prepare_pair(
 ) -> Prepared:
     c = columns
     order_col = c.order[1]
-    rs = _require(recs, "recs", [*c.keys, c.item, order_col])
+    rs = _require(recs, "recs", [*c.ranking, c.item, order_col])
     # The hint of a failed duplicate check looks at every column of recs.
     hint_rows: Callable[[], pl.LazyFrame] = (lambda: recs) if every_column is None else every_column
     truth_by = [b for b in c.by if b in truth.collect_schema()]
@@ -344,39 +344,41 @@ def _prepare_pair(
     join_keys = [*c.user, *truth_by, c.item]
 
     keys, item = c.keys, c.item
+    # One ranking: a user's, or with ``sample`` each of a user's several rankings.
+    lists, pair = c.ranking, "(user, item) pair" if c.sample is None else "(user, sample, item)"
     scored = None
     if c.score is not None:
         # Rank from score: score descending, ties by the tie rule (spec sections 4, 8).
         row = [pl.int_range(pl.len(), dtype=pl.Int64).alias(_ROW)] if row_order else []
-        scored = recs.select(*keys, item, pl.col(c.score).alias(_SCORE), *row)
+        scored = recs.select(*lists, item, pl.col(c.score).alias(_SCORE), *row)
         if options.on_duplicate == "first":
             # The kept row is the best-scored one, whole: its score and its input
             # position (the earliest of the rows with that score), not the best score of
             # one row with the position of another.
             best = pl.col(_SCORE) == pl.col(_SCORE).max()
-            scored = scored.group_by([*keys, item]).agg(
+            scored = scored.group_by([*lists, item]).agg(
                 pl.col(_SCORE).max(), *([pl.col(_ROW).filter(best).min()] if row_order else [])
             )
         scan_k = max_k + 1 if tie_cutoffs and max_k is not None else max_k
         top = top_by_score(
-            scored, keys, item, _SCORE, scan_k, keep_score=bool(tie_cutoffs), ties=options.ties
+            scored, lists, item, _SCORE, scan_k, keep_score=bool(tie_cutoffs), ties=options.ties
         )
         scored_top = top
         if tie_cutoffs and max_k is not None:
             top = top.filter(pl.col(RANK) <= max_k)
         recs_checks = [
-            *null_checks([*keys, item, c.score], "key"),
+            *null_checks([*lists, item, c.score], "key"),
             *nan_check(c.score, rs[c.score]),  # a NaN score has no place in a ranking
         ]
         # As with ranks: a repeat ranked below the largest cutoff cannot change a metric.
-        recs_dup_frame = top.select(*keys, item)
+        recs_dup_frame = top.select(*lists, item)
         top = top.drop(_SCORE, strict=False)
     else:
         scored_top = None
         within = recs if max_k is None else recs.filter(pl.col(c.rank) <= max_k)
-        top = within.select(*keys, item, pl.col(c.rank).cast(pl.Int64, strict=False).alias(RANK))
+        top = within.select(*lists, item, pl.col(c.rank).cast(pl.Int64, strict=False).alias(RANK))
         recs_checks = [
-            *null_checks([*keys, item, c.rank], "key"),
+            *null_checks([*lists, item, c.rank], "key"),
             rank_below_one_check(c.rank),
             *nonintegral_check(c.rank, rs[c.rank]),
         ]
@@ -384,7 +386,7 @@ def _prepare_pair(
         # rows within it keeps the (hash-based) duplicate checks cheap.
         recs_dup_frame = within
         if options.on_duplicate == "first":
-            top = top.group_by([*keys, item]).agg(pl.col(RANK).min())
+            top = top.group_by([*lists, item]).agg(pl.col(RANK).min())
 
     truth_rows = truth.select(
         *c.user, *truth_by, item, pl.col(c.relevance).cast(pl.Float64).alias(REL)
@@ -394,25 +396,28 @@ def _prepare_pair(
     ties = None
     if scored_top is not None and tie_cutoffs:
         graded = scored_top.join(truth_rows, on=join_keys, how="left")
-        ties = _ties(graded.with_columns(pl.col(REL).fill_null(0.0)), keys, tie_cutoffs)
+        ties = _ties(graded.with_columns(pl.col(REL).fill_null(0.0)), lists, tie_cutoffs)
 
     checks: list[CheckedFrame] = []
     if validate:
-        roles = {*keys, item, order_col}
+        roles = {*lists, item, order_col}
         dup_checks = []
         if options.on_duplicate == "error":
-            check = duplicate_check([*keys, item], "(user, item) pair", _dedup_hint("best-ranked"))
+            check = duplicate_check([*lists, item], pair, _dedup_hint("best-ranked"))
             dup_checks.append(
-                replace(check, explain=lambda: _likely_by(hint_rows(), [*keys, item], roles))
+                replace(check, explain=lambda: _likely_by(hint_rows(), [*lists, item], roles))
             )
         rank_checks = []
         if c.score is None:
-            check = duplicate_check([*keys, c.rank], "rank within a user", "", often_sorted=True)
-            rank_key = [*keys, c.rank]
+            within_what = (
+                "rank within a user" if c.sample is None else "rank within a user's sample"
+            )
+            check = duplicate_check([*lists, c.rank], within_what, "", often_sorted=True)
+            rank_key = [*lists, c.rank]
             rank_checks = [replace(check, explain=lambda: _likely_by(hint_rows(), rank_key, roles))]
-        show_recs = [*keys, item, order_col]
+        show_recs = [*lists, item, order_col]
         # Score-ranked duplicates are looked for among the ranked rows, which carry no score.
-        show_dups = [*keys, item] if c.score is not None else show_recs
+        show_dups = [*lists, item] if c.score is not None else show_recs
         show_truth = [*c.user, *truth_by, item, c.relevance]
         truth_checks = [
             *null_checks([*c.user, *truth_by, item], "key"),
@@ -553,7 +558,7 @@ def _duplicates_dropped(
     """Rows that ``on_duplicate='first'`` drops, per frame (0 under ``'error'``)."""
     if c.score is None and max_k is not None:
         recs = recs.filter(pl.col(c.rank) <= max_k)
-    recs_dups = recs.select(pl.len() - pl.struct([*c.keys, c.item]).n_unique())
+    recs_dups = recs.select(pl.len() - pl.struct([*c.ranking, c.item]).n_unique())
     truth_dups = truth.select(pl.len() - pl.struct(join_keys).n_unique())
     return pl.concat(
         [

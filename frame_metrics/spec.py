@@ -247,6 +247,7 @@ def build_spec(
     by: str | Sequence[str] | None = None,
     convention: str | None = None,
     validate: bool = True,
+    sample: str | None = None,
     **options: Any,
 ) -> Spec:
     """The :class:`Spec` of a call, every frame-free check run, in a fixed order.
@@ -290,6 +291,7 @@ def build_spec(
         as_names(by, "by"),
         prediction,
         features,
+        sample,
     )
     long_table = "truth" not in given
     _check_metric_options(requests, long_table, score is not None)
@@ -310,7 +312,34 @@ def build_spec(
             " to rank recommendations by score",
             option="score",
         )
+    if sample is not None:
+        _check_samples(requests, long_table, sample)
     return Spec(columns, call, requests, given, validate, tuple(ignored))
+
+
+def _check_samples(requests: Sequence[Requested], long_table: bool, sample: str) -> None:
+    """``sample=``: several rankings per user, which only some metrics read.
+
+    Other metrics would need their expected value over the samples (future work), and
+    a long table would repeat each relevance once per sample.
+    """
+    refused = [q.column for q in requests if not q.metric.samples]
+    if refused:
+        readers = sorted(m.name for m in REGISTRY.values() if m.samples)
+        raise InvalidOptionError(
+            f"expected only metrics that read several rankings per user "
+            f"({', '.join(readers)}) with {sample!r} as the sample column, got "
+            f"{', '.join(repr(c) for c in refused)}; evaluate them in a call without ",
+            Keyword("sample"),
+            option="sample",
+        )
+    if long_table:
+        raise InvalidOptionError(
+            f"expected recs and truth with the sample column {sample!r}, got a long table; ",
+            Pass("truth"),
+            " separately (a long table would repeat each relevance once per sample)",
+            option="sample",
+        )
 
 
 def _check_metric_options(requests: Sequence[Requested], long_table: bool, scored: bool) -> None:

@@ -216,7 +216,8 @@ CASES: list[Case] = [
         {"metrics": ["ndgc"], "k": 5},
         InvalidOptionError,
         "metrics: expected a known metric name, got 'ndgc' (did you mean 'ndcg'?); known metrics: "
-        "'ap', 'aplt', 'arp', 'bpref', 'coverage', 'dcg', 'diversity', 'err', 'f1', 'gini', "
+        "'ap', 'aplt', 'arp', 'bpref', 'coverage', 'dcg', 'diversity', "
+        "'ee_disparity', 'ee_loss', 'ee_relevance', 'err', 'f1', 'gini', "
         "'hit_rate', 'judged', 'mae', 'map', 'mrr', 'mse', 'ndcg', 'novelty', "
         "'personalization', 'precision', 'r_precision', 'rbp', 'recall', 'rmse', 'serendipity'",
     ),
@@ -227,7 +228,8 @@ CASES: list[Case] = [
         {"metrics": ["ndcg_cut10"]},
         InvalidOptionError,
         "metrics: expected a known metric name, got 'ndcg_cut10' (did you mean 'ndcg_cut_<k>'?); "
-        "known metrics: 'ap', 'aplt', 'arp', 'bpref', 'coverage', 'dcg', 'diversity', 'err', "
+        "known metrics: 'ap', 'aplt', 'arp', 'bpref', 'coverage', 'dcg', 'diversity', "
+        "'ee_disparity', 'ee_loss', 'ee_relevance', 'err', "
         "'f1', 'gini', 'hit_rate', 'judged', 'mae', 'map', 'mrr', 'mse', 'ndcg', 'novelty', "
         "'personalization', 'precision', 'r_precision', 'rbp', 'recall', 'rmse', 'serendipity'",
     ),
@@ -547,6 +549,38 @@ CASES: list[Case] = [
         {},
         InvalidValueError,
         "recs and truth: expected key column 'user' to have dtypes whose values can be matched exactly, found String in recs and Int64 in truth",
+    ),
+    (
+        "sample-with-other-metrics",
+        lambda r: r.with_columns(draw=pl.lit(1)),
+        same,
+        {"sample": "draw", "metrics": ["ee_loss", "ndcg"]},
+        InvalidOptionError,
+        "sample: expected only metrics that read several rankings per user (ee_disparity, ee_loss, ee_relevance) with 'draw' as the sample column, got 'ndcg@2'; evaluate them in a call without sample=",
+    ),
+    (
+        "sample-is-the-user-column",
+        same,
+        same,
+        {"sample": "user", "metrics": "ee_loss"},
+        InvalidOptionError,
+        "user and sample: expected different columns of recs, got 'user' for both",
+    ),
+    (
+        "null-sample",
+        lambda r: r.with_columns(draw=pl.Series([1, None, 1])),
+        same,
+        {"sample": "draw", "metrics": "ee_loss"},
+        InvalidValueError,
+        "recs: expected no nulls in key column 'draw', found 1 null row(s), e.g. user=1, draw=None, item=11, rank=2",
+    ),
+    (
+        "item-twice-in-one-sample",
+        lambda r: r.with_columns(draw=pl.lit(1), item=pl.Series([10, 10, 10])),
+        same,
+        {"sample": "draw", "metrics": "ee_loss"},
+        DuplicateRowsError,
+        "recs: expected one row per (user, sample, item), found 2 rows that repeat one, e.g. user=1, draw=1, item=10, rank=1 (pass on_duplicate='first' to keep the best-ranked row)",
     ),
 ]
 

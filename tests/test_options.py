@@ -85,6 +85,7 @@ NOT_OPTIONS = {
     "validate",
     "buckets",
     "progress",
+    "sample",
 }
 
 

@@ -83,6 +83,12 @@ LATEX: dict[str, str] = {
     "mse": r"\mathrm{MSE} = \frac{1}{|P|} \sum_{(u, i) \in P} (r_{ui} - \hat r_{ui})^2",
     "rmse": r"\mathrm{RMSE} = \sqrt{\frac{1}{|P|} \sum_{(u, i) \in P} (r_{ui} - \hat r_{ui})^2}",
     "mae": r"\mathrm{MAE} = \frac{1}{|P|} \sum_{(u, i) \in P} |r_{ui} - \hat r_{ui}|",
+    # expected exposure (spec 9.2): ε over the user's S rankings, ε* of the ideal
+    "ee_loss": r"\mathrm{ee\_loss@}k = \sum_{i} (\epsilon_i - \epsilon^*_i)^2,"
+    r"\qquad \epsilon_i = \frac{1}{S} \sum_{s=1}^{S} [r_{is} \le k]\, p^{r_{is} - 1},"
+    r"\qquad \epsilon^*_i = \frac{1}{m_g} \sum_{r=b_g+1}^{\min(b_g + m_g,\, k)} p^{r-1}",
+    "ee_disparity": r"\mathrm{ee\_disparity@}k = \sum_{i} \epsilon_i^2",
+    "ee_relevance": r"\mathrm{ee\_relevance@}k = \sum_{i} \epsilon_i\, \epsilon^*_i",
 }
 
 #: Who gets a value, by ``Metric.population``.
@@ -103,6 +109,8 @@ KIND: dict[str, str] = {
     "diversity": "over the pairs of one user's top-k items",
     "rating": "over one user's (rating, prediction) pairs",
     "corpus": "from the item exposure counts of a `by` group",
+    "expected_exposure": "from each user's attention per item, averaged over the user's "
+    "rankings (`sample=`), against the ideal ranking's",
 }
 
 #: The inputs behind each ``Metric.needs`` entry, as evaluate's keywords.

@@ -65,6 +65,7 @@ def _evaluate_options(args: argparse.Namespace, frames: dict[str, pl.LazyFrame])
         **{row.name: getattr(args, row.name) for row in OPTIONS},
         "convention": args.convention,
         "features": args.features_col,
+        "sample": args.sample_col,
         **{name: frames[name] for name in EXTRA_FILES if name in frames},
     }
 

@@ -218,6 +218,7 @@ _OWN_FLAGS = {
     "score": "--score-col",
     "user": "--user-col",
     "n_resamples": "--resamples",
+    "sample": "--sample-col",
 }
 
 
@@ -279,6 +280,7 @@ def _column_hint(missing: Sequence[str], args: argparse.Namespace) -> str:
         "--prediction-col": [args.prediction_col],
         "--features-col": [args.features_col],
         "--by": args.by or [],
+        "--sample-col": [args.sample_col],
     }
     flags = [flag for flag, names in options.items() if set(names) & set(missing)]
     if "--rank-col" in flags and args.score_col is None:

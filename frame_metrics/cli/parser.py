@@ -230,6 +230,12 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
         help="list of categories or numeric vector in --item-features (default: %(default)s)",
     )
     cols.add_argument(
+        "--sample-col",
+        metavar="COL",
+        help="a column of RECS telling apart several rankings of one user (a stochastic "
+        "system's samples), for ee_loss, ee_disparity and ee_relevance",
+    )
+    cols.add_argument(
         "--ids-as-text",
         action="store_true",
         help="read the user and item columns of every input file as text (CSV: as written, "

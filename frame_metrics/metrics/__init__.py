@@ -5,6 +5,7 @@ from __future__ import annotations
 from frame_metrics.metrics import beyond as beyond
 from frame_metrics.metrics import corpus as corpus
 from frame_metrics.metrics import diversity as diversity
+from frame_metrics.metrics import expected_exposure as expected_exposure
 from frame_metrics.metrics import ir as ir
 from frame_metrics.metrics import ranking as ranking
 from frame_metrics.metrics import rating as rating

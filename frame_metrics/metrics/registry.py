@@ -109,6 +109,8 @@ class Metric:
     #: (option, value) pairs under which the metric has no upper bound (rbp gaining the
     #: relevance itself).
     unbounded_under: frozenset[tuple[str, object]] = frozenset()
+    #: Reads several rankings per user told apart by ``sample=`` (expected exposure).
+    samples: bool = False
 
     def effective(self, options: MetricOptions) -> MetricOptions:
         """The options as this metric applies them.
