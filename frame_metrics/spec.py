@@ -91,6 +91,13 @@ EXTRA_INPUTS: tuple[ExtraInput, ...] = (
         needs=frozenset({"baseline"}),
         what="a baseline model's recommendations with the user, item and rank/score columns",
     ),
+    ExtraInput(
+        "item_groups",
+        keyed=False,
+        reads=("by", "item"),
+        needs=frozenset({"item_groups"}),
+        what="one row per (item, group) with the item column and the group column",
+    ),
 )
 
 #: Which extra input provides an entry of ``Metric.needs``.
@@ -247,6 +254,7 @@ def build_spec(
     by: str | Sequence[str] | None = None,
     convention: str | None = None,
     validate: bool = True,
+    group: str = "group",
     **options: Any,
 ) -> Spec:
     """The :class:`Spec` of a call, every frame-free check run, in a fixed order.
@@ -290,6 +298,7 @@ def build_spec(
         as_names(by, "by"),
         prediction,
         features,
+        group,
     )
     long_table = "truth" not in given
     _check_metric_options(requests, long_table, score is not None)

@@ -83,6 +83,15 @@ LATEX: dict[str, str] = {
     "mse": r"\mathrm{MSE} = \frac{1}{|P|} \sum_{(u, i) \in P} (r_{ui} - \hat r_{ui})^2",
     "rmse": r"\mathrm{RMSE} = \sqrt{\frac{1}{|P|} \sum_{(u, i) \in P} (r_{ui} - \hat r_{ui})^2}",
     "mae": r"\mathrm{MAE} = \frac{1}{|P|} \sum_{(u, i) \in P} |r_{ui} - \hat r_{ui}|",
+    # exposure and provider fairness
+    "exposure_gini": r"\mathrm{exposure\_gini@}k = \frac{\sum_{j=1}^{n} (2j - n - 1)\, E_{(j)}}"
+    r"{n \sum_{j} E_j},\qquad E(i) = \sum_u e(\mathrm{rank}_u(i)),\ "
+    r"e(r) = \tfrac{1}{\log_2(r + 1)} \text{ by default } (\texttt{exposure})",
+    "exposure_parity": r"\mathrm{exposure\_parity@}k = 1 - \sqrt{\mathrm{JSD}_2(s, t)},"
+    r"\qquad s_g = \frac{\sum_{i \in g} E(i)}{\sum_{g'} \sum_{i \in g'} E(i)},"
+    r"\ t = \texttt{parity\_target}",
+    "list_parity": r"\mathrm{list\_parity@}k = 1 - \sqrt{\mathrm{JSD}_2(s_u, t)},"
+    r"\qquad s_{u,g} \propto \sum_{r \le k,\ L[r] \in g} e(r)",
 }
 
 #: Who gets a value, by ``Metric.population``.
@@ -103,6 +112,8 @@ KIND: dict[str, str] = {
     "diversity": "over the pairs of one user's top-k items",
     "rating": "over one user's (rating, prediction) pairs",
     "corpus": "from the item exposure counts of a `by` group",
+    "exposure": "from counts of users per (item, rank) and of rows per (item group, rank), "
+    "weighted by the browsing model",
 }
 
 #: The inputs behind each ``Metric.needs`` entry, as evaluate's keywords.
