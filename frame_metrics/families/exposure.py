@@ -131,7 +131,7 @@ class ExposureFamily(Family):
                     q.column,
                     "item_groups",
                     "one row per (item, group) with the item column and the group column",
-                    "; or ",
+                    "; or pass ",
                     Keyword("train"),
                     " for aplt's head and tail groups",
                 )
