@@ -216,8 +216,9 @@ CASES: list[Case] = [
         {"metrics": ["ndgc"], "k": 5},
         InvalidOptionError,
         "metrics: expected a known metric name, got 'ndgc' (did you mean 'ndcg'?); known metrics: "
-        "'ap', 'aplt', 'arp', 'bpref', 'coverage', 'dcg', 'diversity', 'err', 'f1', 'gini', "
-        "'hit_rate', 'judged', 'mae', 'map', 'mrr', 'mse', 'ndcg', 'novelty', "
+        "'ap', 'aplt', 'arp', 'bpref', 'coverage', 'dcg', 'diversity', 'err', "
+        "'exposure_gini', 'exposure_parity', 'f1', 'gini', "
+        "'hit_rate', 'judged', 'list_parity', 'mae', 'map', 'mrr', 'mse', 'ndcg', 'novelty', "
         "'personalization', 'precision', 'r_precision', 'rbp', 'recall', 'rmse', 'serendipity'",
     ),
     (
@@ -228,7 +229,9 @@ CASES: list[Case] = [
         InvalidOptionError,
         "metrics: expected a known metric name, got 'ndcg_cut10' (did you mean 'ndcg_cut_<k>'?); "
         "known metrics: 'ap', 'aplt', 'arp', 'bpref', 'coverage', 'dcg', 'diversity', 'err', "
-        "'f1', 'gini', 'hit_rate', 'judged', 'mae', 'map', 'mrr', 'mse', 'ndcg', 'novelty', "
+        "'exposure_gini', 'exposure_parity', "
+        "'f1', 'gini', 'hit_rate', 'judged', 'list_parity', 'mae', 'map', 'mrr', 'mse', 'ndcg', "
+        "'novelty', "
         "'personalization', 'precision', 'r_precision', 'rbp', 'recall', 'rmse', 'serendipity'",
     ),
     (
