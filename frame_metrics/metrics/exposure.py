@@ -206,8 +206,8 @@ register(
         higher_is_better=False,
         needs=frozenset({"catalog_size"}),
         notes="LensKit ExposureGini: the Gini of item exposure with geometric (rbp-like) "
-        "weights over the items of its catalog; it normalises by n - 1 where this uses n "
-        "(gini@k's formula). With exposure='uniform' it is gini@k exactly.",
+        "weights, exposure='rbp' here (its catalog and normalisation still to be compared "
+        "from its source). With exposure='uniform' it is gini@k exactly.",
         family="exposure",
         population="corpus",
         options=_EXPOSURE_OPTIONS,
