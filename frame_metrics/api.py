@@ -13,10 +13,12 @@ from frame_metrics.options import (
     ApDenominator,
     DuplicatePolicy,
     EmptyPolicy,
+    Exposure,
     GainName,
     GainScope,
     Idcg,
     MrrCutoff,
+    ParityTargetName,
     RbpGain,
     RelevantSet,
     Similarity,
@@ -75,6 +77,10 @@ def evaluate(
     buckets: int | Literal["auto"] | None = "auto",
     progress: bool = False,
     sample: str | None = None,
+    exposure: Exposure | None = None,
+    parity_target: ParityTargetName | Mapping[Any, float] | None = None,
+    item_groups: object | None = None,
+    group: str = "group",
 ) -> FrameT:
     """Evaluate recommendations against truth, per user or as means, at one or many k.
 
@@ -248,6 +254,22 @@ def evaluate(
         distinct values of this column among the user's rows). Each (user, sample) is
         one ranking, by ``rank`` or by ``score``; an item appears once per ranking.
         Only these metrics read it (others are refused with it), and it needs ``truth``.
+    exposure
+        The browsing model of exposure_gini, exposure_parity and list_parity: the
+        attention rank r gets, ``"log"`` (1/log2(r+1), default), ``"rbp"`` (p^(r-1),
+        p = ``persistence``, 0.8 when unset) or ``"uniform"`` (1).
+    parity_target
+        The target shares of exposure_parity and list_parity: ``"catalog"`` (each item
+        group's share of catalog items, default), ``"merit"`` (its share of relevant
+        truth rows), ``"uniform"``, or a ``{group: share}`` table (normalised; it names
+        every group, and only groups there are).
+    item_groups
+        One row per (item, group) with the ``item`` column and the ``group`` column, for
+        the exposure metrics (an item in several groups counts in each; an item in none
+        is left out and counted by :func:`diagnose`). Default: aplt's ``head`` and
+        ``tail`` from ``train`` (an item absent from train is ``tail``).
+    group
+        The group column of ``item_groups``.
 
     Returns
     -------
@@ -350,6 +372,7 @@ def evaluate(
     metrics, k = _reusable(metrics), _reusable(k)
     extras = {"catalog": catalog, "train": train, "item_features": item_features}
     extras["baseline"] = baseline
+    extras["item_groups"] = item_groups
     spec = _spec(truth, extras, validate, _options(locals()))
     for warning in spec.ignored:
         warn(warning)
@@ -393,7 +416,10 @@ def _spec(
 
 
 #: evaluate's keywords that are frames or control how it runs, not metric options.
-_NOT_OPTIONS = ("catalog", "train", "item_features", "baseline", "validate", "buckets", "progress")
+_NOT_OPTIONS: tuple[str, ...] = (
+    *("catalog", "train", "item_features", "baseline", "validate", "buckets", "progress"),
+    "item_groups",
+)
 
 
 def _options(names: dict[str, Any]) -> dict[str, Any]:
@@ -495,6 +521,7 @@ def diagnose(recs: object, truth: object | None = None, **kwargs: Any) -> Diagno
     arguments = {**_OPTION_DEFAULTS, **kwargs}
     extras = {name: arguments.pop(name) for name in ("catalog", "train", "item_features")}
     extras["baseline"] = arguments.pop("baseline")
+    extras["item_groups"] = arguments.pop("item_groups")
     spec = _spec(truth, extras, arguments.pop("validate"), arguments)
     adapter = adapter_for(recs)
     if adapter is not None:

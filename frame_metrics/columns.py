@@ -57,13 +57,15 @@ class Columns:
     prediction: str = "prediction"
     features: str = "features"
     sample: str | None = None
+    #: The group column of ``item_groups`` (exposure and provider fairness).
+    group: str = "group"
 
     def __post_init__(self) -> None:
         if not self.user:
             raise InvalidOptionError(
                 "expected at least one column name, got an empty list", option="user"
             )
-        for name in ("item", "rank", "relevance", "prediction", "features"):
+        for name in ("item", "rank", "relevance", "prediction", "features", "group"):
             value = getattr(self, name)
             if not isinstance(value, str):
                 raise InvalidOptionError(f"expected a column name, got {value!r}", option=name)

@@ -60,6 +60,11 @@ RelevantSet = Literal["truth", "listed"]
 GainScope = Literal["relevant", "positive"]
 RbpGain = Literal["binary", "relevance", "relative"]
 ZeroIdeal = Literal["zero", "skip"]
+Exposure = Literal["log", "rbp", "uniform"]
+ParityTargetName = Literal["catalog", "merit", "uniform"]
+#: An explicit parity target: (group, share) pairs, sorted by group (spec 9.2).
+ParityTable = tuple[tuple[Any, float], ...]
+ParityTarget = ParityTargetName | ParityTable
 
 #: ``Option.metrics`` of an option every ranking metric reads (those judged against the
 #: relevance in truth: a metric string of any of them may set it).
@@ -143,6 +148,10 @@ class Option:
     per_metric: bool = True
     metavar: str | None = None
     cli_default: str | None = None
+    #: How the option's table reads, in the documentation (``table`` options).
+    table_doc: str = "{level: gain}"
+    #: The command line's reader of a ``table`` option's value (None: gain's).
+    parse: Callable[[str], Any] | None = None
 
     @property
     def flag(self) -> str:
@@ -205,6 +214,81 @@ def _check_gain(value: object) -> Gain:
         return _gain_table(value)
     checked: GainName = _one_of("gain", _GAIN_NAMES, _GAIN_TABLE)(value)
     return checked
+
+
+_PARITY_TABLE = " or a {group: share} table such as {'head': 0.5, 'tail': 0.5}"
+
+
+def _check_parity_target(value: object) -> ParityTarget:
+    """A target's name, or a ``{group: share}`` mapping as a tuple sorted by group.
+
+    Shares are numbers >= 0 with a positive sum; they are normalised where they are
+    used, over the groups. Groups of several types sort by type name first.
+    """
+    if isinstance(value, tuple):  # already a table (a copy made by ``changed``)
+        return value
+    if isinstance(value, str):
+        checked: ParityTargetName = _one_of(
+            "parity_target", get_args(ParityTargetName), _PARITY_TABLE
+        )(value)
+        return checked
+    expected = "expected a {group: share} table of finite numbers >= 0 with a positive sum"
+    items = list(value.items()) if isinstance(value, Mapping) else None
+    if not items:
+        raise InvalidOptionError(f"{expected}, got {shown(value)}", option="parity_target")
+    pairs: dict[Any, float] = {}
+    for group, share in items:
+        number = _as_float(share)
+        if number is None or not math.isfinite(number) or number < 0:
+            raise InvalidOptionError(
+                f"{expected}, got {_refused(share)} in {shown(value)}", option="parity_target"
+            )
+        pairs[group] = number
+    if not sum(pairs.values()) > 0:
+        raise InvalidOptionError(
+            f"{expected}, got shares summing to 0 in {shown(value)}", option="parity_target"
+        )
+    return tuple(sorted(pairs.items(), key=lambda p: (type(p[0]).__name__, p[0])))
+
+
+def _parse_parity_target(text: str) -> str | dict[Any, float]:
+    """The command line's ``--parity-target``: a name, or ``GROUP=SHARE,...``.
+
+    A group written as a number is read as one (a numeric group column).
+
+    Examples
+    --------
+    >>> _parse_parity_target("merit"), _parse_parity_target("head=1,tail=3")
+    ('merit', {'head': 1.0, 'tail': 3.0})
+    """
+    import argparse
+
+    if text.strip() in get_args(ParityTargetName):
+        return text.strip()
+    table: dict[Any, float] = {}
+    try:
+        for part in text.split(","):
+            group, eq, share = part.partition("=")
+            if not eq or not group.strip():
+                raise ValueError(part)
+            key: Any = group.strip()
+            # A group written as a number is one: a numeric group column.
+            key = _number_or(key)
+            table[key] = float(share)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected {', '.join(get_args(ParityTargetName))} or a table GROUP=SHARE,... "
+            f"such as head=0.5,tail=0.5, got {text!r}"
+        ) from None
+    return table
+
+
+def _number_or(text: str) -> float | str:
+    """``text`` as a float when it is one, else itself."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _choice(
@@ -410,6 +494,32 @@ OPTIONS: tuple[Option, ...] = (
         per_metric=False,
         metavar="X",
     ),
+    _choice(
+        "exposure",
+        Exposure,
+        "The browsing model, the attention e(r) rank r gets: 1/log2(r+1), RBP's p^(r-1) "
+        "(persistence, default 0.8), or 1.",
+        "browsing model of exposure metrics: e(r) = 1/log2(r+1), p^(r-1) or 1",
+        ("exposure_gini", "exposure_parity", "list_parity"),
+        "statistics",
+    ),
+    Option(
+        "parity_target",
+        "catalog",
+        _PARITY_TABLE,
+        "The item groups' target shares of exposure: their shares of catalog items, of "
+        "relevant truth rows (merit), equal shares, or a {group: share} table (normalised).",
+        ("exposure_parity", "list_parity"),
+        "statistics",
+        "target shares of exposure_parity and list_parity: catalog, merit, uniform or a "
+        "table GROUP=SHARE,...",
+        _check_parity_target,
+        get_args(ParityTargetName),
+        table=True,
+        metavar="TARGET",
+        table_doc="{group: share}",
+        parse=_parse_parity_target,
+    ),
 )
 
 _BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
@@ -555,6 +665,15 @@ class MetricOptions:
         ``threshold=0`` with relevance 0): ``"zero"`` scores 0 (trec_eval, scikit-learn),
         ``"skip"`` gives no value, so the user is left out of ndcg's mean (Recommenders'
         ``ndcg_at_k``: 0/0 is NaN, which its mean skips).
+    exposure
+        The browsing model of the exposure metrics (spec 9): the attention rank r gets,
+        ``"log"`` = 1/log2(r+1), ``"rbp"`` = p^(r-1) with p = ``persistence`` (0.8 when
+        unset), ``"uniform"`` = 1.
+    parity_target
+        The target shares of ``exposure_parity`` and ``list_parity``: ``"catalog"`` (each
+        group's share of catalog items), ``"merit"`` (its share of relevant truth rows),
+        ``"uniform"``, or a ``{group: share}`` table (kept as (group, share) pairs sorted
+        by group; normalised over the groups where used).
 
     Examples
     --------
@@ -591,6 +710,8 @@ class MetricOptions:
     max_relevance: float | None = _DEFAULTS["max_relevance"]
     rbp_gain: RbpGain = _DEFAULTS["rbp_gain"]
     zero_ideal: ZeroIdeal = _DEFAULTS["zero_ideal"]
+    exposure: Exposure = _DEFAULTS["exposure"]
+    parity_target: ParityTarget = _DEFAULTS["parity_target"]
 
     def __post_init__(self) -> None:
         # Each option checked, and kept in its normal form, by its row of the table.
@@ -740,7 +861,7 @@ def markdown() -> str:
     for row in OPTIONS:
         if row.choices:
             values = ", ".join(f"`{c}`" for c in row.choices)
-            values += " or a `{level: gain}` table" if row.table else ""
+            values += f" or a `{row.table_doc}` table" if row.table else ""
         else:
             values = row.expected
         default = "None" if row.default is None else format_value(row.default)

@@ -91,6 +91,13 @@ EXTRA_INPUTS: tuple[ExtraInput, ...] = (
         needs=frozenset({"baseline"}),
         what="a baseline model's recommendations with the user, item and rank/score columns",
     ),
+    ExtraInput(
+        "item_groups",
+        keyed=False,
+        reads=("by", "item"),
+        needs=frozenset({"item_groups"}),
+        what="one row per (item, group) with the item column and the group column",
+    ),
 )
 
 #: Which extra input provides an entry of ``Metric.needs``.
@@ -248,6 +255,7 @@ def build_spec(
     convention: str | None = None,
     validate: bool = True,
     sample: str | None = None,
+    group: str = "group",
     **options: Any,
 ) -> Spec:
     """The :class:`Spec` of a call, every frame-free check run, in a fixed order.
@@ -292,6 +300,7 @@ def build_spec(
         prediction,
         features,
         sample,
+        group,
     )
     long_table = "truth" not in given
     _check_metric_options(requests, long_table, score is not None)

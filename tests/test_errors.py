@@ -217,8 +217,9 @@ CASES: list[Case] = [
         InvalidOptionError,
         "metrics: expected a known metric name, got 'ndgc' (did you mean 'ndcg'?); known metrics: "
         "'ap', 'aplt', 'arp', 'bpref', 'coverage', 'dcg', 'diversity', "
-        "'ee_disparity', 'ee_loss', 'ee_relevance', 'err', 'f1', 'gini', "
-        "'hit_rate', 'judged', 'mae', 'map', 'mrr', 'mse', 'ndcg', 'novelty', "
+        "'ee_disparity', 'ee_loss', 'ee_relevance', 'err', 'exposure_gini', 'exposure_parity', "
+        "'f1', 'gini', 'hit_rate', 'judged', 'list_parity', 'mae', 'map', 'mrr', 'mse', 'ndcg', "
+        "'novelty', "
         "'personalization', 'precision', 'r_precision', 'rbp', 'recall', 'rmse', 'serendipity'",
     ),
     (
@@ -229,8 +230,9 @@ CASES: list[Case] = [
         InvalidOptionError,
         "metrics: expected a known metric name, got 'ndcg_cut10' (did you mean 'ndcg_cut_<k>'?); "
         "known metrics: 'ap', 'aplt', 'arp', 'bpref', 'coverage', 'dcg', 'diversity', "
-        "'ee_disparity', 'ee_loss', 'ee_relevance', 'err', "
-        "'f1', 'gini', 'hit_rate', 'judged', 'mae', 'map', 'mrr', 'mse', 'ndcg', 'novelty', "
+        "'ee_disparity', 'ee_loss', 'ee_relevance', 'err', 'exposure_gini', 'exposure_parity', "
+        "'f1', 'gini', 'hit_rate', 'judged', 'list_parity', 'mae', 'map', 'mrr', 'mse', 'ndcg', "
+        "'novelty', "
         "'personalization', 'precision', 'r_precision', 'rbp', 'recall', 'rmse', 'serendipity'",
     ),
     (

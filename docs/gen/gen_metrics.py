@@ -89,6 +89,15 @@ LATEX: dict[str, str] = {
     r"\qquad \epsilon^*_i = \frac{1}{m_g} \sum_{r=b_g+1}^{\min(b_g + m_g,\, k)} p^{r-1}",
     "ee_disparity": r"\mathrm{ee\_disparity@}k = \sum_{i} \epsilon_i^2",
     "ee_relevance": r"\mathrm{ee\_relevance@}k = \sum_{i} \epsilon_i\, \epsilon^*_i",
+    # exposure and provider fairness
+    "exposure_gini": r"\mathrm{exposure\_gini@}k = \frac{\sum_{j=1}^{n} (2j - n - 1)\, E_{(j)}}"
+    r"{n \sum_{j} E_j},\qquad E(i) = \sum_u e(\mathrm{rank}_u(i)),\ "
+    r"e(r) = \tfrac{1}{\log_2(r + 1)} \text{ by default } (\texttt{exposure})",
+    "exposure_parity": r"\mathrm{exposure\_parity@}k = 1 - \sqrt{\mathrm{JSD}_2(s, t)},"
+    r"\qquad s_g = \frac{\sum_{i \in g} E(i)}{\sum_{g'} \sum_{i \in g'} E(i)},"
+    r"\ t = \texttt{parity\_target}",
+    "list_parity": r"\mathrm{list\_parity@}k = 1 - \sqrt{\mathrm{JSD}_2(s_u, t)},"
+    r"\qquad s_{u,g} \propto \sum_{r \le k,\ L[r] \in g} e(r)",
 }
 
 #: Who gets a value, by ``Metric.population``.
@@ -111,6 +120,8 @@ KIND: dict[str, str] = {
     "corpus": "from the item exposure counts of a `by` group",
     "expected_exposure": "from each user's attention per item, averaged over the user's "
     "rankings (`sample=`), against the ideal ranking's",
+    "exposure": "from counts of users per (item, rank) and of rows per (item group, rank), "
+    "weighted by the browsing model",
 }
 
 #: The inputs behind each ``Metric.needs`` entry, as evaluate's keywords.

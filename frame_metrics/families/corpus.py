@@ -20,7 +20,7 @@ from frame_metrics.prepare import RANK
 from frame_metrics.spec import Spec
 from frame_metrics.validation import CheckedFrame, null_checks
 
-__all__ = ["FAMILY", "CorpusFamily"]
+__all__ = ["FAMILY", "CorpusFamily", "global_seen_items"]
 
 
 class CorpusFamily(Family):
@@ -110,18 +110,26 @@ class CorpusFamily(Family):
         """The items seen in every partition: the catalog when none is given."""
         if "catalog_size" not in spec.needs or "catalog" in run.broadcast:
             return {}
-        item = spec.columns.item
-        # Plain values only in the closure: a Spark worker gets it pickled.
-        dtype = run.schemas["recs"][item]
+        return global_seen_items(spec, run)
 
-        def items(frames: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
-            # As the one-pass default catalog: the items of recs (every rank), truth, train.
-            seen = [f.lazy() for f in frames.values()]
-            found = pl.concat(f.select(pl.col(item).cast(dtype, strict=False)) for f in seen)
-            return found.unique().collect(engine=ENGINE)
 
-        names = tuple(n for n in ("recs", "truth", "train") if n in run.schemas)
-        return {"seen_items": run.collect(items, names).unique().drop_nulls()}
+def global_seen_items(spec: Spec, run: Partitioned) -> dict[str, Any]:
+    """``"seen_items"``: the items of every partition's recs, truth and train.
+
+    The default catalog, as the one-pass run takes it (the exposure family's too).
+    """
+    item = spec.columns.item
+    # Plain values only in the closure: a Spark worker gets it pickled.
+    dtype = run.schemas["recs"][item]
+
+    def items(frames: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+        # As the one-pass default catalog: the items of recs (every rank), truth, train.
+        seen = [f.lazy() for f in frames.values()]
+        found = pl.concat(f.select(pl.col(item).cast(dtype, strict=False)) for f in seen)
+        return found.unique().collect(engine=ENGINE)
+
+    names = tuple(n for n in ("recs", "truth", "train") if n in run.schemas)
+    return {"seen_items": run.collect(items, names).unique().drop_nulls()}
 
 
 FAMILY = CorpusFamily()

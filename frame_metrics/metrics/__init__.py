@@ -15,3 +15,4 @@ __all__ = ["REGISTRY", "Metric", "resolve"]
 
 #: Computed when ``metrics=`` is not given (dcg is unnormalised, so it is opt-in).
 DEFAULT_RANKING = ("precision", "recall", "f1", "hit_rate", "mrr", "ap", "ndcg")
+from frame_metrics.metrics import exposure as exposure  # noqa: E402

@@ -125,7 +125,7 @@ class Metric:
     def reads(self) -> frozenset[str]:
         """The options a metric string may give this metric (``name(option=value)``)."""
         if self.family != "ranking" or self.population != "relevant":
-            return frozenset()
+            return self.options
         base = {"threshold", "empty", "users", "relevant_set", "ties", "convention"}
         return frozenset(base) | self.options
 

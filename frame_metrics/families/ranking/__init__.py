@@ -33,7 +33,7 @@ from frame_metrics.prepare import RANK, REL, Prepared, prepare_baseline
 from frame_metrics.spec import Spec
 from frame_metrics.validation import Check, CheckedFrame, null_checks
 
-__all__ = ["FAMILY", "RankingFamily"]
+__all__ = ["FAMILY", "RankingFamily", "global_popularity"]
 
 #: A partitioned run's tables: per-item popularity, train users, err's largest relevance.
 _VALUE = "_fm_value"
@@ -114,38 +114,7 @@ class RankingFamily(Family):
         c = spec.columns
         out: dict[str, Any] = {}
         if "popularity" in spec.needs:
-            train_schema = run.schemas["train"]
-            train_by = [b for b in c.by if b in train_schema]
-
-            def counts(frames: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
-                train = frames["train"].lazy()  # a DataFrame, or a LazyFrame (local buckets)
-                per_item, n_users = train_counts(train, train_by, c)
-                per_item = per_item.select(
-                    *train_by, c.item, pl.col(POPULARITY).cast(pl.Float64).alias(_VALUE)
-                )
-                users = n_users.select(
-                    *train_by,
-                    pl.lit(None, train_schema[c.item]).alias(c.item),
-                    pl.col(N_TRAIN_USERS).cast(pl.Float64).alias(_VALUE),
-                )
-                return pl.concat([per_item, users]).collect(engine=ENGINE)
-
-            summed = run.collect(counts, ("train",))
-            totals = summed.group_by([*train_by, c.item]).agg(pl.col(_VALUE).sum())
-            per_item = totals.filter(pl.col(c.item).is_not_null()).select(
-                *train_by, c.item, pl.col(_VALUE).cast(pl.Int64).alias(POPULARITY)
-            )
-            n_train = totals.filter(pl.col(c.item).is_null()).select(
-                *train_by, pl.col(_VALUE).cast(pl.Int64).alias(N_TRAIN_USERS)
-            )
-            no_train = n_train.height == 0 or n_train[N_TRAIN_USERS].sum() == 0
-            if spec.validate and no_train and run.has_recs():
-                raise InvalidValueError("train: " + _EMPTY_TRAIN, frame="train")
-            out["n_train_users"] = n_train
-            head_share = spec.options.head_share
-            out["popularity"] = popularity_levels(
-                per_item.lazy(), train_by, c.item, head_share
-            ).collect()
+            out |= global_popularity(spec, run)
         if any(q.metric.name == "err" and q.options.max_relevance is None for q in spec.requests):
             source = "recs" if spec.long_table else "truth"
 
@@ -156,6 +125,48 @@ class RankingFamily(Family):
             largest = run.collect(most, (source,)).select(pl.col(_VALUE).max()).item()
             out["max_relevance"] = None if largest is None else float(largest)
         return out
+
+
+def global_popularity(spec: Spec, run: Partitioned) -> dict[str, Any]:
+    """Train popularity and the long-tail flags over every partition's train.
+
+    ``"n_train_users"`` and ``"popularity"`` of
+    :class:`~frame_metrics.global_tables.GlobalTables`; the exposure family's default
+    item groups (head and tail) read them too.
+    """
+    c = spec.columns
+    out: dict[str, Any] = {}
+    train_schema = run.schemas["train"]
+    train_by = [b for b in c.by if b in train_schema]
+
+    def counts(frames: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+        train = frames["train"].lazy()  # a DataFrame, or a LazyFrame (local buckets)
+        per_item, n_users = train_counts(train, train_by, c)
+        per_item = per_item.select(
+            *train_by, c.item, pl.col(POPULARITY).cast(pl.Float64).alias(_VALUE)
+        )
+        users = n_users.select(
+            *train_by,
+            pl.lit(None, train_schema[c.item]).alias(c.item),
+            pl.col(N_TRAIN_USERS).cast(pl.Float64).alias(_VALUE),
+        )
+        return pl.concat([per_item, users]).collect(engine=ENGINE)
+
+    summed = run.collect(counts, ("train",))
+    totals = summed.group_by([*train_by, c.item]).agg(pl.col(_VALUE).sum())
+    per_item = totals.filter(pl.col(c.item).is_not_null()).select(
+        *train_by, c.item, pl.col(_VALUE).cast(pl.Int64).alias(POPULARITY)
+    )
+    n_train = totals.filter(pl.col(c.item).is_null()).select(
+        *train_by, pl.col(_VALUE).cast(pl.Int64).alias(N_TRAIN_USERS)
+    )
+    no_train = n_train.height == 0 or n_train[N_TRAIN_USERS].sum() == 0
+    if spec.validate and no_train and run.has_recs():
+        raise InvalidValueError("train: " + _EMPTY_TRAIN, frame="train")
+    out["n_train_users"] = n_train
+    head_share = spec.options.head_share
+    out["popularity"] = popularity_levels(per_item.lazy(), train_by, c.item, head_share).collect()
+    return out
 
 
 FAMILY = RankingFamily()
