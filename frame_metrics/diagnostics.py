@@ -70,6 +70,13 @@ class Diagnostics:
     lists_with_rank_gaps
         Lists whose ranks within the largest cutoff skip a position (ranks 1, 2, 5: the
         spec reads positions 3 and 4 as empty, not rank 5 as third). 0 for scores.
+    counts
+        What the metric families leave out beyond the counts above, by name (each
+        also an attribute: ``diagnostics.items_without_group``): users outside a
+        metric's population, items without a category or group. Only the families of
+        the metrics asked for add theirs.
+    count_labels
+        Each of ``counts``' line in the printout.
     samples_per_user
         With ``sample=``: the fewest and the most rankings (distinct samples) a user of
         recs has, over which expected exposure averages each user's attention (the
@@ -93,6 +100,16 @@ class Diagnostics:
     longest_list: int | None = None
     lists_with_rank_gaps: int = 0
     samples_per_user: tuple[int, int] | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    count_labels: dict[str, str] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> int:
+        """A family's count (``counts``) as an attribute."""
+        # Only called for names that are not fields: the family counts.
+        counts = self.__dict__.get("counts", {})
+        if name in counts:
+            return int(counts[name])
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _groups(self) -> tuple[list[str], list[int]]:
         """The ``by`` columns and the users evaluated in each group (none without ``by``)."""
@@ -161,6 +178,7 @@ class Diagnostics:
             lines.append(("rankings (samples) per user, fewest to most", f"{low} to {high}"))
         if self.items_not_in_train is not None:
             lines.append(("recommended items no train user had", str(self.items_not_in_train)))
+        lines += [(self.count_labels.get(n, n), str(v)) for n, v in self.counts.items()]
         if self.pairs_without_rating or self.pairs_without_prediction:
             lines.append(
                 ("predictions without a true rating (left out)", str(self.pairs_without_rating))

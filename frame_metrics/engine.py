@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from frame_metrics.diagnostics import Diagnostics
-from frame_metrics.families.base import ENGINE
+from frame_metrics.families.base import ENGINE, Context, DiagnosticCount
 from frame_metrics.id_match import IdScreen
 from frame_metrics.inputs import Inputs
 from frame_metrics.metrics.context import RankingContext
-from frame_metrics.planner import query
+from frame_metrics.planner import families_of, query
 from frame_metrics.prepare import RANK, REL, Prepared, prepare_ratings
 from frame_metrics.spec import Spec
 from frame_metrics.validation import run_checks
@@ -25,7 +25,14 @@ from frame_metrics.validation import run_checks
 if TYPE_CHECKING:
     from polars._typing import EngineType
 
-__all__ = ["DEFAULT_ENGINE", "diagnose", "evaluate", "id_screen", "unseen_items"]
+__all__ = [
+    "DEFAULT_ENGINE",
+    "diagnose",
+    "evaluate",
+    "family_counts",
+    "id_screen",
+    "unseen_items",
+]
 
 #: The polars engine of the final collect; ``bench/ranking.py`` measures both.
 DEFAULT_ENGINE: EngineType = ENGINE
@@ -70,11 +77,26 @@ def id_screen(spec: Spec, inputs: Inputs) -> IdScreen | None:
     return IdScreen(inputs.source.lazy, inputs.truth.lazy, [*truth_by, *c.user], c.item)
 
 
-def diagnose(spec: Spec, inputs: Inputs) -> Diagnostics:
+def family_counts(spec: Spec, inputs: Inputs, prepared: Prepared) -> list[DiagnosticCount]:
+    """What the call's metric families leave out (``Family.diagnostics``), in plan order."""
+    ctx = Context(spec, inputs, prepared, None)
+    return [count for family in families_of(spec) for count in family.diagnostics(ctx)]
+
+
+def counted(count: DiagnosticCount) -> pl.LazyFrame:
+    """One family count as one row, one column ``n``."""
+    if count.distinct:
+        return count.frame.unique().select(pl.len().cast(pl.Int64).alias("n"))
+    return count.frame.select(pl.col("n").sum().cast(pl.Int64))
+
+
+def diagnose(spec: Spec, inputs: Inputs, *, families: bool = True) -> Diagnostics:
     """Count who is left out, scored zero, deduplicated or tied at a cutoff.
 
     With rating metrics, also the (user, item) pairs on one side only: a prediction
-    without a true rating, or a rating without a prediction.
+    without a true rating, or a rating without a prediction. ``families``: with the
+    families' own counts (a partition leaves them to :func:`family_counts`, whose rows
+    its runner merges).
     """
     one_sided = {"pairs_without_rating": 0, "pairs_without_prediction": 0}
     if "rating" in spec.families:
@@ -168,6 +190,8 @@ def diagnose(spec: Spec, inputs: Inputs) -> Diagnostics:
     unseen = None
     if "popularity" in spec.needs:
         unseen = int(unseen_items(spec, inputs, prepared).select(pl.len()).collect().item())
+    extra = family_counts(spec, inputs, prepared) if families else []
+    found = pl.collect_all([counted(c) for c in extra])
     return Diagnostics(
         n_users=int(n_users),
         users_without_relevant=int(totals["users_without_relevant"]),
@@ -184,6 +208,8 @@ def diagnose(spec: Spec, inputs: Inputs) -> Diagnostics:
         longest_list=None if lists["longest"] is None else int(lists["longest"]),
         lists_with_rank_gaps=int(lists["gaps"]),
         samples_per_user=samples,
+        counts={c.name: int(f["n"][0] or 0) for c, f in zip(extra, found, strict=True)},
+        count_labels={c.name: c.label for c in extra},
     )
 
 

@@ -33,7 +33,7 @@ import polars as pl
 from frame_metrics import errors
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.dtypes import unify_keys
-from frame_metrics.engine import DEFAULT_ENGINE, diagnose, unseen_items
+from frame_metrics.engine import DEFAULT_ENGINE, diagnose, family_counts, unseen_items
 from frame_metrics.families import FAMILIES
 from frame_metrics.families.base import Partitioned
 from frame_metrics.global_tables import GlobalTables
@@ -427,7 +427,7 @@ _TOTALS = (
 def partition_diagnostics(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.DataFrame:
     """One partition's diagnostics as rows that add up (totals, per group, unseen items)."""
     inputs = job.inputs(frames, validate=False)
-    found = diagnose(inputs.spec, inputs)
+    found = diagnose(inputs.spec, inputs, families=False)
     totals: dict[str, Any] = {name: getattr(found, name) for name in _TOTALS}
     totals |= {f"dup:{f}": n for f, n in found.duplicates_resolved.items()}
     totals |= {f"tie@{k}": n for k, n in found.ties_at_cutoff.items()}
@@ -445,6 +445,11 @@ def partition_diagnostics(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.Da
     if "popularity" in inputs.spec.needs:
         unseen = unseen_items(inputs.spec, inputs, inputs.prepared()).collect()
         parts.append(unseen.with_columns(pl.lit("unseen").alias(_PART)))
+    # The families' counts: a count of users adds up over partitions, distinct rows
+    # (items) are merged first; each tagged with its name.
+    for i, count in enumerate(family_counts(inputs.spec, inputs, inputs.prepared())):
+        rows = count.frame.unique() if count.distinct else count.frame.select(pl.col("n").sum())
+        parts.append(rows.collect().with_columns(pl.lit(f"count:{i}").alias(_PART)))
     return pl.concat(parts, how="diagonal_relaxed")
 
 
@@ -479,6 +484,18 @@ def merge_diagnostics(rows: pl.DataFrame, job: Job) -> Diagnostics:
         train_by = [b for b in by if b in job.schemas.get("train", {})]
         seen = rows.filter(pl.col(_PART) == "unseen").select(*train_by, item).unique()
         unseen = seen.height
+    # Which counts the families give, and how they merge: theirs on empty partitions.
+    probe = job.inputs(job.empty(), validate=False)
+    found: dict[str, int] = {}
+    labels: dict[str, str] = {}
+    for i, count in enumerate(family_counts(spec, probe, probe.prepared())):
+        part = rows.filter(pl.col(_PART) == f"count:{i}")
+        columns = count.frame.collect_schema().names()
+        if count.distinct:
+            found[count.name] = part.select(columns).unique().height
+        else:
+            found[count.name] = int(part["n"].fill_null(0).sum()) if part.height else 0
+        labels[count.name] = count.label
     return Diagnostics(
         n_users=total.get("n_users", 0),
         users_without_relevant=total.get("users_without_relevant", 0),
@@ -502,6 +519,8 @@ def merge_diagnostics(rows: pl.DataFrame, job: Job) -> Diagnostics:
         },
         longest_list=None if longest is None else int(longest),
         lists_with_rank_gaps=total.get("lists_with_rank_gaps", 0),
+        counts=found,
+        count_labels=labels,
     )
 
 

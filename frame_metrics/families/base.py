@@ -17,7 +17,8 @@ interface alone:
   (:meth:`Family.finish_groups`);
 - the tables it needs over every user in a partitioned run
   (:meth:`Family.global_tables`) and whether it reads rows below the largest cutoff
-  (:meth:`Family.reads_every_row`).
+  (:meth:`Family.reads_every_row`);
+- what it leaves out, for ``fm.diagnose`` (:meth:`Family.diagnostics`).
 
 The one-pass engine, the bucket runner, Spark and Dask all call these; no family logic
 lives in a runner.
@@ -40,7 +41,7 @@ from frame_metrics.validation import CheckedFrame
 if TYPE_CHECKING:
     from polars._typing import EngineType
 
-__all__ = ["ENGINE", "GROUP_USERS", "Context", "Family", "Partitioned"]
+__all__ = ["ENGINE", "GROUP_USERS", "Context", "DiagnosticCount", "Family", "Partitioned"]
 
 #: A group's count of users with a list, from a family with one value per group
 #: (:meth:`Family.finish_groups`): ``n_users`` when no per-user metric is asked for.
@@ -66,6 +67,23 @@ class Partitioned:
         [Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame], tuple[str, ...]], pl.DataFrame
     ]
     has_recs: Callable[[], bool]
+
+
+@dataclass(frozen=True)
+class DiagnosticCount:
+    """One count a family adds to ``fm.diagnose``: who or what its metrics leave out.
+
+    ``name``: its key in ``Diagnostics.counts`` (and an attribute of ``Diagnostics``);
+    ``label``: its line in the printout. ``frame``: with ``distinct=False``, one row with
+    an integer column ``n`` (a count of users: partitions of the users add up); with
+    ``distinct=True``, the distinct rows counted (items, with the ``by`` columns they
+    count per): a partitioned run counts the union of its partitions' rows.
+    """
+
+    name: str
+    label: str
+    frame: pl.LazyFrame
+    distinct: bool = False
 
 
 @dataclass
@@ -183,3 +201,13 @@ class Family:
     def reads_every_row(self, spec: Spec, broadcast: Collection[str]) -> bool:
         """Whether it reads recommendations ranked below the largest cutoff."""
         return False
+
+    # -- diagnostics ---------------------------------------------------------------------
+
+    def diagnostics(self, ctx: Context) -> list[DiagnosticCount]:
+        """What its requested metrics leave out, counted for ``fm.diagnose``.
+
+        Called with the prepared rows (``ctx.prepared``) on one machine and on every
+        partition; nothing when the family has no population of its own.
+        """
+        return []

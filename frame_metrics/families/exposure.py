@@ -26,7 +26,14 @@ import polars as pl
 
 from frame_metrics.errors import InvalidOptionError, Keyword, MissingInputError
 from frame_metrics.extras import catalog_items, item_popularity, missing_from
-from frame_metrics.families.base import ENGINE, GROUP_USERS, Context, Family, Partitioned
+from frame_metrics.families.base import (
+    ENGINE,
+    GROUP_USERS,
+    Context,
+    DiagnosticCount,
+    Family,
+    Partitioned,
+)
 from frame_metrics.families.corpus import global_seen_items
 from frame_metrics.families.ranking import global_popularity
 from frame_metrics.metrics.context import IN_TAIL
@@ -188,6 +195,51 @@ class ExposureFamily(Family):
         for frame in frames[1:]:
             out = out.join(frame, on=keys, how="full", coalesce=True, nulls_equal=True)
         return out
+
+    # -- diagnostics ---------------------------------------------------------------------
+
+    def diagnostics(self, ctx: Context) -> list[DiagnosticCount]:
+        """Items without a group (given ``item_groups=``); users left out of list_parity.
+
+        Items: distinct recommended items within the largest cutoff (per ``by`` group
+        the table carries) that no row of ``item_groups`` names: left out of every
+        exposure share. Users: per cutoff of ``list_parity``, users with a list within
+        it but no grouped item there, who have no list_parity value.
+        """
+        requests = ctx.requests(self.name)
+        if not requests:
+            return []
+        assert ctx.prepared is not None
+        c, keys = ctx.spec.columns, ctx.keys
+        deepest = max(q.k for q in requests)
+        top = ctx.prepared.top.filter(pl.col(RANK) <= deepest)
+        found = []
+        given = _item_groups(ctx)
+        if given is not None:
+            table, table_by = given
+            on = [*table_by, c.item]
+            items = top.select(*on).unique()
+            found.append(
+                DiagnosticCount(
+                    "items_without_group",
+                    f"recommended items (within k={deepest}) in no item group",
+                    items.join(table.select(on).unique(), on=on, how="anti"),
+                    distinct=True,
+                )
+            )
+        grouped = group_rows(ctx, top)
+        for k in sorted({q.k for q in requests if q.metric.name == "list_parity"}):
+            listed = top.filter(pl.col(RANK) <= k).select(keys).unique()
+            with_group = grouped.filter(pl.col(RANK) <= k).select(keys).unique()
+            left = listed.join(with_group, on=keys, how="anti", nulls_equal=True)
+            found.append(
+                DiagnosticCount(
+                    f"users_without_grouped_item@{k}",
+                    f"users with a list but no grouped item within k={k} (no list_parity)",
+                    left.select(pl.len().cast(pl.Int64).alias("n")),
+                )
+            )
+        return found
 
     # -- per group -----------------------------------------------------------------------
 
