@@ -203,8 +203,9 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "exposure_gini": ("catalog",),
     "exposure_parity": ("train", "catalog"),
 }
-#: LensKit's ExposureGini with its defaults, as a frame_metrics metric string.
-LENSKIT_GINI = f"exposure_gini(exposure=rbp,persistence={peers.LENSKIT_PATIENCE})"
+#: LensKit's ExposureGini with its defaults, as a frame_metrics metric string and the
+#: call's persistence (a call-level option of the exposure metrics).
+LENSKIT_GINI = "exposure_gini(exposure=rbp)"
 
 
 def fm(
@@ -213,12 +214,13 @@ def fm(
     cosine: bool = False,
     engine: peers.Engine | None = None,
     validate: bool = True,
+    **options: Any,
 ) -> Callable[[Inputs], Prepared]:
     """A prepare function: ``fm.evaluate`` with only the extra inputs the metrics read.
 
     ``cosine``: item features are the vectors (cosine diversity), not the genre lists;
     ``engine``: set the package's default engine first; ``validate=False`` skips the
-    input checks (nulls, ranks, duplicates, unknown items).
+    input checks (nulls, ranks, duplicates, unknown items); ``options``: the call's.
     """
 
     def prepare(i: Inputs) -> Prepared:
@@ -229,7 +231,13 @@ def fm(
         }
         extras = {need: given[need] for m in metrics for need in NEEDS[m.split("(")[0]]}
         return peers.prepare_fm(
-            (i.recs,), engine=engine, metrics=list(metrics), k=K, validate=validate, **extras
+            (i.recs,),
+            engine=engine,
+            metrics=list(metrics),
+            k=K,
+            validate=validate,
+            **extras,
+            **options,
         )
 
     return prepare
@@ -383,7 +391,7 @@ JOBS = harness.job_table(
         "fm-exposure-gini",
         FM,
         "exposure_gini, LensKit's weights (rbp, p = 0.85)",
-        fm([LENSKIT_GINI]),
+        fm([LENSKIT_GINI], persistence=peers.LENSKIT_PATIENCE),
         "polars",
         vs="fm-novelty",
         tags=FAIRNESS,

@@ -263,11 +263,13 @@ class ExposureFamily(Family):
         parts = [users.with_columns(pl.lit(_USERS, pl.Int8).alias(_KIND))]
         rank = pl.col(RANK).cast(pl.Int64).alias(_RANK)
         count = pl.len().cast(pl.Int64).alias(_COUNT)
+        # One pass over the rows: users per (item, rank). The groups' counts are sums of
+        # their items' (a few rows per item), not a join of every row with its groups.
+        items = top.group_by([*by, c.item, rank]).agg(count)
         if any(q.metric.name == "exposure_gini" for q in requests):
-            items = top.group_by([*by, c.item, rank]).agg(count)
             parts.append(items.with_columns(pl.lit(_ITEMS, pl.Int8).alias(_KIND)))
         if any(q.metric.name == "exposure_parity" for q in requests):
-            groups = group_rows(ctx, top).group_by([*by, GROUP, rank]).agg(count)
+            groups = group_rows(ctx, items).group_by([*by, GROUP, _RANK]).agg(pl.col(_COUNT).sum())
             parts.append(groups.with_columns(pl.lit(_GROUPS, pl.Int8).alias(_KIND)))
         return pl.concat(parts, how="diagonal_relaxed")
 
