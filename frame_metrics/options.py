@@ -420,7 +420,15 @@ OPTIONS: tuple[Option, ...] = (
         "a number in (0, 1) or None",
         "RBP browsing's p, the chance the user reads on to the next item; None: 0.8 for "
         "rbp and exposure='rbp', 0.5 for expected exposure.",
-        ("rbp",),
+        (
+            "rbp",
+            "exposure_gini",
+            "exposure_parity",
+            "list_parity",
+            "ee_loss",
+            "ee_disparity",
+            "ee_relevance",
+        ),
         "combination",
         "RBP browsing's persistence p in (0, 1)",
         _in_range("persistence", 0.0, 1.0, "a number in (0, 1) or None", none=True),

@@ -131,6 +131,7 @@ register(
         higher_is_better=False,
         bounds=(0.0, None),
         family="expected_exposure",
+        options=frozenset({"persistence"}),
         notes=_NOTES,
         samples=True,
     )
@@ -144,6 +145,7 @@ register(
         higher_is_better=False,
         bounds=(0.0, None),
         family="expected_exposure",
+        options=frozenset({"persistence"}),
         notes=_NOTES,
         samples=True,
     )
@@ -156,6 +158,7 @@ register(
         "ε·ε*, the exposure the user's rankings give relevant items, weighted by their target",
         bounds=(0.0, None),
         family="expected_exposure",
+        options=frozenset({"persistence"}),
         notes=_NOTES,
         samples=True,
     )

@@ -188,7 +188,7 @@ _NOTES_PARITY = (
 
 # persistence is the call's (a metric string may not set it: its row of the option
 # table lists rbp alone).
-_EXPOSURE_OPTIONS = frozenset({"exposure"})
+_EXPOSURE_OPTIONS = frozenset({"exposure", "persistence"})
 
 
 def _reference(*args: Any) -> Any:
