@@ -205,9 +205,11 @@ register(
         "Σ_j (2j - n - 1) E_(j) / (n Σ E), E sorted ascending",
         higher_is_better=False,
         needs=frozenset({"catalog_size"}),
-        notes="LensKit ExposureGini: the Gini of item exposure with geometric (rbp-like) "
-        "weights, exposure='rbp' here (its catalog and normalisation still to be compared "
-        "from its source). With exposure='uniform' it is gini@k exactly.",
+        notes="LensKit ExposureGini: the same Gini of item exposure with geometric weights "
+        "of patience 0.85, i.e. exposure='rbp' with persistence=0.85, over items= catalog "
+        "items (catalog= here); LensKit 2025.8 sums exposure in float32, so it agrees to "
+        "about 1e-7, not to the bit (tests/test_exposure_peers.py). With "
+        "exposure='uniform' it is gini@k exactly.",
         family="exposure",
         population="corpus",
         options=_EXPOSURE_OPTIONS,
