@@ -497,12 +497,14 @@ def _explicit(
         {GROUP: groups.cast(dtype, strict=False), _WEIGHT: [s for _, s in table]},
         schema={GROUP: dtype, _WEIGHT: pl.Float64},
     )
-    named = universe.select(GROUP).unique()
+    # The checks name the group column as the caller knows it, not the internal one.
+    shown = {GROUP: ctx.spec.columns.group}
+    named = universe.select(GROUP).unique().rename(shown)
     ctx.checks.append(
         missing_from(
             named,
-            shares,
-            [GROUP],
+            shares.rename(shown),
+            [ctx.spec.columns.group],
             "parity_target",
             "group of item_groups to have a share in parity_target",
             "; give each group a share (0 for none)",
@@ -510,9 +512,9 @@ def _explicit(
     )
     ctx.checks.append(
         missing_from(
-            shares.drop_nulls(GROUP),
+            shares.drop_nulls(GROUP).rename(shown),
             named,
-            [GROUP],
+            [ctx.spec.columns.group],
             "parity_target",
             "group of parity_target to be a group of item_groups",
             "; name only the groups of item_groups' group column",
