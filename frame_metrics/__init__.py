@@ -36,6 +36,7 @@ from frame_metrics.errors import (
     UndefinedMetricWarning,
     UnmatchedIdsWarning,
 )
+from frame_metrics.exposure_table import exposure
 from frame_metrics.gaps import gaps
 from frame_metrics.metrics import REGISTRY
 from frame_metrics.namespace import register_all as _register_all
@@ -66,6 +67,7 @@ __all__ = [
     "datasets",
     "diagnose",
     "evaluate",
+    "exposure",
     "exprs",
     "gaps",
     "plot",

@@ -67,6 +67,12 @@ class RecMetricsNamespace:
 
         return gaps(self._frame, group, **kwargs)
 
+    def exposure(self, truth: object | None = None, **kwargs: Any) -> Any:
+        """The exposure of item groups as a table; see :func:`frame_metrics.exposure`."""
+        from frame_metrics.exposure_table import exposure
+
+        return exposure(self._frame, truth, **kwargs)
+
     def diagnostics(self, truth: object | None = None, **kwargs: Any) -> Diagnostics:
         """Explain the evaluation; see :func:`frame_metrics.diagnose`."""
         return api.diagnose(self._frame, truth, **kwargs)

@@ -620,7 +620,8 @@ ERRORS: list[tuple[str, ArgsOf, int, str]] = [
         "unknown command",
         lambda f: ["frobnicate"],
         2,
-        "COMMAND: invalid choice: 'frobnicate' (choose from 'evaluate', 'compare', 'demo', 'gaps') "
+        "COMMAND: invalid choice: 'frobnicate' (choose from 'evaluate', 'compare', 'demo', 'gaps', "
+        "'exposure') "
         "(see 'frame-metrics --help')",
     ),
     # columns and options the metrics judge

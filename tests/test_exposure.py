@@ -467,16 +467,21 @@ def test_a_target_must_name_every_group_and_only_groups() -> None:
     }
     with pytest.raises(InvalidValueError) as info:
         fm.evaluate(RECS, TRUTH, parity_target={"x": 1, "y": 1}, **call)
-    assert (
-        "expected every group of item_groups to have a share in parity_target, found 1 missing"
-        in str(info.value)
+    # The example names the caller's group column, not an internal one.
+    assert str(info.value) == (
+        "parity_target: expected every group of item_groups to have a share in "
+        "parity_target, found 1 missing, e.g. group='z'; give each group a share (0 for none)"
     )
     with pytest.raises(InvalidValueError) as info:
         fm.evaluate(RECS, TRUTH, parity_target={"x": 1, "y": 1, "z": 1, "w": 1}, **call)
-    assert (
-        "expected every group of parity_target to be a group of item_groups, found 1 missing"
-        in str(info.value)
+    assert str(info.value) == (
+        "parity_target: expected every group of parity_target to be a group of item_groups, "
+        "found 1 missing, e.g. group='w'; name only the groups of item_groups' group column"
     )
+    provider = call | {"item_groups": GROUPS.rename({"group": "provider"}), "group": "provider"}
+    with pytest.raises(InvalidValueError) as info:
+        fm.evaluate(RECS, TRUTH, parity_target={"x": 1, "y": 1}, **provider)
+    assert "found 1 missing, e.g. provider='z'; " in str(info.value)
 
 
 def test_bad_target_values() -> None:

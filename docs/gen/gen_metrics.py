@@ -311,6 +311,11 @@ def _print_call(args: list[str]) -> str:
     return f"print(fm.evaluate(\n{body}\n))\n"
 
 
+#: Metrics over item groups: ``item_groups=``, or ``train=`` for aplt's head and tail
+#: groups (the examples use these), which no ``needs`` entry says (either frame will do).
+_GROUPED = frozenset({"exposure_parity", "list_parity"})
+
+
 def example(metric: Metric) -> str:
     """The example call for one metric, built from what it needs."""
     if "prediction" in metric.needs:
@@ -323,6 +328,8 @@ def example(metric: Metric) -> str:
     if metric.takes_k:  # diversity needs two items: k=1 would be null for everyone
         args.append("k=[2, 3]" if metric.family == "diversity" else "k=[1, 3]")
     args += sorted({_KEYWORDS[n] for n in metric.needs if n in _KEYWORDS})
+    if metric.name in _GROUPED:
+        args.append("train=train")
     if metric.population == "corpus":
         return _print_call([*args, "aggregate=True"])
     return _print_call(args) + _print_call([*args, "aggregate=True"])

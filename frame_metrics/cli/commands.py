@@ -1,4 +1,4 @@
-"""The commands: ``evaluate``, ``compare``, ``demo`` and ``gaps``, each run on the parsed arguments."""
+"""The commands: ``evaluate``, ``compare``, ``demo``, ``gaps`` and ``exposure``, each run on the parsed arguments."""
 
 from __future__ import annotations
 
@@ -66,6 +66,7 @@ def _evaluate_options(args: argparse.Namespace, frames: dict[str, pl.LazyFrame])
         "convention": args.convention,
         "features": args.features_col,
         "sample": args.sample_col,
+        "group": args.group_col,
         **{name: frames[name] for name in EXTRA_FILES if name in frames},
     }
 
@@ -279,12 +280,45 @@ def run_gaps(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_exposure(args: argparse.Namespace) -> int:
+    """``frame-metrics exposure``: the exposure table of the item groups of a file."""
+    fmt = output_format(args)
+    frames = read_inputs(args)
+    user: list[str] = args.user_col
+    # Options not given stay fm.exposure's defaults.
+    options = {
+        name: value
+        for name in ("exposure", "persistence", "threshold", "ties", "on_duplicate")
+        if (value := getattr(args, name)) is not None
+    }
+    result = fm.exposure(
+        frames["recs"],
+        frames.get("truth"),
+        k=args.k,
+        item_groups=frames.get("item_groups"),
+        by=args.by,
+        train=frames.get("train"),
+        catalog=frames.get("catalog"),
+        user=user[0] if len(user) == 1 else user,
+        item=args.item_col,
+        rank=args.rank_col,
+        score=args.score_col,
+        relevance=args.relevance_col,
+        group=args.group_col,
+        head_share=args.head_share,
+        **options,
+    )
+    write_result(result, fmt, args.output, args.precision)
+    return 0
+
+
 #: Each command of the parser and what runs it.
 RUNS: dict[str, Command] = {
     "evaluate": run_evaluate,
     "compare": run_compare,
     "demo": run_demo,
     "gaps": run_gaps,
+    "exposure": run_exposure,
 }
 #: The optional modules a command imports, checked before it reads any input.
 NEEDS: dict[str, tuple[str, ...]] = {"compare": ("numpy",), "gaps": ("numpy",)}

@@ -35,6 +35,7 @@ EXTRA_FILES = {
     "catalog": "--catalog",
     "item_features": "--item-features",
     "baseline": "--baseline",
+    "item_groups": "--item-groups",
 }
 
 

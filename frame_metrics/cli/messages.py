@@ -219,6 +219,7 @@ _OWN_FLAGS = {
     "user": "--user-col",
     "n_resamples": "--resamples",
     "sample": "--sample-col",
+    "group": "--group-col",
 }
 
 
@@ -271,18 +272,20 @@ def _column_hint(missing: Sequence[str], args: argparse.Namespace) -> str:
     """
     if not isinstance(getattr(args, "recs", None), str):
         return ""
+    # A command has some of these options (exposure has no --prediction-col).
     options = {
-        "--user-col": args.user_col,
-        "--item-col": [args.item_col],
-        "--rank-col": [args.rank_col],
-        "--score-col": [args.score_col],
-        "--relevance-col": [args.relevance_col],
-        "--prediction-col": [args.prediction_col],
-        "--features-col": [args.features_col],
-        "--by": args.by or [],
-        "--sample-col": [args.sample_col],
+        "--user-col": getattr(args, "user_col", None) or [],
+        "--item-col": [getattr(args, "item_col", None)],
+        "--rank-col": [getattr(args, "rank_col", None)],
+        "--score-col": [getattr(args, "score_col", None)],
+        "--relevance-col": [getattr(args, "relevance_col", None)],
+        "--prediction-col": [getattr(args, "prediction_col", None)],
+        "--features-col": [getattr(args, "features_col", None)],
+        "--group-col": [getattr(args, "group_col", None)],
+        "--by": getattr(args, "by", None) or [],
+        "--sample-col": [getattr(args, "sample_col", None)],
     }
-    flags = [flag for flag, names in options.items() if set(names) & set(missing)]
+    flags = [flag for flag, names in options.items() if (set(names) - {None}) & set(missing)]
     if "--rank-col" in flags and args.score_col is None:
         flags[flags.index("--rank-col")] = "--rank-col or rank by a score with --score-col"
     return f" (set with {', '.join(flags)})" if flags else ""

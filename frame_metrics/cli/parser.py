@@ -65,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_compare(commands)
     _add_demo(commands)
     _add_gaps(commands)
+    _add_exposure(commands)
     return parser
 
 
@@ -230,6 +231,12 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
         help="list of categories or numeric vector in --item-features (default: %(default)s)",
     )
     cols.add_argument(
+        "--group-col",
+        default=_DEFAULTS["group"],
+        metavar="COL",
+        help="the group column of --item-groups (default: %(default)s)",
+    )
+    cols.add_argument(
         "--sample-col",
         metavar="COL",
         help="a column of RECS telling apart several rankings of one user (a stochastic "
@@ -276,6 +283,12 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
         "--baseline",
         metavar="FILE",
         help="a baseline model's recommendations (user, item, rank or score) for serendipity",
+    )
+    extra.add_argument(
+        "--item-groups",
+        metavar="FILE",
+        help="item and --group-col, one row per (item, group), for exposure_parity and "
+        "list_parity (default: aplt's head and tail groups from --train)",
     )
 
 
@@ -613,4 +626,116 @@ def _add_gaps(commands: argparse._SubParsersAction[_Parser]) -> None:
         "--seed", type=_integer, default=0, metavar="N", help="seed of the resampling (default: 0)"
     )
     stats.add_argument("--no-progress", action="store_true", help="never show the progress bar")
+    _add_output_options(p)
+
+
+_EXPOSURE_DESCRIPTION = """Who gets the attention (provider fairness): per --by group and item group, the
+group's exposure within k (the attention e(r) its items get at ranks 1..k, summed
+over the lists: --exposure log is 1/log2(r+1)), its share of the exposure, its share
+of the catalog's items and, with TRUTH, its share of the relevant truth rows (merit).
+exposure_parity@k compares the exposure share with one of these.
+
+The item groups: a file of item and group (--item-groups, the group column
+--group-col), or by default the head and tail of --train's popularity (as aplt's)."""
+
+
+_EXPOSURE_EPILOG = """examples:
+  frame-metrics exposure recs.parquet -k 10 --item-groups providers.csv --by model
+  frame-metrics exposure recs.parquet truth.parquet -k 10 --train train.parquet -o exposure.csv
+  frame-metrics exposure recs.parquet -k 20 --item-groups groups.csv --exposure rbp --persistence 0.85"""
+
+
+#: The metric options the exposure command takes, from the option table.
+_EXPOSURE_OPTIONS = ("exposure", "persistence", "threshold", "head_share", "ties", "on_duplicate")
+
+
+def _add_exposure(commands: argparse._SubParsersAction[_Parser]) -> None:
+    p = commands.add_parser(
+        "exposure",
+        formatter_class=_HelpFormatter,
+        help="the exposure of item groups within k, beside their catalog and merit shares",
+        description=_EXPOSURE_DESCRIPTION,
+        epilog=_EXPOSURE_EPILOG,
+    )
+    p.add_argument(
+        "recs", metavar="RECS", help="recommendations: user, item and rank (or --score-col)"
+    )
+    p.add_argument(
+        "truth",
+        metavar="TRUTH",
+        nargs="?",
+        help="optional: user, item, relevance, for each group's share of relevant rows (merit)",
+    )
+    what = p.add_argument_group("what to compute")
+    what.add_argument("-k", type=_integer, default=10, metavar="K", help="the cutoff (default: 10)")
+    what.add_argument(
+        "--by",
+        type=_names,
+        metavar="COLS",
+        help="comma-separated columns (model, segment), each with its own table",
+    )
+    cols = p.add_argument_group("columns")
+    cols.add_argument(
+        "--user-col",
+        type=_names,
+        default=_DEFAULTS["user"],
+        metavar="COLS",
+        help="user key; comma-separated for a composite key (default: %(default)s)",
+    )
+    cols.add_argument(
+        "--item-col",
+        default=_DEFAULTS["item"],
+        metavar="COL",
+        help="item id (default: %(default)s)",
+    )
+    ranked = cols.add_mutually_exclusive_group()
+    ranked.add_argument(
+        "--rank-col",
+        default=_DEFAULTS["rank"],
+        metavar="COL",
+        help="rank, 1 = top (default: %(default)s)",
+    )
+    ranked.add_argument(
+        "--score-col", metavar="COL", help="score, higher = better: ranks are derived"
+    )
+    cols.add_argument(
+        "--relevance-col",
+        default=_DEFAULTS["relevance"],
+        metavar="COL",
+        help="relevance in TRUTH (default: %(default)s)",
+    )
+    cols.add_argument(
+        "--group-col",
+        default=_DEFAULTS["group"],
+        metavar="COL",
+        help="the group column of --item-groups, and of the result (default: %(default)s)",
+    )
+    cols.add_argument(
+        "--ids-as-text",
+        action="store_true",
+        help="read the user and item columns of every input file as text",
+    )
+    opts = p.add_argument_group("options")
+    for row in OPTIONS:
+        if row.name in _EXPOSURE_OPTIONS:
+            _add_option(opts, row)
+    extra = p.add_argument_group("extra inputs (parquet or CSV files)")
+    extra.add_argument(
+        "--item-groups",
+        metavar="FILE",
+        help="item and --group-col, one row per (item, group) (default: head and tail from "
+        "--train)",
+    )
+    extra.add_argument(
+        "--train",
+        metavar="FILE",
+        help="reference interactions (user, item): the default head and tail groups",
+    )
+    extra.add_argument(
+        "--catalog",
+        metavar="FILE",
+        help="the catalog's items (item column) for catalog_share (default: the items seen)",
+    )
+    # read_inputs reads every extra file's option: those this command has not are None.
+    p.set_defaults(item_features=None, baseline=None)
     _add_output_options(p)

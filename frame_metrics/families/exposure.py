@@ -58,9 +58,13 @@ __all__ = [
     "FAMILY",
     "ExposureFamily",
     "catalog_table",
+    "group_exposure",
     "group_rows",
     "group_universe",
     "merit_table",
+    "normalised",
+    "rank_counts",
+    "target_shares",
     "weights",
 ]
 
@@ -99,7 +103,7 @@ def _per(expr: pl.Expr, by: list[str]) -> pl.Expr:
     return expr.over(by) if by else expr
 
 
-def _normalised(frame: pl.LazyFrame, by: list[str], value: str, out: str) -> pl.LazyFrame:
+def normalised(frame: pl.LazyFrame, by: list[str], value: str, out: str) -> pl.LazyFrame:
     """``value`` over its sum within the ``by`` group, the sum in group order (null: 0)."""
     total = _per(ordered_sum(pl.col(value).cast(pl.Float64).sort_by(pl.col(GROUP))), by)
     return frame.with_columns(
@@ -188,7 +192,7 @@ class ExposureFamily(Family):
                 pl.col(EXPOSURE).fill_null(0.0)
             )
             cells = _normalised_by_key(cells, keys, EXPOSURE, SHARE)
-            target = _target(ctx, q, top.select(by).unique() if by else None)
+            target = target_shares(ctx, q, top.select(by).unique() if by else None)
             cells = cells.join(target, on=[*by, GROUP], how="left")
             frames.append(cells.group_by(keys).agg(q.value(ExposureContext())))
         out = frames[0]
@@ -261,15 +265,12 @@ class ExposureFamily(Family):
         ]
         users = top.group_by(by).agg(users_aggs) if by else top.select(users_aggs)
         parts = [users.with_columns(pl.lit(_USERS, pl.Int8).alias(_KIND))]
-        rank = pl.col(RANK).cast(pl.Int64).alias(_RANK)
-        count = pl.len().cast(pl.Int64).alias(_COUNT)
-        # One pass over the rows: users per (item, rank). The groups' counts are sums of
-        # their items' (a few rows per item), not a join of every row with its groups.
-        items = top.group_by([*by, c.item, rank]).agg(count)
         if any(q.metric.name == "exposure_gini" for q in requests):
+            rank = pl.col(RANK).cast(pl.Int64).alias(_RANK)
+            items = top.group_by([*by, c.item, rank]).agg(pl.len().cast(pl.Int64).alias(_COUNT))
             parts.append(items.with_columns(pl.lit(_ITEMS, pl.Int8).alias(_KIND)))
         if any(q.metric.name == "exposure_parity" for q in requests):
-            groups = group_rows(ctx, items).group_by([*by, GROUP, _RANK]).agg(pl.col(_COUNT).sum())
+            groups = rank_counts(ctx, top)
             parts.append(groups.with_columns(pl.lit(_GROUPS, pl.Int8).alias(_KIND)))
         return pl.concat(parts, how="diagonal_relaxed")
 
@@ -314,19 +315,14 @@ class ExposureFamily(Family):
                 rows = partials.filter(kind == _GROUPS).select(
                     *by, pl.col(GROUP).cast(schema[GROUP]), _RANK, _COUNT
                 )
-                rows = rows.join(e, on=_RANK, how="inner")
-                per_group = rows.group_by([*by, GROUP]).agg(
-                    ordered_sum(
-                        (pl.col(_COUNT).cast(pl.Float64) * pl.col(_E)).sort_by(pl.col(_RANK))
-                    ).alias(EXPOSURE)
-                )
+                per_group = group_exposure(rows, by, q.options, q.k)
                 seen = users.select(by).unique() if by else None
                 universe = group_universe(ctx, seen)
                 cells = universe.join(per_group, on=[*by, GROUP], how="left").with_columns(
                     pl.col(EXPOSURE).fill_null(0.0)
                 )
-                cells = _normalised(cells, by, EXPOSURE, SHARE)
-                cells = cells.join(_target(ctx, q, seen), on=[*by, GROUP], how="left")
+                cells = normalised(cells, by, EXPOSURE, SHARE)
+                cells = cells.join(target_shares(ctx, q, seen), on=[*by, GROUP], how="left")
                 value = cells.group_by(by).agg(q.value(xctx)) if by else cells.select(q.value(xctx))
             out = (
                 out.join(value, on=by, how="left", nulls_equal=True)
@@ -382,8 +378,8 @@ def _needs_catalog(spec: Spec) -> bool:
 
 
 def _normalised_by_key(frame: pl.LazyFrame, keys: list[str], value: str, out: str) -> pl.LazyFrame:
-    """:func:`_normalised` within each user (``keys``)."""
-    return _normalised(frame, keys, value, out)
+    """:func:`normalised` within each user (``keys``)."""
+    return normalised(frame, keys, value, out)
 
 
 # -- item groups -------------------------------------------------------------------------
@@ -472,11 +468,47 @@ def group_universe(ctx: Context, keyed: pl.LazyFrame | None) -> pl.LazyFrame:
     return keyed.join(groups.select(GROUP).unique(), how="cross")
 
 
+def rank_counts(ctx: Context, top: pl.LazyFrame) -> pl.LazyFrame:
+    """Recommended rows per (``by``, ``GROUP``, rank) of ``top``: integers that add up.
+
+    Columns ``by``, ``GROUP``, ``_RANK`` and ``_COUNT``: the partials of exposure_parity,
+    and of :func:`frame_metrics.exposure`'s table.
+    """
+    c = ctx.spec.columns
+    by = list(c.by)
+    rank = pl.col(RANK).cast(pl.Int64).alias(_RANK)
+    count = pl.len().cast(pl.Int64).alias(_COUNT)
+    # One pass over the rows: rows per (item, rank). The groups' counts are sums of their
+    # items' (a few rows per item), not a join of every row with its groups.
+    items = top.group_by([*by, c.item, rank]).agg(count)
+    return group_rows(ctx, items).group_by([*by, GROUP, _RANK]).agg(pl.col(_COUNT).sum())
+
+
+def group_exposure(
+    counts: pl.LazyFrame, by: list[str], options: MetricOptions, k: int
+) -> pl.LazyFrame:
+    """Each item group's exposure ``EXPOSURE`` per ``by`` group, from :func:`rank_counts`.
+
+    Σ over ranks r <= k of count(r) · e(r), summed by rank ascending: the same float
+    whatever the partitions the counts were added up from.
+    """
+    rows = counts.join(weights(options, k), on=_RANK, how="inner")
+    return rows.group_by([*by, GROUP]).agg(
+        ordered_sum((pl.col(_COUNT).cast(pl.Float64) * pl.col(_E)).sort_by(pl.col(_RANK))).alias(
+            EXPOSURE
+        )
+    )
+
+
 # -- targets -----------------------------------------------------------------------------
 
 
-def _target(ctx: Context, q: Requested, seen: pl.LazyFrame | None) -> pl.LazyFrame:
-    """Per (``by``, group): the target share ``TARGET`` (null when undefined)."""
+def target_shares(ctx: Context, q: Requested, seen: pl.LazyFrame | None) -> pl.LazyFrame:
+    """Per (``by``, group): ``q``'s target share ``TARGET`` (null when undefined).
+
+    ``seen``: the ``by`` groups (None without ``by``); the shares are normalised over the
+    item groups of each.
+    """
     by = list(ctx.spec.columns.by)
     universe = group_universe(ctx, seen)
     target = q.options.parity_target
@@ -502,7 +534,7 @@ def _target(ctx: Context, q: Requested, seen: pl.LazyFrame | None) -> pl.LazyFra
     else:
         assert isinstance(target, tuple)
         cells = _explicit(ctx, universe, target)
-    return _normalised(cells, by, _WEIGHT, TARGET).select(*by, GROUP, TARGET)
+    return normalised(cells, by, _WEIGHT, TARGET).select(*by, GROUP, TARGET)
 
 
 def _joined_counts(universe: pl.LazyFrame, counts: pl.LazyFrame, on: list[str]) -> pl.LazyFrame:
@@ -522,12 +554,14 @@ def _explicit(
         {GROUP: groups.cast(dtype, strict=False), _WEIGHT: [s for _, s in table]},
         schema={GROUP: dtype, _WEIGHT: pl.Float64},
     )
-    named = universe.select(GROUP).unique()
+    # The checks name the group column as the caller knows it, not the internal one.
+    shown = {GROUP: ctx.spec.columns.group}
+    named = universe.select(GROUP).unique().rename(shown)
     ctx.checks.append(
         missing_from(
             named,
-            shares,
-            [GROUP],
+            shares.rename(shown),
+            [ctx.spec.columns.group],
             "parity_target",
             "group of item_groups to have a share in parity_target",
             "; give each group a share (0 for none)",
@@ -535,9 +569,9 @@ def _explicit(
     )
     ctx.checks.append(
         missing_from(
-            shares.drop_nulls(GROUP),
+            shares.drop_nulls(GROUP).rename(shown),
             named,
-            [GROUP],
+            [ctx.spec.columns.group],
             "parity_target",
             "group of parity_target to be a group of item_groups",
             "; name only the groups of item_groups' group column",

@@ -1,0 +1,357 @@
+"""``fm.exposure``: the exposure of item groups as a table (spec 9.2).
+
+The table's numbers are checked against sums written out by hand (1/log2(r+1) per
+rank), and against the metrics: ``exposure_parity@k`` recomputed by hand from the
+table's shares equals the metric. Every frame kind gives the same rows; the command
+line prints the function's table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+import frame_metrics as fm
+from frame_metrics.errors import InvalidOptionError, MissingColumnsError, MissingInputError
+
+from .conftest import Constructor, assert_kind, recmetrics, to_polars
+
+# User 1: a b c; user 2: a d. Item d is in two groups (y and z), e in none.
+RECS = pl.DataFrame(
+    {"user": [1, 1, 1, 2, 2], "item": ["a", "b", "c", "a", "d"], "rank": [1, 2, 3, 1, 2]}
+)
+TRUTH = pl.DataFrame({"user": [1, 2], "item": ["b", "d"], "relevance": [1, 2]})
+GROUPS = pl.DataFrame({"item": ["a", "b", "c", "d", "d"], "group": ["x", "x", "y", "y", "z"]})
+
+E1, E2, E3 = 1.0, 1 / math.log2(3), 1 / math.log2(4)  # e(r) = 1/log2(r+1)
+
+SCHEMA = {
+    "group": pl.String,
+    "exposure": pl.Float64,
+    "exposure_share": pl.Float64,
+    "catalog_share": pl.Float64,
+    "merit_share": pl.Float64,
+}
+
+
+def _jsd(s: Sequence[float], t: Sequence[float]) -> float:
+    """Jensen-Shannon divergence in bits, term by term (spec 9.2)."""
+    out = 0.0
+    for a, b in zip(s, t, strict=True):
+        m = (a + b) / 2
+        out += (0.5 * a * math.log2(a / m) if a else 0.0) + (
+            0.5 * b * math.log2(b / m) if b else 0.0
+        )
+    return out
+
+
+def test_table_by_hand_on_every_kind(constructor: Constructor) -> None:
+    # Exposure within k = 3, summed by rank: x = 2·e(1) [a, twice] + e(2) [b];
+    # y = e(2) [d] + e(3) [c]; z = e(2) [d] (d counts fully in y and in z).
+    x, y, z = 2 * E1 + E2, E2 + E3, E2
+    total = x + y + z
+    # Catalog: the items seen, a b c d (recs and truth): x holds a, b; y c, d; z d.
+    # Merit: relevant truth rows b (x) and d (y and z).
+    want = [
+        ("x", x, x / total, 2 / 5, 1 / 3),
+        ("y", y, y / total, 2 / 5, 1 / 3),
+        ("z", z, z / total, 1 / 5, 1 / 3),
+    ]
+    out = fm.exposure(constructor(RECS), constructor(TRUTH), k=3, item_groups=constructor(GROUPS))
+    assert_kind(out, constructor)
+    got = to_polars(out)
+    assert got.columns == list(SCHEMA)
+    # The same floats as the sums above, to the bit: the engine sums by rank, then groups
+    # in sorted order, as written.
+    assert got.rows() == want
+    polars = fm.exposure(RECS, TRUTH, k=3, item_groups=GROUPS)
+    assert isinstance(polars, pl.DataFrame)
+    assert polars.schema == pl.Schema(SCHEMA)
+    assert got.rows() == polars.rows()
+
+
+def test_namespace_forwards(constructor: Constructor) -> None:
+    want = fm.exposure(RECS, TRUTH, k=2, item_groups=GROUPS)
+    got = recmetrics(constructor(RECS)).exposure(
+        constructor(TRUTH), k=2, item_groups=constructor(GROUPS)
+    )
+    assert_kind(got, constructor)
+    assert to_polars(got).rows() == want.rows()
+
+
+def test_without_truth_no_merit_column() -> None:
+    out = fm.exposure(RECS, k=1, item_groups=GROUPS)
+    # k = 1: only a, twice, at rank 1; y and z get nothing. Catalog: a b c d (recs).
+    assert out.rows() == [("x", 2.0, 1.0, 2 / 5), ("y", 0.0, 0.0, 2 / 5), ("z", 0.0, 0.0, 1 / 5)]
+    assert out.columns == ["group", "exposure", "exposure_share", "catalog_share"]
+
+
+def test_parity_from_the_table_equals_the_metric() -> None:
+    out = fm.exposure(RECS, TRUTH, k=3, item_groups=GROUPS)
+    s = out["exposure_share"].to_list()
+    metrics = fm.evaluate(
+        RECS,
+        TRUTH,
+        metrics=["exposure_parity@3", "exposure_parity(parity_target=merit)@3"],
+        item_groups=GROUPS,
+        aggregate=True,
+    ).row(0, named=True)
+    catalog = 1 - math.sqrt(_jsd(s, out["catalog_share"].to_list()))
+    merit = 1 - math.sqrt(_jsd(s, out["merit_share"].to_list()))
+    assert metrics["exposure_parity@3"] == pytest.approx(catalog, abs=1e-15)
+    assert metrics["exposure_parity(parity_target=merit)@3"] == pytest.approx(merit, abs=1e-15)
+
+
+def _models() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Two models over 30 users and 12 items, truth, and train with a popular head."""
+    import random
+
+    rng = random.Random(7)
+    rows = [
+        (model, u, i, r)
+        for model in ("pop", "rand")
+        for u in range(30)
+        for r, i in enumerate(
+            rng.sample(range(12), 6) if model == "rand" else [0, 1, 2, 3, 4, 5], start=1
+        )
+    ]
+    recs = pl.DataFrame(rows, schema=["model", "user", "item", "rank"], orient="row")
+    truth = pl.DataFrame(
+        [(u, rng.randrange(12), rng.choice([0, 1, 2])) for u in range(30)],
+        schema=["user", "item", "relevance"],
+        orient="row",
+    ).unique(["user", "item"], keep="first")
+    train = pl.DataFrame(
+        [(u, i) for u in range(40) for i in range(12) if i < 3 or (u + i) % 9 == 0],
+        schema=["user", "item"],
+        orient="row",
+    )
+    return recs, truth, train
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"exposure": "rbp", "persistence": 0.85}, {"exposure": "uniform"}, {"threshold": 2}],
+    ids=["log", "rbp", "uniform", "threshold"],
+)
+def test_by_models_with_default_groups_match_the_metric(options: dict[str, Any]) -> None:
+    recs, truth, train = _models()
+    out = fm.exposure(recs, truth, k=5, by="model", train=train, **options)
+    assert out["group"].to_list() == ["head", "tail", "head", "tail"]
+    metrics = fm.evaluate(
+        recs,
+        truth,
+        metrics=["exposure_parity@5", "exposure_parity(parity_target=merit)@5"],
+        by="model",
+        train=train,
+        aggregate=True,
+        **options,
+    )
+    for model in ("pop", "rand"):
+        part = out.filter(model=model)
+        for column in ("exposure_share", "catalog_share", "merit_share"):
+            assert math.fsum(part[column]) == pytest.approx(1.0, abs=1e-15), (model, column)
+        s = part["exposure_share"].to_list()
+        row = metrics.filter(model=model).row(0, named=True)
+        catalog = 1 - math.sqrt(_jsd(s, part["catalog_share"].to_list()))
+        merit = 1 - math.sqrt(_jsd(s, part["merit_share"].to_list()))
+        assert row["exposure_parity@5"] == pytest.approx(catalog, abs=1e-14), model
+        merit_metric = row["exposure_parity(parity_target=merit)@5"]
+        assert merit_metric == pytest.approx(merit, abs=1e-14), model
+
+
+def test_default_groups_by_hand() -> None:
+    # train: a has 3 users, b 1, c 1: the head holding 20% of the 5 pairs is {a}; z is
+    # absent from train, so tail. List [a, z]: head e(1) = 1, tail e(2).
+    train = pl.DataFrame({"user": [1, 2, 3, 4, 5], "item": ["a", "a", "a", "b", "c"]})
+    recs = pl.DataFrame({"user": [9, 9], "item": ["a", "z"], "rank": [1, 2]})
+    out = fm.exposure(recs, k=2, train=train)
+    # Catalog seen: a, z (recs), b, c (train): head 1 of 4.
+    total = E1 + E2
+    assert out.rows() == [("head", E1, E1 / total, 1 / 4), ("tail", E2, E2 / total, 3 / 4)]
+
+
+def test_rbp_weights_by_hand() -> None:
+    # rbp, p = 0.5: e(r) = 0.5^(r-1). x: a at 1 twice, b at 2 -> 2 + 0.5; y: d at 2,
+    # c at 3 -> 0.5 + 0.25; z: d at 2 -> 0.5.
+    out = fm.exposure(RECS, k=3, item_groups=GROUPS, exposure="rbp", persistence=0.5)
+    assert out["exposure"].to_list() == [2.5, 0.75, 0.5]
+    assert out["exposure_share"].to_list() == [2.5 / 3.75, 0.75 / 3.75, 0.5 / 3.75]
+
+
+def test_given_catalog() -> None:
+    catalog = pl.DataFrame({"item": ["a", "b", "c", "d", "e", "f"]})  # e, f in no group
+    out = fm.exposure(RECS, k=3, item_groups=GROUPS, catalog=catalog)
+    # x: a, b; y: c, d; z: d (items without a group are in no share).
+    assert out["catalog_share"].to_list() == [2 / 5, 2 / 5, 1 / 5]
+
+
+def test_empty_recs_give_an_empty_typed_table(constructor: Constructor) -> None:
+    empty = RECS.clear()
+    out = fm.exposure(constructor(empty), constructor(TRUTH), k=3, item_groups=constructor(GROUPS))
+    assert_kind(out, constructor)
+    got = to_polars(out)
+    assert (got.columns, got.height) == (list(SCHEMA), 0)
+    polars = fm.exposure(empty, TRUTH, k=3, item_groups=GROUPS)
+    assert polars.schema == pl.Schema(SCHEMA)
+    by_model = fm.exposure(
+        empty.with_columns(model=pl.lit("m")), k=3, item_groups=GROUPS, by="model"
+    )
+    without_merit = {c: dtype for c, dtype in SCHEMA.items() if c != "merit_share"}
+    assert by_model.schema == pl.Schema({"model": pl.String, **without_merit})
+
+
+def test_lazy_stays_lazy() -> None:
+    out = fm.exposure(RECS.lazy(), TRUTH, k=3, item_groups=GROUPS)
+    assert isinstance(out, pl.LazyFrame)
+    assert out.collect().equals(fm.exposure(RECS, TRUTH, k=3, item_groups=GROUPS))
+
+
+def test_dask_frames_give_a_dask_result() -> None:
+    import importlib
+
+    dd: Any = importlib.import_module("dask.dataframe")  # untyped: Any
+    recs, truth, train = _models()
+    want = fm.exposure(recs, truth, k=5, by="model", train=train)
+    got = fm.exposure(
+        dd.from_pandas(recs.to_pandas(), npartitions=3),
+        dd.from_pandas(truth.to_pandas(), npartitions=2),
+        k=5,
+        by="model",
+        train=dd.from_pandas(train.to_pandas(), npartitions=2),
+    )
+    assert isinstance(got, dd.DataFrame)
+    assert pl.from_pandas(got.compute()).rows() == want.rows()
+
+
+# -- bad input ---------------------------------------------------------------------------
+
+
+def test_groups_or_train_are_needed() -> None:
+    with pytest.raises(MissingInputError) as info:
+        fm.exposure(RECS, TRUTH, k=3)
+    assert str(info.value) == (
+        "exposure: expected item_groups= (one row per (item, group) with the item column "
+        "and the group column), got None; or pass train= for aplt's head and tail groups"
+    )
+
+
+@pytest.mark.parametrize(
+    ("k", "shown"), [(0, "0"), ([5, 10], "[5, 10]"), (2.5, "2.5"), (True, "True")]
+)
+def test_k_is_one_int(k: Any, shown: str) -> None:
+    with pytest.raises(InvalidOptionError) as info:
+        fm.exposure(RECS, k=k, item_groups=GROUPS)
+    assert str(info.value) == f"k: expected an int >= 1, got {shown}"
+
+
+def test_missing_group_column() -> None:
+    with pytest.raises(MissingColumnsError) as info:
+        fm.exposure(RECS, k=3, item_groups=GROUPS, group="provider")
+    assert str(info.value) == (
+        "item_groups: expected column 'provider', not found; available columns: 'item', 'group'"
+    )
+
+
+def test_missing_recs_column() -> None:
+    with pytest.raises(MissingColumnsError) as info:
+        fm.exposure(RECS.drop("rank"), k=3, item_groups=GROUPS)
+    assert str(info.value).startswith("recs: expected column 'rank', not found; ")
+    assert "available columns: 'user', 'item'" in str(info.value)
+
+
+def test_bad_option_value() -> None:
+    with pytest.raises(InvalidOptionError) as info:
+        fm.exposure(RECS, k=3, item_groups=GROUPS, exposure="linear")  # type: ignore[arg-type]
+    assert str(info.value) == "exposure: expected one of 'log', 'rbp', 'uniform', got 'linear'"
+
+
+# -- the command line --------------------------------------------------------------------
+
+
+def _files(tmp_path: Path) -> dict[str, str]:
+    paths = {name: str(tmp_path / name) for name in ("recs.parquet", "truth.csv", "groups.csv")}
+    RECS.write_parquet(paths["recs.parquet"])
+    TRUTH.write_csv(paths["truth.csv"])
+    GROUPS.rename({"group": "provider"}).write_csv(paths["groups.csv"])
+    return paths
+
+
+def test_cli_exposure_gives_the_api_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from frame_metrics.cli import main
+
+    f = _files(tmp_path)
+    groups = GROUPS.rename({"group": "provider"})
+    want = fm.exposure(RECS, TRUTH, k=3, item_groups=groups, group="provider")
+    out = tmp_path / "out.csv"
+    args = ["exposure", f["recs.parquet"], f["truth.csv"], "-k", "3"]
+    code = main(
+        [*args, "--item-groups", f["groups.csv"], "--group-col", "provider", "-o", str(out)]
+    )
+    assert code == 0, capsys.readouterr().err
+    assert pl.read_csv(out, schema=want.schema).rows() == want.rows()
+    # A browsing model and persistence, from the option table.
+    want = fm.exposure(
+        RECS, k=3, item_groups=groups, group="provider", exposure="rbp", persistence=0.5
+    )
+    rbp = ["exposure", f["recs.parquet"], "-k", "3", "--item-groups", f["groups.csv"]]
+    rbp += ["--group-col", "provider", "--exposure", "rbp", "--persistence", "0.5"]
+    code = main([*rbp, "-o", str(out)])
+    assert code == 0, capsys.readouterr().err
+    assert pl.read_csv(out, schema=want.schema).rows() == want.rows()
+
+
+def test_cli_evaluate_reads_item_groups(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from frame_metrics.cli import main
+
+    f = _files(tmp_path)
+    want = fm.evaluate(
+        RECS,
+        TRUTH,
+        metrics="exposure_parity@3",
+        item_groups=GROUPS.rename({"group": "provider"}),
+        group="provider",
+        aggregate=True,
+    )
+    out = tmp_path / "out.csv"
+    args = ["evaluate", f["recs.parquet"], f["truth.csv"], "-m", "exposure_parity@3"]
+    code = main(
+        [*args, "--item-groups", f["groups.csv"], "--group-col", "provider", "-o", str(out)]
+    )
+    assert code == 0, capsys.readouterr().err
+    assert pl.read_csv(out, schema=want.schema).rows() == want.rows()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            [],
+            "exposure: expected --item-groups FILE (one row per (item, group) with the item "
+            "column and the group column); or pass --train for aplt's head and tail groups",
+        ),
+        (
+            ["--item-groups", "groups.csv"],
+            "item_groups: expected column 'group', not found; available columns: 'item', "
+            "'provider' (set with --group-col)",
+        ),
+        (["--item-groups", "groups.csv", "-k", "0"], "-k: expected an int >= 1, got 0"),
+    ],
+    ids=["no groups", "group column", "k"],
+)
+def test_cli_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    from frame_metrics.cli import main
+
+    f = _files(tmp_path)
+    extra = [f.get(e, e) for e in extra]
+    code = main(["exposure", f["recs.parquet"], *extra])
+    assert (code, capsys.readouterr().err) == (2, f"frame-metrics: error: {message}\n")
