@@ -54,6 +54,10 @@ class Columns:
     by: tuple[str, ...] = ()
     prediction: str = "prediction"
     features: str = "features"
+    #: Optional weight columns: of a long ``item_features`` frame (w(i, g)), of ``train``
+    #: (w_ui, miscalibration's history weight).
+    feature_weight: str | None = None
+    history_weight: str | None = None
 
     def __post_init__(self) -> None:
         if not self.user:
@@ -64,6 +68,12 @@ class Columns:
             value = getattr(self, name)
             if not isinstance(value, str):
                 raise InvalidOptionError(f"expected a column name, got {value!r}", option=name)
+        for name in ("feature_weight", "history_weight"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise InvalidOptionError(
+                    f"expected a column name or None, got {value!r}", option=name
+                )
         if self.score is not None and not isinstance(self.score, str):
             raise InvalidOptionError(
                 f"expected a column name or None, got {self.score!r}", option="score"

@@ -60,6 +60,8 @@ RelevantSet = Literal["truth", "listed"]
 GainScope = Literal["relevant", "positive"]
 RbpGain = Literal["binary", "relevance", "relative"]
 ZeroIdeal = Literal["zero", "skip"]
+CalibrationWeight = Literal["uniform", "reciprocal", "log"]
+Divergence = Literal["kl", "js"]
 
 #: ``Option.metrics`` of an option every ranking metric reads (those judged against the
 #: relevance in truth: a metric string of any of them may set it).
@@ -410,6 +412,36 @@ OPTIONS: tuple[Option, ...] = (
         per_metric=False,
         metavar="X",
     ),
+    Option(
+        "calibration_alpha",
+        0.01,
+        "a number in (0, 1)",
+        "miscalibration's smoothing: the list's distribution q is mixed with the history's p "
+        "as (1 - alpha)·q + alpha·p, so a missed category costs at most log2(1/alpha) bits.",
+        ("miscalibration",),
+        "statistics",
+        "miscalibration's smoothing alpha in (0, 1)",
+        _in_range("calibration_alpha", 0.0, 1.0, "a number in (0, 1)"),
+        metavar="A",
+    ),
+    _choice(
+        "calibration_weight",
+        CalibrationWeight,
+        "miscalibration's weight of the item at rank r in the list's distribution: 1, "
+        "1/r, or 1/log2(r + 1).",
+        "miscalibration's weight of rank r: 1, 1/r or 1/log2(r+1)",
+        ("miscalibration",),
+        "statistics",
+    ),
+    _choice(
+        "divergence",
+        Divergence,
+        "miscalibration's divergence: KL(p || smoothed q) in bits (Steck), or the "
+        "Jensen-Shannon distance sqrt(JSD(p, q)) with log2, unsmoothed, in [0, 1].",
+        "miscalibration's divergence: KL with alpha, or the Jensen-Shannon distance",
+        ("miscalibration",),
+        "statistics",
+    ),
 )
 
 _BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
@@ -555,6 +587,17 @@ class MetricOptions:
         ``threshold=0`` with relevance 0): ``"zero"`` scores 0 (trec_eval, scikit-learn),
         ``"skip"`` gives no value, so the user is left out of ndcg's mean (Recommenders'
         ``ndcg_at_k``: 0/0 is NaN, which its mean skips).
+    calibration_alpha
+        miscalibration's smoothing α in (0, 1): the list's category distribution q is
+        compared as (1 − α)·q + α·p with the history's p, so that a category of the
+        history the list misses costs at most log2(1/α) bits (Steck: 0.01).
+    calibration_weight
+        The weight of the item at rank r in miscalibration's list distribution:
+        ``"uniform"`` = 1, ``"reciprocal"`` = 1/r, ``"log"`` = 1/log2(r + 1).
+    divergence
+        miscalibration's divergence: ``"kl"`` = KL(p ‖ (1 − α)·q + α·p) in bits (Steck),
+        ``"js"`` = the Jensen–Shannon distance √JSD(p, q) with log2, unsmoothed, in
+        [0, 1].
 
     Examples
     --------
@@ -591,6 +634,9 @@ class MetricOptions:
     max_relevance: float | None = _DEFAULTS["max_relevance"]
     rbp_gain: RbpGain = _DEFAULTS["rbp_gain"]
     zero_ideal: ZeroIdeal = _DEFAULTS["zero_ideal"]
+    calibration_alpha: float = _DEFAULTS["calibration_alpha"]
+    calibration_weight: CalibrationWeight = _DEFAULTS["calibration_weight"]
+    divergence: Divergence = _DEFAULTS["divergence"]
 
     def __post_init__(self) -> None:
         # Each option checked, and kept in its normal form, by its row of the table.

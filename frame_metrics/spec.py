@@ -247,6 +247,8 @@ def build_spec(
     by: str | Sequence[str] | None = None,
     convention: str | None = None,
     validate: bool = True,
+    feature_weight: str | None = None,
+    history_weight: str | None = None,
     **options: Any,
 ) -> Spec:
     """The :class:`Spec` of a call, every frame-free check run, in a fixed order.
@@ -290,6 +292,8 @@ def build_spec(
         as_names(by, "by"),
         prediction,
         features,
+        feature_weight,
+        history_weight,
     )
     long_table = "truth" not in given
     _check_metric_options(requests, long_table, score is not None)

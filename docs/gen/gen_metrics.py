@@ -83,6 +83,11 @@ LATEX: dict[str, str] = {
     "mse": r"\mathrm{MSE} = \frac{1}{|P|} \sum_{(u, i) \in P} (r_{ui} - \hat r_{ui})^2",
     "rmse": r"\mathrm{RMSE} = \sqrt{\frac{1}{|P|} \sum_{(u, i) \in P} (r_{ui} - \hat r_{ui})^2}",
     "mae": r"\mathrm{MAE} = \frac{1}{|P|} \sum_{(u, i) \in P} |r_{ui} - \hat r_{ui}|",
+    # calibration
+    "miscalibration": r"\mathrm{miscalibration@}k = \sum_{g:\ p(g|u) > 0} p(g|u)"
+    r"\log_2 \frac{p(g|u)}{(1 - \alpha)\, q(g|u) + \alpha\, p(g|u)},"
+    r"\qquad p(g|u) = \frac{\sum_{i \in H_u} w_{ui}\, p(g|i)}{\sum_{i \in H_u} w_{ui}},"
+    r"\quad q(g|u) = \frac{\sum_{r \le k} w_r\, p(g|L[r])}{\sum_{r \le k} w_r}",
 }
 
 #: Who gets a value, by ``Metric.population``.
@@ -95,6 +100,8 @@ POPULATION: dict[str, str] = {
     "rated": "users with at least one (rating, prediction) pair; with `aggregate=True` "
     "the error is pooled over every pair of the group, not averaged over users",
     "corpus": "no per-user value: one value per `by` group, so it needs `aggregate=True`",
+    "history": "users with at least one recommended item within the cutoff whose `train` "
+    "history holds a categorised item (`fm.diagnose` counts the others)",
 }
 
 #: What ``Metric.family`` (how the engine computes a metric) means.
@@ -103,6 +110,7 @@ KIND: dict[str, str] = {
     "diversity": "over the pairs of one user's top-k items",
     "rating": "over one user's (rating, prediction) pairs",
     "corpus": "from the item exposure counts of a `by` group",
+    "calibration": "from one user's history and top-k category distributions",
 }
 
 #: The inputs behind each ``Metric.needs`` entry, as evaluate's keywords.
@@ -119,6 +127,7 @@ NEEDS: dict[str, str] = {
     "for Jaccard, a numeric vector for cosine; `similarity=`)",
     "prediction": "a `prediction` column in `recs` (the predicted rating), `relevance` "
     "in `truth` (the true rating)",
+    "train": "`train=` (user, item; `history_weight=` a weight column): each user's history",
 }
 
 #: Family pages first in this order; any other module follows in registry order.
@@ -186,6 +195,7 @@ _KEYWORDS = {
     "unexpected": "baseline=baseline",
     "catalog_size": "catalog=catalog",
     "item_features": "item_features=item_features",
+    "train": "train=train",
 }
 
 
