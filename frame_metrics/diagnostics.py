@@ -70,6 +70,15 @@ class Diagnostics:
     lists_with_rank_gaps
         Lists whose ranks within the largest cutoff skip a position (ranks 1, 2, 5: the
         spec reads positions 3 and 4 as empty, not rank 5 as third). 0 for scores.
+    users_without_categorised_history
+        miscalibration only: users with a recommendation within the largest k whose
+        ``train`` history holds no categorised item (or only items of weight 0), left
+        out of its means (spec 9.1). ``None`` when miscalibration was not asked for.
+    items_without_category
+        miscalibration only: distinct recommended items (within the largest k; per
+        ``by`` group the item table carries) without a category in ``item_features``
+        (no row, an empty list, or weights adding up to 0), left out of every
+        distribution. ``None`` when miscalibration was not asked for.
     """
 
     n_users: int
@@ -86,6 +95,8 @@ class Diagnostics:
     short_lists: dict[int, int] = field(default_factory=dict)
     longest_list: int | None = None
     lists_with_rank_gaps: int = 0
+    users_without_categorised_history: int | None = None
+    items_without_category: int | None = None
 
     def _groups(self) -> tuple[list[str], list[int]]:
         """The ``by`` columns and the users evaluated in each group (none without ``by``)."""
@@ -151,6 +162,15 @@ class Diagnostics:
         ]
         if self.items_not_in_train is not None:
             lines.append(("recommended items no train user had", str(self.items_not_in_train)))
+        if self.users_without_categorised_history is not None:
+            lines.append(
+                (
+                    "users with a list but no categorised history (left out of miscalibration)",
+                    str(self.users_without_categorised_history),
+                )
+            )
+        if self.items_without_category is not None:
+            lines.append(("recommended items without a category", str(self.items_without_category)))
         if self.pairs_without_rating or self.pairs_without_prediction:
             lines.append(
                 ("predictions without a true rating (left out)", str(self.pairs_without_rating))

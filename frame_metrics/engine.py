@@ -14,6 +14,7 @@ import polars as pl
 
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.families.base import ENGINE
+from frame_metrics.families.calibration import left_out
 from frame_metrics.id_match import IdScreen
 from frame_metrics.inputs import Inputs
 from frame_metrics.metrics.context import RankingContext
@@ -156,6 +157,13 @@ def diagnose(spec: Spec, inputs: Inputs) -> Diagnostics:
     unseen = None
     if "popularity" in spec.needs:
         unseen = int(unseen_items(spec, inputs, prepared).select(pl.len()).collect().item())
+    # miscalibration's population and distributions leave users and items out: counted.
+    calibration: dict[str, int | None] = dict.fromkeys(
+        ("users_without_categorised_history", "items_without_category")
+    )
+    if "calibration" in spec.families:
+        row = left_out(spec, inputs, prepared.top).collect().row(0, named=True)
+        calibration = {name: int(row[name]) for name in calibration}
     return Diagnostics(
         n_users=int(n_users),
         users_without_relevant=int(totals["users_without_relevant"]),
@@ -171,6 +179,8 @@ def diagnose(spec: Spec, inputs: Inputs) -> Diagnostics:
         short_lists={k: int(lists[f"short@{k}"]) for k in spec.cutoffs},
         longest_list=None if lists["longest"] is None else int(lists["longest"]),
         lists_with_rank_gaps=int(lists["gaps"]),
+        users_without_categorised_history=calibration["users_without_categorised_history"],
+        items_without_category=calibration["items_without_category"],
     )
 
 

@@ -8,9 +8,11 @@ transcribed below because it cannot be installed.
 
 from __future__ import annotations
 
+import io
 import math
 import random
 from collections.abc import Hashable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import frame_metrics as fm
+from frame_metrics.cli import main
 from frame_metrics.errors import DuplicateRowsError, InvalidOptionError, InvalidValueError
 from tests.conftest import Constructor, to_polars
 
@@ -559,3 +562,84 @@ def test_bad_input_is_refused_with_a_clear_message(
     with pytest.raises(error) as raised:
         fm.evaluate(_RECS, metrics="miscalibration@2", **call)
     assert str(raised.value) == message
+
+
+# --- diagnose ---------------------------------------------------------------------------------
+
+
+def test_diagnose_counts_who_and_what_is_left_out() -> None:
+    # User 3's history is e only (no category), users 4 and 5 have no history; e (an
+    # empty list) and zz (no row) have no category. User 1 is evaluated.
+    recs = pl.DataFrame(
+        {"user": [1, 1, 3, 4, 5], "item": ["a", "e", "a", "zz", "a"], "rank": [1, 2, 1, 1, 2]}
+    )
+    found = fm.diagnose(recs, metrics="miscalibration@2", train=TRAIN, item_features=FEATURES)
+    assert found.users_without_categorised_history == 3
+    assert found.items_without_category == 2
+    assert "recommended items without a category:" in str(found)
+    assert fm.diagnose(recs, metrics="novelty@2", train=TRAIN).items_without_category is None
+    out = _evaluate(recs, metrics="miscalibration@2")
+    assert out["user"].to_list() == [1]
+
+
+def test_a_repeated_train_row_is_one_history_item() -> None:
+    # The history is the user's distinct items: a second (1, a) row changes nothing.
+    recs = pl.DataFrame({"user": [1], "item": ["a"], "rank": [1]})
+    once = _evaluate(recs, metrics="miscalibration@1")
+    twice = _evaluate(recs, metrics="miscalibration@1", train=pl.concat([TRAIN, TRAIN.head(1)]))
+    assert once.equals(twice)
+    assert once.item(0, 1) == pytest.approx(_kl({"x": 0.5, "y": 0.5}, {"x": 1.0}))
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+def test_the_command_line_gives_the_api_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _big()
+    for name, frame in data.items():
+        frame.write_csv(tmp_path / f"{name}.csv")
+    code = main(
+        [
+            "evaluate",
+            str(tmp_path / "recs.csv"),
+            "-m",
+            "miscalibration(divergence=js)@5,miscalibration@10",
+            "--by",
+            "model",
+            "--train",
+            str(tmp_path / "train.csv"),
+            "--item-features",
+            str(tmp_path / "item_features.csv"),
+            "--features-col",
+            "genre",
+            "--feature-weight",
+            "w",
+            "--history-weight",
+            "recency",
+            "--calibration-weight",
+            "log",
+            "--calibration-alpha",
+            "0.05",
+            "--format",
+            "csv",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    want = fm.evaluate(
+        data["recs"],
+        metrics=["miscalibration(divergence=js)@5", "miscalibration@10"],
+        by="model",
+        train=data["train"],
+        item_features=data["item_features"],
+        features="genre",
+        feature_weight="w",
+        history_weight="recency",
+        calibration_weight="log",
+        calibration_alpha=0.05,
+        aggregate=True,
+    )
+    got = pl.read_csv(io.StringIO(out))
+    assert got.equals(want)

@@ -217,7 +217,7 @@ CASES: list[Case] = [
         InvalidOptionError,
         "metrics: expected a known metric name, got 'ndgc' (did you mean 'ndcg'?); known metrics: "
         "'ap', 'aplt', 'arp', 'bpref', 'coverage', 'dcg', 'diversity', 'err', 'f1', 'gini', "
-        "'hit_rate', 'judged', 'mae', 'map', 'mrr', 'mse', 'ndcg', 'novelty', "
+        "'hit_rate', 'judged', 'mae', 'map', 'miscalibration', 'mrr', 'mse', 'ndcg', 'novelty', "
         "'personalization', 'precision', 'r_precision', 'rbp', 'recall', 'rmse', 'serendipity'",
     ),
     (
@@ -228,7 +228,7 @@ CASES: list[Case] = [
         InvalidOptionError,
         "metrics: expected a known metric name, got 'ndcg_cut10' (did you mean 'ndcg_cut_<k>'?); "
         "known metrics: 'ap', 'aplt', 'arp', 'bpref', 'coverage', 'dcg', 'diversity', 'err', "
-        "'f1', 'gini', 'hit_rate', 'judged', 'mae', 'map', 'mrr', 'mse', 'ndcg', 'novelty', "
+        "'f1', 'gini', 'hit_rate', 'judged', 'mae', 'map', 'miscalibration', 'mrr', 'mse', 'ndcg', 'novelty', "
         "'personalization', 'precision', 'r_precision', 'rbp', 'recall', 'rmse', 'serendipity'",
     ),
     (

@@ -59,6 +59,8 @@ def _evaluate_options(args: argparse.Namespace, frames: dict[str, pl.LazyFrame])
         **{row.name: getattr(args, row.name) for row in OPTIONS},
         "convention": args.convention,
         "features": args.features_col,
+        "feature_weight": args.feature_weight,
+        "history_weight": args.history_weight,
         **{name: frames[name] for name in EXTRA_FILES if name in frames},
     }
 

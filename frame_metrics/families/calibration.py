@@ -21,6 +21,7 @@ import polars as pl
 from frame_metrics.errors import InvalidOptionError, InvalidValueError
 from frame_metrics.extras import ExtraFrame, require_columns
 from frame_metrics.families.base import Context, Family
+from frame_metrics.inputs import Inputs
 from frame_metrics.metrics.calibration import (
     CATEGORY,
     HISTORY_SHARE,
@@ -41,6 +42,7 @@ __all__ = [
     "CalibrationFamily",
     "category_table",
     "history_table",
+    "left_out",
 ]
 
 #: ``p(g|i)``: the category's share of the item.
@@ -203,6 +205,70 @@ def _within(values: pl.Expr, k: int) -> pl.Expr:
     )
 
 
+def _history_shares(
+    history: pl.LazyFrame,
+    cats: pl.LazyFrame,
+    top: pl.LazyFrame,
+    by: tuple[str, ...],
+    user: list[str],
+    item: str,
+    fb: list[str],
+    tb: list[str],
+) -> tuple[pl.LazyFrame, pl.LazyFrame, list[str]]:
+    """``p(g|u)`` per (history key, ``CATEGORY``), the users' denominators, the history key.
+
+    The history key is the ``by`` columns train or the item table carries, then the user:
+    a history applies to every group it does not name. Users whose categorised history
+    weighs 0 (or who have none) have no denominator row.
+    """
+    on_item = [*fb, item]
+    hist_by = [b for b in by if b in tb or b in fb]
+    if set(fb) - set(tb):
+        users = top.select(*hist_by, *user).unique()
+        history = history.join(users, on=[*tb, *user], how="inner")
+    hk = [*hist_by, *user]
+    weighted = history.join(cats, on=on_item, how="inner")
+    numerators = weighted.group_by([*hk, CATEGORY]).agg(
+        _in_order(pl.col(_WEIGHT) * pl.col(ITEM_SHARE), item).alias("_fm_pnum")
+    )
+    denominators = (
+        history.join(cats.select(on_item).unique(), on=on_item, how="semi")
+        .group_by(hk)
+        .agg(_in_order(pl.col(_WEIGHT), item).alias("_fm_pden"))
+        .filter(pl.col("_fm_pden") > 0)
+    )
+    shares = numerators.join(denominators, on=hk, how="inner").select(
+        *hk, CATEGORY, (pl.col("_fm_pnum") / pl.col("_fm_pden")).alias(HISTORY_SHARE)
+    )
+    return shares, denominators, hk
+
+
+def left_out(spec: Spec, inputs: Inputs, top: pl.LazyFrame) -> pl.LazyFrame:
+    """What ``fm.diagnose`` counts for miscalibration, as one row.
+
+    ``users_without_categorised_history``: users with a recommendation (within the
+    largest k) whose train history holds no categorised item of weight above 0, left
+    out of the means; ``items_without_category``: distinct recommended (by the item
+    table carries, item) within the largest k without a category, left out of every
+    distribution. Checks are not run here (``evaluate`` runs them).
+    """
+    c = spec.columns
+    features = inputs.extra("item_features", [c.item])
+    cats, _ = category_table(features, c.item, c.features, c.feature_weight)
+    train = inputs.extra("train", [*c.user, c.item])
+    history, _ = history_table(train, list(c.user), c.item, c.history_weight)
+    fb = list(features.by)
+    _, denominators, hk = _history_shares(
+        history, cats, top, c.by, list(c.user), c.item, fb, list(train.by)
+    )
+    users = top.select(c.keys).unique().join(denominators, on=hk, how="anti")
+    on_item = [*fb, c.item]
+    items = top.select(on_item).unique().join(cats.select(on_item).unique(), on=on_item, how="anti")
+    return users.select(pl.len().alias("users_without_categorised_history")).join(
+        items.select(pl.len().alias("items_without_category")), how="cross"
+    )
+
+
 class CalibrationFamily(Family):
     """Calibration: a user's history and top k as category distributions."""
 
@@ -232,29 +298,12 @@ class CalibrationFamily(Family):
         train = _train(ctx)
         history, train_checks = history_table(train, list(c.user), c.item, c.history_weight)
         ctx.checks.extend([*checks, *train_checks])
-        fb, tb = list(features.by), list(train.by)
+        fb = list(features.by)
         on_item = [*fb, c.item]
         categorised = cats.select(on_item).unique()
 
-        # p(g|u) over the user's categorised history, per (by columns train or the item
-        # table carries, user): a history applies to every group it does not name.
-        hist_by = [b for b in c.by if b in tb or b in fb]
-        if set(fb) - set(tb):
-            users = top.select(*hist_by, *c.user).unique()
-            history = history.join(users, on=[*tb, *c.user], how="inner")
-        hk = [*hist_by, *c.user]
-        weighted = history.join(cats, on=on_item, how="inner")
-        numerators = weighted.group_by([*hk, CATEGORY]).agg(
-            _in_order(pl.col(_WEIGHT) * pl.col(ITEM_SHARE), c.item).alias("_fm_pnum")
-        )
-        denominators = (
-            history.join(categorised, on=on_item, how="semi")
-            .group_by(hk)
-            .agg(_in_order(pl.col(_WEIGHT), c.item).alias("_fm_pden"))
-            .filter(pl.col("_fm_pden") > 0)
-        )
-        shares = numerators.join(denominators, on=hk, how="inner").select(
-            *hk, CATEGORY, (pl.col("_fm_pnum") / pl.col("_fm_pden")).alias(HISTORY_SHARE)
+        shares, denominators, hk = _history_shares(
+            history, cats, top, c.by, list(c.user), c.item, fb, list(train.by)
         )
 
         # q(g|u): numerators per (user, category), denominators per user, for each cutoff
