@@ -11,6 +11,8 @@ from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.errors import InvalidOptionError, warn
 from frame_metrics.options import (
     ApDenominator,
+    CalibrationWeight,
+    Divergence,
     DuplicatePolicy,
     EmptyPolicy,
     Exposure,
@@ -73,6 +75,11 @@ def evaluate(
     baseline: object | None = None,
     unexpected: Unexpected = "baseline",
     head_share: float = 0.2,
+    calibration_alpha: float | None = None,
+    calibration_weight: CalibrationWeight | None = None,
+    divergence: Divergence | None = None,
+    feature_weight: str | None = None,
+    history_weight: str | None = None,
     validate: bool = True,
     buckets: int | Literal["auto"] | None = "auto",
     progress: bool = False,
@@ -230,6 +237,24 @@ def evaluate(
     head_share
         aplt's long-tail cut: the short head is the most popular train items holding
         this share of train (user, item) pairs (default 0.2); the rest is the tail.
+    calibration_alpha
+        miscalibration's smoothing α in (0, 1) (default 0.01): the list's category
+        distribution enters KL as (1 − α)·q + α·p.
+    calibration_weight
+        The weight of rank r in miscalibration's list distribution: ``"uniform"`` (1,
+        default), ``"reciprocal"`` (1/r) or ``"log"`` (1/log2(r + 1)).
+    divergence
+        miscalibration's divergence: ``"kl"`` (default, Steck's smoothed KL in bits) or
+        ``"js"`` (the Jensen–Shannon distance √JSD, log2, unsmoothed).
+    feature_weight
+        A numeric column of a long ``item_features`` frame (one row per (item,
+        category)) holding w(i, g), for miscalibration; None: w = 1 per row. An item's
+        category distribution is w(i, g) / Σ_g w(i, g).
+    history_weight
+        A numeric column of ``train`` holding w_ui (e.g. recency), the weight of an item
+        in the user's history distribution for miscalibration; None: 1. With it, a
+        (user, item) pair may have one train row only (which weight would count is
+        ambiguous otherwise).
     validate
         Check values (nulls, negative relevance, bad or repeated ranks, duplicates)
         before computing; for a LazyFrame this is one aggregate pass over the inputs.

@@ -59,6 +59,10 @@ class Columns:
     sample: str | None = None
     #: The group column of ``item_groups`` (exposure and provider fairness).
     group: str = "group"
+    #: Optional weight columns: of a long ``item_features`` frame (w(i, g)), of ``train``
+    #: (w_ui, miscalibration's history weight).
+    feature_weight: str | None = None
+    history_weight: str | None = None
 
     def __post_init__(self) -> None:
         if not self.user:
@@ -69,7 +73,7 @@ class Columns:
             value = getattr(self, name)
             if not isinstance(value, str):
                 raise InvalidOptionError(f"expected a column name, got {value!r}", option=name)
-        for name in ("score", "sample"):
+        for name in ("score", "sample", "feature_weight", "history_weight"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise InvalidOptionError(

@@ -65,6 +65,8 @@ ParityTargetName = Literal["catalog", "merit", "uniform"]
 #: An explicit parity target: (group, share) pairs, sorted by group (spec 9.2).
 ParityTable = tuple[tuple[Any, float], ...]
 ParityTarget = ParityTargetName | ParityTable
+CalibrationWeight = Literal["uniform", "reciprocal", "log"]
+Divergence = Literal["kl", "js"]
 
 #: ``Option.metrics`` of an option every ranking metric reads (those judged against the
 #: relevance in truth: a metric string of any of them may set it).
@@ -528,6 +530,36 @@ OPTIONS: tuple[Option, ...] = (
         table_doc="{group: share}",
         parse=_parse_parity_target,
     ),
+    Option(
+        "calibration_alpha",
+        0.01,
+        "a number in (0, 1)",
+        "miscalibration's smoothing: the list's distribution q is mixed with the history's p "
+        "as (1 - alpha)·q + alpha·p, so a missed category costs at most log2(1/alpha) bits.",
+        ("miscalibration",),
+        "statistics",
+        "miscalibration's smoothing alpha in (0, 1)",
+        _in_range("calibration_alpha", 0.0, 1.0, "a number in (0, 1)"),
+        metavar="A",
+    ),
+    _choice(
+        "calibration_weight",
+        CalibrationWeight,
+        "miscalibration's weight of the item at rank r in the list's distribution: 1, "
+        "1/r, or 1/log2(r + 1).",
+        "miscalibration's weight of rank r: 1, 1/r or 1/log2(r+1)",
+        ("miscalibration",),
+        "statistics",
+    ),
+    _choice(
+        "divergence",
+        Divergence,
+        "miscalibration's divergence: KL(p || smoothed q) in bits (Steck), or the "
+        "Jensen-Shannon distance sqrt(JSD(p, q)) with log2, unsmoothed, in [0, 1].",
+        "miscalibration's divergence: KL with alpha, or the Jensen-Shannon distance",
+        ("miscalibration",),
+        "statistics",
+    ),
 )
 
 _BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
@@ -682,6 +714,17 @@ class MetricOptions:
         group's share of catalog items), ``"merit"`` (its share of relevant truth rows),
         ``"uniform"``, or a ``{group: share}`` table (kept as (group, share) pairs sorted
         by group; normalised over the groups where used).
+    calibration_alpha
+        miscalibration's smoothing α in (0, 1): the list's category distribution q is
+        compared as (1 − α)·q + α·p with the history's p, so that a category of the
+        history the list misses costs at most log2(1/α) bits (Steck: 0.01).
+    calibration_weight
+        The weight of the item at rank r in miscalibration's list distribution:
+        ``"uniform"`` = 1, ``"reciprocal"`` = 1/r, ``"log"`` = 1/log2(r + 1).
+    divergence
+        miscalibration's divergence: ``"kl"`` = KL(p ‖ (1 − α)·q + α·p) in bits (Steck),
+        ``"js"`` = the Jensen–Shannon distance √JSD(p, q) with log2, unsmoothed, in
+        [0, 1].
 
     Examples
     --------
@@ -720,6 +763,9 @@ class MetricOptions:
     zero_ideal: ZeroIdeal = _DEFAULTS["zero_ideal"]
     exposure: Exposure = _DEFAULTS["exposure"]
     parity_target: ParityTarget = _DEFAULTS["parity_target"]
+    calibration_alpha: float = _DEFAULTS["calibration_alpha"]
+    calibration_weight: CalibrationWeight = _DEFAULTS["calibration_weight"]
+    divergence: Divergence = _DEFAULTS["divergence"]
 
     def __post_init__(self) -> None:
         # Each option checked, and kept in its normal form, by its row of the table.

@@ -256,6 +256,8 @@ def build_spec(
     validate: bool = True,
     sample: str | None = None,
     group: str = "group",
+    feature_weight: str | None = None,
+    history_weight: str | None = None,
     **options: Any,
 ) -> Spec:
     """The :class:`Spec` of a call, every frame-free check run, in a fixed order.
@@ -301,6 +303,8 @@ def build_spec(
         features,
         sample,
         group,
+        feature_weight,
+        history_weight,
     )
     long_table = "truth" not in given
     _check_metric_options(requests, long_table, score is not None)

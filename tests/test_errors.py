@@ -218,8 +218,8 @@ CASES: list[Case] = [
         "metrics: expected a known metric name, got 'ndgc' (did you mean 'ndcg'?); known metrics: "
         "'ap', 'aplt', 'arp', 'bpref', 'coverage', 'dcg', 'diversity', "
         "'ee_disparity', 'ee_loss', 'ee_relevance', 'err', 'exposure_gini', 'exposure_parity', "
-        "'f1', 'gini', 'hit_rate', 'judged', 'list_parity', 'mae', 'map', 'mrr', 'mse', 'ndcg', "
-        "'novelty', "
+        "'f1', 'gini', 'hit_rate', 'judged', 'list_parity', 'mae', 'map', 'miscalibration', "
+        "'mrr', 'mse', 'ndcg', 'novelty', "
         "'personalization', 'precision', 'r_precision', 'rbp', 'recall', 'rmse', 'serendipity'",
     ),
     (
@@ -231,8 +231,8 @@ CASES: list[Case] = [
         "metrics: expected a known metric name, got 'ndcg_cut10' (did you mean 'ndcg_cut_<k>'?); "
         "known metrics: 'ap', 'aplt', 'arp', 'bpref', 'coverage', 'dcg', 'diversity', "
         "'ee_disparity', 'ee_loss', 'ee_relevance', 'err', 'exposure_gini', 'exposure_parity', "
-        "'f1', 'gini', 'hit_rate', 'judged', 'list_parity', 'mae', 'map', 'mrr', 'mse', 'ndcg', "
-        "'novelty', "
+        "'f1', 'gini', 'hit_rate', 'judged', 'list_parity', 'mae', 'map', 'miscalibration', "
+        "'mrr', 'mse', 'ndcg', 'novelty', "
         "'personalization', 'precision', 'r_precision', 'rbp', 'recall', 'rmse', 'serendipity'",
     ),
     (

@@ -64,6 +64,10 @@ SPEC_DEFAULTS: dict[str, object] = {
     # Spec 9: the log browsing model, the catalog target.
     "exposure": "log",
     "parity_target": "catalog",
+    # Spec 9.1: Steck's alpha, unit rank weights, KL.
+    "calibration_alpha": 0.01,
+    "calibration_weight": "uniform",
+    "divergence": "kl",
 }
 
 #: evaluate's keywords that are not options: metrics and cutoffs, columns, the preset,
@@ -91,6 +95,8 @@ NOT_OPTIONS = {
     "sample",
     "item_groups",
     "group",
+    "feature_weight",
+    "history_weight",
 }
 
 

@@ -98,6 +98,11 @@ LATEX: dict[str, str] = {
     r"\ t = \texttt{parity\_target}",
     "list_parity": r"\mathrm{list\_parity@}k = 1 - \sqrt{\mathrm{JSD}_2(s_u, t)},"
     r"\qquad s_{u,g} \propto \sum_{r \le k,\ L[r] \in g} e(r)",
+    # calibration
+    "miscalibration": r"\mathrm{miscalibration@}k = \sum_{g:\ p(g|u) > 0} p(g|u)"
+    r"\log_2 \frac{p(g|u)}{(1 - \alpha)\, q(g|u) + \alpha\, p(g|u)},"
+    r"\qquad p(g|u) = \frac{\sum_{i \in H_u} w_{ui}\, p(g|i)}{\sum_{i \in H_u} w_{ui}},"
+    r"\quad q(g|u) = \frac{\sum_{r \le k} w_r\, p(g|L[r])}{\sum_{r \le k} w_r}",
 }
 
 #: Who gets a value, by ``Metric.population``.
@@ -110,6 +115,8 @@ POPULATION: dict[str, str] = {
     "rated": "users with at least one (rating, prediction) pair; with `aggregate=True` "
     "the error is pooled over every pair of the group, not averaged over users",
     "corpus": "no per-user value: one value per `by` group, so it needs `aggregate=True`",
+    "history": "users with at least one recommended item within the cutoff whose `train` "
+    "history holds a categorised item (`fm.diagnose` counts the others)",
 }
 
 #: What ``Metric.family`` (how the engine computes a metric) means.
@@ -122,6 +129,7 @@ KIND: dict[str, str] = {
     "rankings (`sample=`), against the ideal ranking's",
     "exposure": "from counts of users per (item, rank) and of rows per (item group, rank), "
     "weighted by the browsing model",
+    "calibration": "from one user's history and top-k category distributions",
 }
 
 #: The inputs behind each ``Metric.needs`` entry, as evaluate's keywords.
@@ -138,6 +146,7 @@ NEEDS: dict[str, str] = {
     "for Jaccard, a numeric vector for cosine; `similarity=`)",
     "prediction": "a `prediction` column in `recs` (the predicted rating), `relevance` "
     "in `truth` (the true rating)",
+    "train": "`train=` (user, item; `history_weight=` a weight column): each user's history",
 }
 
 #: Family pages first in this order; any other module follows in registry order.
@@ -205,6 +214,7 @@ _KEYWORDS = {
     "unexpected": "baseline=baseline",
     "catalog_size": "catalog=catalog",
     "item_features": "item_features=item_features",
+    "train": "train=train",
 }
 
 

@@ -67,6 +67,8 @@ def _evaluate_options(args: argparse.Namespace, frames: dict[str, pl.LazyFrame])
         "features": args.features_col,
         "sample": args.sample_col,
         "group": args.group_col,
+        "feature_weight": args.feature_weight,
+        "history_weight": args.history_weight,
         **{name: frames[name] for name in EXTRA_FILES if name in frames},
     }
 

@@ -243,6 +243,18 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
         "system's samples), for ee_loss, ee_disparity and ee_relevance",
     )
     cols.add_argument(
+        "--feature-weight",
+        metavar="COL",
+        help="weight w(item, category) in a long --item-features file (one row per item and "
+        "category), for miscalibration (default: 1 per row)",
+    )
+    cols.add_argument(
+        "--history-weight",
+        metavar="COL",
+        help="weight of each (user, item) in --train for miscalibration's history, e.g. "
+        "recency (default: 1; a repeated pair is then an error)",
+    )
+    cols.add_argument(
         "--ids-as-text",
         action="store_true",
         help="read the user and item columns of every input file as text (CSV: as written, "

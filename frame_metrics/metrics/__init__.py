@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from frame_metrics.metrics import beyond as beyond
+from frame_metrics.metrics import calibration as calibration
 from frame_metrics.metrics import corpus as corpus
 from frame_metrics.metrics import diversity as diversity
 from frame_metrics.metrics import expected_exposure as expected_exposure

@@ -69,8 +69,10 @@ Family = str
 #: ``"relevant"`` - the spec's section 3 policy (users with a relevant item; ``empty=``);
 #: ``"listed"`` - users with at least one recommended item within the cutoff;
 #: ``"rated"`` - users with at least one (rating, prediction) pair;
-#: ``"corpus"`` - no per-user value; one per ``by`` group.
-Population = Literal["relevant", "listed", "rated", "corpus"]
+#: ``"corpus"`` - no per-user value; one per ``by`` group;
+#: ``"history"`` - users with a recommended item within the cutoff whose train history
+#: holds a categorised item (calibration);
+Population = Literal["relevant", "listed", "rated", "corpus", "history"]
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,11 @@ class Metric:
         return options
 
     def reads(self) -> frozenset[str]:
-        """The options a metric string may give this metric (``name(option=value)``)."""
+        """The options a metric string may give this metric (``name(option=value)``).
+
+        A ranking metric judged against relevance reads the ranking options and its own;
+        any other metric its own (:attr:`options`) alone.
+        """
         if self.family != "ranking" or self.population != "relevant":
             return self.options
         base = {"threshold", "empty", "users", "relevant_set", "ties", "convention"}

@@ -1,0 +1,428 @@
+"""The calibration family: one user's history and list as category distributions.
+
+Per user, ``p(g|u)`` from the user's distinct train items and ``q(g|u)`` from the top k
+(spec section 9.1), both from the items' category distributions of ``item_features=``
+(:func:`category_table`). The query builds one row per (user, category) with ``p`` and
+the numerators of ``q`` for every cutoff and rank weighting asked for, and the user's
+denominators; the builders of :mod:`frame_metrics.metrics.calibration` sum over the
+categories. Every sum over items or categories is exact, in fixed point
+(:func:`~frame_metrics.metrics.calibration.fixed_sum`), so a user's value is the same
+bits whatever the order of the rows,
+the frame kind or the partition the user lands in (train is split by user with recs,
+the item table is whole in every partition).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import ClassVar
+
+import polars as pl
+
+from frame_metrics.errors import InvalidOptionError, InvalidValueError
+from frame_metrics.extras import ExtraFrame, require_columns
+from frame_metrics.families.base import Context, DiagnosticCount, Family
+from frame_metrics.inputs import Inputs
+from frame_metrics.metrics.calibration import (
+    CATEGORY,
+    FIRST_RANK,
+    HISTORY_SHARE,
+    CalibrationContext,
+    divergence_term,
+    fixed_sum,
+    fixed_units,
+    list_denominator,
+    list_numerator,
+    rank_weight,
+)
+from frame_metrics.prepare import RANK
+from frame_metrics.spec import Spec
+from frame_metrics.validation import Check, CheckedFrame, duplicate_check, null_checks
+
+__all__ = [
+    "FAMILY",
+    "ITEM_SHARE",
+    "CalibrationFamily",
+    "category_table",
+    "history_table",
+    "left_out",
+]
+
+#: ``p(g|i)``: the category's share of the item.
+ITEM_SHARE = "_fm_item_share"
+#: ``w_ui``: the weight of a history item (1 without ``history_weight``).
+_WEIGHT = "_fm_history_weight"
+
+
+def _bad_weights(column: str) -> pl.Expr:
+    """Rows whose weight is no finite number >= 0 (null, NaN, ±inf, negative)."""
+    w = pl.col(column).cast(pl.Float64)
+    return w.is_null() | ~w.is_finite().fill_null(False) | (w < 0).fill_null(False)
+
+
+def _weight_check(column: str, frame: str) -> Check:
+    bad = _bad_weights(column)
+    return Check(
+        bad.sum(),
+        bad,
+        InvalidValueError,
+        f"expected a finite number >= 0 in weight column {column!r} of {frame}, found {{n}} "
+        "row(s) without one (null, NaN, infinite or negative), e.g. {example}",
+    )
+
+
+def _numeric_weight(extra: ExtraFrame, column: str, option: str) -> None:
+    dtype = extra.frame.collect_schema()[column]
+    if not dtype.is_numeric():
+        raise InvalidValueError(
+            f"{extra.label}: expected column {column!r} ({option}) to hold numbers, "
+            f"found dtype {dtype}",
+            frame=extra.label,
+            columns=[column],
+        )
+
+
+def _coded(table: pl.LazyFrame) -> pl.LazyFrame:
+    """The categories as integer codes: the (user, category) groups hash 2x faster.
+
+    Any code would do (every sum over categories is order-free); a dense rank over the
+    item table, which every partition holds whole, is also the same everywhere.
+    """
+    return table.with_columns(pl.col(CATEGORY).rank("dense").cast(pl.UInt32))
+
+
+def category_table(
+    features: ExtraFrame, item: str, column: str, weight: str | None
+) -> tuple[pl.LazyFrame, list[CheckedFrame]]:
+    """Per (by the frame carries, item, ``CATEGORY``): ``ITEM_SHARE`` = w(i,g) / Σ_g w(i,g).
+
+    ``column`` holds either a list of categories per item (w = 1 for each distinct
+    category listed: a list is a set, as diversity's Jaccard reads it) or one category
+    per row (the long form, one row per (item, category), with the weights in
+    ``weight`` or 1). Categories are compared as text. An item whose weights add up to
+    0, whose list is empty, or that has no row is uncategorised: it has no row here.
+    Refused, by the checks returned: a null key, category or list, a repeated item (list
+    form) or (item, category) (long form), a weight that is not a finite number >= 0.
+    """
+    keys = [*features.by, item]
+    schema = require_columns(features, [*keys, column, *([weight] if weight else [])])
+    dtype = schema[column]
+    frame = features.frame
+    if isinstance(dtype, (pl.List, pl.Array)):
+        if weight is not None:
+            raise InvalidOptionError(
+                f"expected None with the list column {column!r} of item_features (w = 1 "
+                f"per listed category; a weight needs the long form, one row per (item, "
+                f"category)), got {weight!r}",
+                option="feature_weight",
+            )
+        values = pl.col(column).cast(pl.List(pl.String))
+        null_inside = values.list.eval(pl.element().is_null()).list.any().fill_null(False)
+        checks = [
+            *null_checks([*keys, column], "key or features"),
+            Check(
+                null_inside.sum(),
+                null_inside,
+                InvalidValueError,
+                f"expected no null category in the lists of column {column!r}, found {{n}} "
+                "list(s) holding one, e.g. {example}",
+            ),
+            duplicate_check(keys, "item"),
+        ]
+        rows = (
+            frame.select(*keys, values.list.unique().alias(CATEGORY))
+            .explode(CATEGORY)
+            .drop_nulls(CATEGORY)
+        )
+        counted = pl.len().over(keys).cast(pl.Float64)
+        table = rows.select(*keys, CATEGORY, (pl.lit(1.0) / counted).alias(ITEM_SHARE))
+        return _coded(table), [CheckedFrame("item_features", frame, checks, [*keys, column])]
+    if dtype.is_float() or dtype.is_nested() or dtype == pl.Boolean:
+        raise InvalidValueError(
+            f"item_features: expected column {column!r} to hold a list of categories per "
+            "item, or one category per row (text, categorical or integer), found dtype "
+            f"{dtype}",
+            frame="item_features",
+            columns=[column],
+        )
+    long_checks = [
+        *null_checks([*keys, column], "key or category"),
+        duplicate_check([*keys, column], "(item, category)"),
+    ]
+    w: pl.Expr = pl.lit(1.0)
+    if weight is not None:
+        _numeric_weight(features, weight, "feature_weight")
+        long_checks.append(_weight_check(weight, "item_features"))
+        w = pl.col(weight).cast(pl.Float64)
+    rows = frame.select(*keys, pl.col(column).cast(pl.String).alias(CATEGORY), w.alias("_fm_w"))
+    # Σ_g w(i, g) in category order: the same bits whatever the row order.
+    total = pl.col("_fm_w").sort_by(CATEGORY).cum_sum().last()
+    table = (
+        rows.filter(pl.col(CATEGORY).is_not_null())
+        .with_columns(total.over(keys).alias("_fm_total"))
+        .filter(pl.col("_fm_total") > 0)
+        .select(*keys, CATEGORY, (pl.col("_fm_w") / pl.col("_fm_total")).alias(ITEM_SHARE))
+    )
+    show = [*keys, column, *([weight] if weight else [])]
+    return _coded(table), [CheckedFrame("item_features", frame, long_checks, show)]
+
+
+def history_table(
+    train: ExtraFrame, user: list[str], item: str, weight: str | None
+) -> tuple[pl.LazyFrame, list[CheckedFrame]]:
+    """The distinct (by train carries, user, item) of train with ``_WEIGHT`` (w_ui).
+
+    With ``weight``, a (user, item) pair may have one row only, whose weight counts: a
+    repeated pair is an error (which of its weights counts would be a guess).
+    """
+    keys = [*train.by, *user, item]
+    if weight is None:
+        return train.frame.select(keys).unique().with_columns(pl.lit(1.0).alias(_WEIGHT)), []
+    require_columns(train, [weight])
+    _numeric_weight(train, weight, "history_weight")
+    checks = [
+        _weight_check(weight, "train"),
+        duplicate_check(
+            keys,
+            f"(user, item) pair when history_weight={weight!r} is given",
+            ("; combine each pair's weights into one row first",),
+        ),
+    ]
+    frame = train.frame.select(*keys, pl.col(weight).cast(pl.Float64).alias(_WEIGHT))
+    return frame, [CheckedFrame("train", train.frame, checks, [*keys, weight])]
+
+
+def _train(ctx: Context) -> ExtraFrame:
+    """``train=`` with its key checks, once per plan (the ranking family reads it too)."""
+    train: ExtraFrame | None = ctx.memo.get("train")
+    if train is None:
+        c = ctx.spec.columns
+        train = ctx.inputs.extra("train", [*c.user, c.item])
+        keys = [*train.by, *c.user, c.item]
+        ctx.checks.append(CheckedFrame("train", train.frame, null_checks(keys, "key"), keys))
+        ctx.memo["train"] = train
+    return train
+
+
+def _within(values: pl.Expr, k: int) -> pl.Expr:
+    """Σ ``values`` over the rows ranked within k (exact, in fixed point).
+
+    Rows below k add 0 rather than being filtered out: a filter per group inside an
+    aggregation is several times slower than an elementwise choice.
+    """
+    return fixed_sum(pl.when(pl.col(RANK) <= k).then(values).otherwise(0.0))
+
+
+def _history_shares(
+    history: pl.LazyFrame,
+    cats: pl.LazyFrame,
+    top: pl.LazyFrame,
+    by: tuple[str, ...],
+    user: list[str],
+    item: str,
+    fb: list[str],
+    tb: list[str],
+    *,
+    weighted_history: bool,
+) -> tuple[pl.LazyFrame, pl.LazyFrame, list[str]]:
+    """``p(g|u)`` per (history key, ``CATEGORY``), the users' denominators, the history key.
+
+    The history key is the ``by`` columns train or the item table carries, then the user:
+    a history applies to every group it does not name. Users whose categorised history
+    weighs 0 (or who have none) have no denominator row.
+    """
+    on_item = [*fb, item]
+    hist_by = [b for b in by if b in tb or b in fb]
+    if set(fb) - set(tb):
+        users = top.select(*hist_by, *user).unique()
+        history = history.join(users, on=[*tb, *user], how="inner")
+    hk = [*hist_by, *user]
+    if weighted_history:
+        # Weights as shares of the user's largest, in [0, 1] for the fixed-point sums
+        # (p is a ratio of two sums of them: the scale cancels).
+        largest = pl.col(_WEIGHT).max().over(hk)
+        history = history.with_columns(
+            pl.when(largest > 0).then(pl.col(_WEIGHT) / largest).otherwise(0.0).alias(_WEIGHT)
+        )
+    weighted = history.join(cats, on=on_item, how="inner")
+    numerators = weighted.group_by([*hk, CATEGORY]).agg(
+        fixed_sum(pl.col(_WEIGHT) * pl.col(ITEM_SHARE)).alias("_fm_pnum")
+    )
+    denominators = (
+        history.join(cats.select(on_item).unique(), on=on_item, how="semi")
+        .group_by(hk)
+        .agg(fixed_sum(pl.col(_WEIGHT)).alias("_fm_pden"))
+        .filter(pl.col("_fm_pden") > 0)
+    )
+    shares = numerators.join(denominators, on=hk, how="inner").select(
+        *hk, CATEGORY, (pl.col("_fm_pnum") / pl.col("_fm_pden")).alias(HISTORY_SHARE)
+    )
+    return shares, denominators, hk
+
+
+def left_out(spec: Spec, inputs: Inputs, top: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """What ``fm.diagnose`` counts for miscalibration: the users and the items left out.
+
+    ``users_without_categorised_history``: users with a recommendation (within the
+    largest k) whose train history holds no categorised item of weight above 0, left
+    out of the means; ``items_without_category``: distinct recommended (by the item
+    table carries, item) within the largest k without a category, left out of every
+    distribution. Checks are not run here (``evaluate`` runs them).
+    """
+    c = spec.columns
+    features = inputs.extra("item_features", [c.item])
+    cats, _ = category_table(features, c.item, c.features, c.feature_weight)
+    train = inputs.extra("train", [*c.user, c.item])
+    history, _ = history_table(train, list(c.user), c.item, c.history_weight)
+    fb = list(features.by)
+    _, denominators, hk = _history_shares(
+        history,
+        cats,
+        top,
+        c.by,
+        list(c.user),
+        c.item,
+        fb,
+        list(train.by),
+        weighted_history=c.history_weight is not None,
+    )
+    users = top.select(c.keys).unique().join(denominators, on=hk, how="anti")
+    on_item = [*fb, c.item]
+    items = top.select(on_item).unique().join(cats.select(on_item).unique(), on=on_item, how="anti")
+    return users, items
+
+
+class CalibrationFamily(Family):
+    """Calibration: a user's history and top k as category distributions."""
+
+    name: ClassVar[str] = "calibration"
+    order: ClassVar[int] = 50
+
+    def reads(self, spec: Spec) -> Mapping[str, Collection[str]]:
+        """The weight columns, when given."""
+        c = spec.columns
+        out: dict[str, list[str]] = {}
+        if c.feature_weight is not None:
+            out["item_features"] = [c.feature_weight]
+        if c.history_weight is not None:
+            out["train"] = [c.history_weight]
+        return out
+
+    def diagnostics(self, ctx: Context) -> list[DiagnosticCount]:
+        """Users with a list but no categorised history; items without a category."""
+        requests = ctx.requests(self.name)
+        if not requests:
+            return []
+        assert ctx.prepared is not None
+        deepest = max(q.k for q in requests)
+        top = ctx.prepared.top.filter(pl.col(RANK) <= deepest)
+        users, items = left_out(ctx.spec, ctx.inputs, top)
+        return [
+            DiagnosticCount(
+                "users_without_categorised_history",
+                "users with a list but no categorised history (left out of miscalibration)",
+                users.select(pl.len().cast(pl.Int64).alias("n")),
+            ),
+            DiagnosticCount(
+                "items_without_category",
+                f"recommended items (within k={deepest}) without a category",
+                items,
+                distinct=True,
+            ),
+        ]
+
+    def per_user(self, ctx: Context) -> pl.LazyFrame | None:
+        """One row per user of the population with a value per requested metric."""
+        requests = ctx.requests(self.name)
+        if not requests:
+            return None
+        assert ctx.prepared is not None
+        c, keys = ctx.spec.columns, ctx.keys
+        top = ctx.prepared.top
+        features = ctx.inputs.extra("item_features", [c.item])
+        cats, checks = category_table(features, c.item, c.features, c.feature_weight)
+        train = _train(ctx)
+        history, train_checks = history_table(train, list(c.user), c.item, c.history_weight)
+        ctx.checks.extend([*checks, *train_checks])
+        fb, tb = list(features.by), list(train.by)
+        on_item = [*fb, c.item]
+        ks = sorted({q.k for q in requests})
+        weightings = sorted({q.options.calibration_weight for q in requests})
+        within = [(w, k) for w in weightings for k in ks]
+
+        # One table of (user, category) contributions: the history's w_ui·p(g|i) and the
+        # list's items with their ranks (an uncategorised one with a null category, so
+        # that the user's first rank counts it); one group_by adds them up, in fixed
+        # point (exact in any order). Denominators are the sums over the user's
+        # categories (Σ_g p(g|i) = 1), so they need no pass of their own.
+        users = top.select(keys).unique()
+        hist_by = [b for b in c.by if b in tb or b in fb]
+        if set(fb) - set(tb):
+            history = history.join(
+                top.select(*hist_by, *c.user).unique(), on=[*tb, *c.user], how="inner"
+            )
+        hk = [*hist_by, *c.user]
+        if c.history_weight is not None:
+            # Weights as shares of the user's largest, in [0, 1] for the fixed point (p
+            # is a ratio of two sums of them: the scale cancels).
+            largest = pl.col(_WEIGHT).max().over(hk)
+            history = history.with_columns(
+                pl.when(largest > 0).then(pl.col(_WEIGHT) / largest).otherwise(0.0).alias(_WEIGHT)
+            )
+        if hk != keys:
+            # A history applies to every group it does not name: one copy per group.
+            history = users.join(history, on=hk, how="inner")
+        from_history = history.join(cats, on=on_item, how="inner").select(
+            *keys,
+            CATEGORY,
+            fixed_units(pl.col(_WEIGHT) * pl.col(ITEM_SHARE)).alias("_fm_p"),
+        )
+        from_list = top.join(cats, on=on_item, how="left").select(*keys, CATEGORY, RANK, ITEM_SHARE)
+        stacked = pl.concat([from_history, from_list], how="diagonal_relaxed")
+        share = pl.col(ITEM_SHARE).fill_null(0.0)
+        rows = stacked.group_by([*keys, CATEGORY]).agg(
+            pl.col("_fm_p").sum().alias("_fm_p"),
+            pl.col(RANK).min().alias(FIRST_RANK),
+            *(
+                fixed_units(pl.when(pl.col(RANK) <= k).then(rank_weight(pl.col(RANK), w) * share))
+                .sum()
+                .alias(list_numerator(w, k))
+                for w, k in within
+            ),
+        )
+        numerators = ["_fm_p", *(list_numerator(w, k) for w, k in within)]
+        rows = rows.with_columns(
+            pl.col(FIRST_RANK).min().over(keys),
+            pl.col("_fm_p").sum().over(keys).alias("_fm_pden"),
+            *(
+                pl.col(list_numerator(w, k)).sum().over(keys).alias(list_denominator(w, k))
+                for w, k in within
+            ),
+        )
+        # The population: users with a list whose history holds a categorised item.
+        # (A user with a history but no list has no first rank.)
+        rows = rows.filter(
+            pl.col("_fm_pden") > 0,
+            pl.col(CATEGORY).is_not_null(),
+            pl.col(FIRST_RANK).is_not_null(),
+        )
+        rows = rows.with_columns(
+            (pl.col("_fm_p").cast(pl.Float64) / pl.col("_fm_pden").cast(pl.Float64)).alias(
+                HISTORY_SHARE
+            ),
+            *(
+                pl.col(n).cast(pl.Float64)
+                for n in [*numerators[1:], *(list_denominator(w, k) for w, k in within)]
+            ),
+        )
+        # Each metric's term per (user, category) row first, elementwise; then the sums.
+        terms = [f"_fm_cal_term{n}" for n in range(len(requests))]
+        rows = rows.with_columns(
+            divergence_term(q.options, q.k).alias(t) for q, t in zip(requests, terms, strict=True)
+        )
+        return rows.group_by(keys).agg(
+            q.value(CalibrationContext(q.options, t)) for q, t in zip(requests, terms, strict=True)
+        )
+
+
+FAMILY = CalibrationFamily()
