@@ -254,5 +254,9 @@ def welch_t_test(
             return math.nan, math.nan
         return math.copysign(math.inf, diff), 0.0
     t = diff / math.sqrt(v_x + v_y)
-    df = (v_x + v_y) ** 2 / (v_x**2 / (n_x - 1) + v_y**2 / (n_y - 1))
+    # Welch-Satterthwaite, (v_x + v_y)² / (v_x²/(n_x - 1) + v_y²/(n_y - 1)), with each
+    # variance as its share of the sum: the squares of tiny variances (1e-170) underflow
+    # to 0 and made the formula 0/0.
+    f_x, f_y = v_x / (v_x + v_y), v_y / (v_x + v_y)
+    df = 1.0 / (f_x**2 / (n_x - 1) + f_y**2 / (n_y - 1))
     return t, min(1.0, 2.0 * student_t_sf(abs(t), df))
