@@ -116,6 +116,8 @@ NAMED = [
     "nDCG",
     "RR",
     "ERR@2",
+    # A dot in the column name: Spark reads an unquoted one as a struct field.
+    "rbp(persistence=0.5)",
 ]
 NAMED_COLUMNS = [
     *NAMED[:3],
@@ -126,6 +128,7 @@ NAMED_COLUMNS = [
     "nDCG@3",
     "RR",
     "ERR@2",
+    "rbp(persistence=0.5)",
 ]
 
 CASES: list[dict[str, Any]] = [
@@ -187,6 +190,26 @@ def test_columns_as_written(backend: Any, aggregate: bool) -> None:
         to_backend(RECS, 3), to_backend(TRUTH, 2), metrics=NAMED, k=[2, 3], aggregate=aggregate
     )
     assert to_polars(result).columns == ["n_users" if aggregate else "user", *NAMED_COLUMNS]
+
+
+@pytest.mark.parametrize("aggregate", [False, True], ids=["per-user", "aggregate"])
+def test_a_dot_in_a_metric_string(backend: Any, aggregate: bool) -> None:
+    # Spark reads an unquoted dotted name as a struct field: the column must be quoted.
+    to_backend, to_polars, _ = backend
+    metrics = ["rbp(persistence=0.5)", "exposure_gini(exposure=rbp,persistence=0.85)@2"][
+        : 2 if aggregate else 1
+    ]
+    train = TRUTH.select("user", "item")
+    expected = fm.evaluate(RECS, TRUTH, metrics=metrics, aggregate=aggregate, train=train)
+    result = fm.evaluate(
+        to_backend(RECS, 3),
+        to_backend(TRUTH, 2),
+        metrics=metrics,
+        aggregate=aggregate,
+        train=to_backend(train, 2),
+    )
+    got = _sorted(to_polars(result), aggregate)
+    assert_frame_equal(got, _sorted(expected, aggregate), check_dtypes=False)
 
 
 @pytest.mark.parametrize("by", [None, "model"])

@@ -75,6 +75,17 @@ def _small_types(table: pa.Table) -> pa.Table:
     return table.cast(pa.schema([f.with_type(small(f.type)) for f in table.schema]))
 
 
+def _column(name: str) -> Any:
+    """A Spark column by its name as written, backquoted.
+
+    A dot in the name (a metric string's ``persistence=0.5``, a user's column name) is
+    part of it, not a struct field.
+    """
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
 def _arrow(frame: pl.DataFrame) -> pa.Table:
     return _small_types(frame.to_arrow())
 
@@ -152,7 +163,7 @@ class _Run:
         if keep is not None:
             frame = frame.where(self._coarse_keep())
         out = frame.mapInArrow(add, _spark_schema(empty))
-        renamed = [F.col(c).alias(f"{index}|{c}") for c in schema]
+        renamed = [_column(c).alias(f"{index}|{c}") for c in schema]
         return out.select(F.col(core.BUCKET), F.lit(index).alias(_TAG), *renamed)
 
     def _coarse_keep(self) -> Any:
@@ -165,10 +176,10 @@ class _Run:
 
         spec = self.job.spec
         c = spec.columns
-        rank = F.col(c.rank)
+        rank = _column(c.rank)
         keep = rank.isNull() | (rank <= spec.max_k)
         for col in [*c.keys, c.item]:
-            keep = keep | F.col(col).isNull()
+            keep = keep | _column(col).isNull()
         if self.schemas["recs"][c.rank].is_float():
             infinite = F.abs(rank) == F.lit(float("inf"))
             keep = keep | F.isnan(rank) | infinite | (rank != F.floor(rank))
@@ -222,7 +233,8 @@ class _Run:
 
     def distinct(self, cols: list[str]) -> pl.DataFrame:
         """The distinct values of recs' ``cols``."""
-        out = pl.from_arrow(self.frames["recs"].select(*cols).distinct().toArrow())
+        recs = self.frames["recs"]
+        out = pl.from_arrow(recs.select(*(_column(c) for c in cols)).distinct().toArrow())
         assert isinstance(out, pl.DataFrame)
         return out.cast({c: self.schemas["recs"][c] for c in cols})
 
@@ -302,7 +314,7 @@ def _checked(run: _Run, meta: pl.DataFrame) -> Any:
     except Exception:
         combined.unpersist()
         raise
-    return combined.filter(~is_failure).select(*meta.columns)
+    return combined.filter(~is_failure).select(*(_column(c) for c in meta.columns))
 
 
 #: Spark caches a plan with adaptive execution's partition merging turned off, unless

@@ -327,7 +327,8 @@ class ExposureFamily(Family):
             out = (
                 out.join(value, on=by, how="left", nulls_equal=True)
                 if by
-                else pl.concat([out, value], how="horizontal")
+                # One row of users (none on empty partials, as the metrics' rows then).
+                else out.join(value, how="cross")
             )
         return out
 
