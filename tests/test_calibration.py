@@ -715,3 +715,34 @@ def test_the_same_bits_on_spark(aggregate: bool) -> None:
     assert isinstance(got, pl.DataFrame)
     order = ["model"] if aggregate else ["model", "user"]
     assert got.sort(order).equals(one_pass.sort(order), null_equal=True)
+
+
+def test_a_metric_has_the_same_bits_alone_and_with_others() -> None:
+    # The list's q(g0) = u/u for one user: polars divided by a one-row column as a
+    # multiplication by its reciprocal (0.9999999999999999) inside the twelve-metric call
+    # and exactly (1.0) alone, so KL@9 was 3.2e-16 there and 0.0 alone. Every share is an
+    # IEEE division now: KL = 0 (q = p on g0, the only category of the history), always.
+    features = pl.DataFrame(
+        {"item": ["i3", "i6", "i6", "i6"], "genre": ["g0", "g0", "g1", "g2"], "w": [0.5, 0.5, 0, 0]}
+    )
+    recs = pl.DataFrame({"user": [0, 0, 0], "item": ["i0", "i1", "i3"], "rank": [1, 2, 4]})
+    train = pl.DataFrame({"user": [0] * 4, "item": ["i0", "i1", "i2", "i6"]})
+    names = [
+        f"miscalibration(calibration_alpha={a},calibration_weight={w},divergence={d})"
+        for a in (0.01, 0.3)
+        for w in ("uniform", "reciprocal", "log")
+        for d in ("kl", "js")
+    ]
+    call: dict[str, Any] = {
+        "k": [1, 3, 9],
+        "train": train,
+        "item_features": features,
+        "features": "genre",
+        "feature_weight": "w",
+    }
+    together = fm.evaluate(recs, metrics=names, **call)
+    for name in names:
+        alone = fm.evaluate(recs, metrics=[name], **call)
+        for column in alone.columns[1:]:
+            assert alone[column].to_list() == together[column].to_list(), column
+    assert together[f"{names[4]}@9"].to_list() == [0.0]  # alpha 0.01, log weights, KL

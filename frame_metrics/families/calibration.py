@@ -29,6 +29,7 @@ from frame_metrics.metrics.calibration import (
     HISTORY_SHARE,
     CalibrationContext,
     divergence_term,
+    divided,
     fixed_sum,
     fixed_units,
     list_denominator,
@@ -281,7 +282,7 @@ def _history_shares(
         .filter(pl.col("_fm_pden") > 0)
     )
     shares = numerators.join(denominators, on=hk, how="inner").select(
-        *hk, CATEGORY, (pl.col("_fm_pnum") / pl.col("_fm_pden")).alias(HISTORY_SHARE)
+        *hk, CATEGORY, divided(pl.col("_fm_pnum"), pl.col("_fm_pden")).alias(HISTORY_SHARE)
     )
     return shares, denominators, hk
 
@@ -455,7 +456,9 @@ class CalibrationFamily(Family):
             .with_columns(user.alias(_UID))
         )
         rows = rows.with_columns(
-            (pl.col(_P).cast(pl.Float64) / pl.col(_PDEN).cast(pl.Float64)).alias(HISTORY_SHARE),
+            divided(pl.col(_P).cast(pl.Float64), pl.col(_PDEN).cast(pl.Float64)).alias(
+                HISTORY_SHARE
+            ),
             *(pl.col(n).cast(pl.Float64) for n in [*numerators, *denominators]),
         )
         # Each metric's term per (user, category) row first, elementwise; then the sums.

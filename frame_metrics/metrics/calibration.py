@@ -30,6 +30,7 @@ __all__ = [
     "CalibrationCase",
     "CalibrationContext",
     "divergence_term",
+    "divided",
     "fixed_sum",
     "fixed_units",
     "history_share",
@@ -112,7 +113,18 @@ def list_share(weight: CalibrationWeight, k: int) -> pl.Expr:
     """``q(g|u)`` per row: 0 everywhere for a list without a categorised item within k."""
     num = pl.col(list_numerator(weight, k)).fill_null(0.0)
     den = pl.col(list_denominator(weight, k)).fill_null(0.0)
-    return pl.when(den > 0).then(num / den).otherwise(0.0)
+    return pl.when(den > 0).then(divided(num, den)).otherwise(0.0)
+
+
+def divided(num: pl.Expr, den: pl.Expr) -> pl.Expr:
+    """``num / den``, an IEEE division on every row.
+
+    polars divides a column by a one-row one as a multiplication by its reciprocal
+    (``u / u`` can give 0.9999999999999999), and whether ``den`` reaches the kernel as
+    one row depends on the rest of the query: a metric's bits changed with the other
+    metrics of the call. ``den`` as a column as long as ``num`` rules that out.
+    """
+    return num / (num * 0.0 + den)
 
 
 def divergence_term(options: MetricOptions, k: int) -> pl.Expr:
@@ -128,10 +140,10 @@ def divergence_term(options: MetricOptions, k: int) -> pl.Expr:
     if options.divergence == "kl":
         alpha = options.calibration_alpha
         smoothed = q * (1.0 - alpha) + p * alpha
-        return pl.when(p > 0).then(p * (p / smoothed).log(2)).otherwise(0.0)
+        return pl.when(p > 0).then(p * divided(p, smoothed).log(2)).otherwise(0.0)
     m = (p + q) * 0.5
-    half_p = pl.when(p > 0).then(p * (p / m).log(2)).otherwise(0.0)
-    half_q = pl.when(q > 0).then(q * (q / m).log(2)).otherwise(0.0)
+    half_p = pl.when(p > 0).then(p * divided(p, m).log(2)).otherwise(0.0)
+    half_q = pl.when(q > 0).then(q * divided(q, m).log(2)).otherwise(0.0)
     return (half_p + half_q) * 0.5
 
 
