@@ -106,8 +106,11 @@ def _per(expr: pl.Expr, by: list[str]) -> pl.Expr:
 def normalised(frame: pl.LazyFrame, by: list[str], value: str, out: str) -> pl.LazyFrame:
     """``value`` over its sum within the ``by`` group, the sum in group order (null: 0)."""
     total = _per(ordered_sum(pl.col(value).cast(pl.Float64).sort_by(pl.col(GROUP))), by)
+    x = pl.col(value).cast(pl.Float64)
+    # Over a column of totals, not the one-row total: polars divides by a one-row column
+    # as a multiplication by its reciprocal (see metrics.calibration.divided).
     return frame.with_columns(
-        pl.when(total > 0).then(pl.col(value).cast(pl.Float64) / total).otherwise(None).alias(out)
+        pl.when(total > 0).then(x / (x * 0.0 + total)).otherwise(None).alias(out)
     )
 
 
