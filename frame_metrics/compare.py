@@ -17,7 +17,6 @@ at once, and the same resamples serve every model, so differences are paired. Ne
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
@@ -27,6 +26,7 @@ import polars as pl
 from frame_metrics.columns import as_names
 from frame_metrics.errors import InvalidOptionError, InvalidValueError, MissingColumnsError, shown
 from frame_metrics.frames import kind_of, to_lazy
+from frame_metrics.options import is_int, is_real
 from frame_metrics.progress import Progress
 from frame_metrics.stats import benjamini_hochberg, holm, paired_t_test, wilcoxon_signed_rank
 from frame_metrics.validation import (
@@ -73,15 +73,6 @@ _SCHEMA: dict[str, Any] = {
 }
 
 
-def _is_int(value: object) -> bool:
-    # numpy integers register as numbers.Integral; bool is an int but not a count.
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_real(value: object) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
 @dataclass(frozen=True)
 class _Option:
     """One keyword of :func:`compare`: what it accepts, and its plain Python form.
@@ -101,14 +92,14 @@ MAX_RESAMPLES = 10_000_000
 #: compare's own keywords, validated up front, before any data is read.
 _OPTIONS: dict[str, _Option] = {
     "model": _Option("a column name", lambda v: isinstance(v, str)),
-    "level": _Option("a number in (0, 1)", lambda v: _is_real(v) and 0 < v < 1, float),
+    "level": _Option("a number in (0, 1)", lambda v: is_real(v) and 0 < v < 1, float),
     # At most 10^7: the resampled sums are an array of n_resamples rows per column.
     "n_resamples": _Option(
         f"an int in [1, {MAX_RESAMPLES:_}]",
-        lambda v: _is_int(v) and 1 <= v <= MAX_RESAMPLES,
+        lambda v: is_int(v) and 1 <= v <= MAX_RESAMPLES,
         int,
     ),
-    "seed": _Option("an int >= 0", lambda v: _is_int(v) and v >= 0, int),
+    "seed": _Option("an int >= 0", lambda v: is_int(v) and v >= 0, int),
     "correction": _Option(
         "one of 'holm', 'bh'", lambda v: isinstance(v, str) and v in ("holm", "bh")
     ),

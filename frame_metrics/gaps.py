@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -40,6 +39,7 @@ from frame_metrics.errors import (
 )
 from frame_metrics.exact_sums import exact_partials, exact_totals
 from frame_metrics.frames import to_lazy
+from frame_metrics.options import is_int, is_real
 from frame_metrics.progress import Progress
 from frame_metrics.stats import welch_t_test
 from frame_metrics.validation import Check, CheckedFrame, duplicate_check, null_checks, run_checks
@@ -85,15 +85,6 @@ _SCHEMA: dict[str, Any] = {
 }
 
 
-def _is_int(value: object) -> bool:
-    # numpy integers register as numbers.Integral; bool is an int but not a count.
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _is_real(value: object) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
 def _checked(name: str, value: Any, expected: str, ok: bool) -> None:
     if not ok:
         raise InvalidOptionError(f"expected {expected}, got {shown(value)}", option=name)
@@ -115,16 +106,16 @@ def _check_options(
         "active_share",
         active_share,
         "a number in (0, 1)",
-        _is_real(active_share) and 0 < active_share < 1,
+        is_real(active_share) and 0 < active_share < 1,
     )
-    _checked("level", level, "a number in (0, 1)", _is_real(level) and 0 < level < 1)
+    _checked("level", level, "a number in (0, 1)", is_real(level) and 0 < level < 1)
     _checked(
         "n_resamples",
         n_resamples,
         f"an int in [1, {MAX_RESAMPLES:_}]",
-        _is_int(n_resamples) and 1 <= n_resamples <= MAX_RESAMPLES,
+        is_int(n_resamples) and 1 <= n_resamples <= MAX_RESAMPLES,
     )
-    _checked("seed", seed, "an int >= 0", _is_int(seed) and seed >= 0)
+    _checked("seed", seed, "an int >= 0", is_int(seed) and seed >= 0)
     _checked(
         "progress",
         progress,
