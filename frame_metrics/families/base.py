@@ -32,11 +32,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import polars as pl
 
+from frame_metrics.extras import ExtraFrame
 from frame_metrics.inputs import Inputs
 from frame_metrics.metrics.registry import Requested
 from frame_metrics.prepare import Prepared, RatingPairs
 from frame_metrics.spec import Spec
-from frame_metrics.validation import CheckedFrame
+from frame_metrics.validation import CheckedFrame, null_checks
 
 if TYPE_CHECKING:
     from polars._typing import EngineType
@@ -112,6 +113,21 @@ class Context:
     def requests(self, family: str) -> list[Requested]:
         """The requested metrics of one family, in request order."""
         return self.spec.of_family(family)
+
+    def train(self) -> ExtraFrame:
+        """``train=``, checked to have the user and item columns; its key checks once.
+
+        Several families read it (popularity, history, calibration, default item
+        groups): the frame and its null checks are shared through ``memo``.
+        """
+        train: ExtraFrame | None = self.memo.get("train")
+        if train is None:
+            c = self.spec.columns
+            train = self.inputs.extra("train", [*c.user, c.item])
+            keys = [*train.by, *c.user, c.item]
+            self.checks.append(CheckedFrame("train", train.frame, null_checks(keys, "key"), keys))
+            self.memo["train"] = train
+        return train
 
 
 class Family:

@@ -219,18 +219,6 @@ def _history_lists(
     return lists, checks
 
 
-def _train(ctx: Context) -> ExtraFrame:
-    """``train=`` with its key checks, once per plan (the ranking family reads it too)."""
-    train: ExtraFrame | None = ctx.memo.get("train")
-    if train is None:
-        c = ctx.spec.columns
-        train = ctx.inputs.extra("train", [*c.user, c.item])
-        keys = [*train.by, *c.user, c.item]
-        ctx.checks.append(CheckedFrame("train", train.frame, null_checks(keys, "key"), keys))
-        ctx.memo["train"] = train
-    return train
-
-
 def _within(values: pl.Expr, k: int) -> pl.Expr:
     """Σ ``values`` over the rows ranked within k (exact, in fixed point).
 
@@ -368,7 +356,7 @@ class CalibrationFamily(Family):
         top = ctx.prepared.top
         features = ctx.inputs.extra("item_features", [c.item])
         cats, checks = category_table(features, c.item, c.features, c.feature_weight)
-        train = _train(ctx)
+        train = ctx.train()
         ctx.checks.extend(checks)
         fb, tb = list(features.by), list(train.by)
         on_item = [*fb, c.item]

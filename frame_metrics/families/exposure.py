@@ -416,12 +416,10 @@ def _popularity(ctx: Context) -> tuple[pl.LazyFrame, list[str]]:
         return cached
     c = ctx.spec.columns
     shared = ctx.inputs.shared
-    train = ctx.inputs.extra("train", [*c.user, c.item])
+    train = ctx.train()
     if shared is not None and shared.popularity is not None:
         items = shared.popularity.lazy()
     else:
-        keys = [*train.by, *c.user, c.item]
-        ctx.checks.append(CheckedFrame("train", train.frame, null_checks(keys, "key"), keys))
         items, _ = item_popularity(train, c, ctx.spec.options)
     # Cached: the partials and the catalog target both read it, and the engine would
     # otherwise count train's popularity once per reader (2.1x the CPU at 1M users).

@@ -16,7 +16,6 @@ import polars as pl
 from frame_metrics.errors import InvalidValueError
 from frame_metrics.extras import (
     N_TRAIN_USERS,
-    ExtraFrame,
     baseline_ranks,
     history_pairs,
     item_popularity,
@@ -31,7 +30,7 @@ from frame_metrics.metrics.registry import Requested
 from frame_metrics.options import COMBINATION_OPTIONS, MetricOptions
 from frame_metrics.prepare import RANK, REL, Prepared, prepare_baseline
 from frame_metrics.spec import Spec
-from frame_metrics.validation import Check, CheckedFrame, null_checks
+from frame_metrics.validation import Check, CheckedFrame
 
 __all__ = ["FAMILY", "RankingFamily", "global_popularity"]
 
@@ -172,28 +171,13 @@ def global_popularity(spec: Spec, run: Partitioned) -> dict[str, Any]:
 FAMILY = RankingFamily()
 
 
-def _train(ctx: Context) -> ExtraFrame:
-    """``train=``, checked to have its join columns; its key checks, once per plan.
-
-    Popularity (on the listed rows) and history (on the hit rows) both read it.
-    """
-    train: ExtraFrame | None = ctx.memo.get("train")
-    if train is None:
-        c = ctx.spec.columns
-        train = ctx.inputs.extra("train", [*c.user, c.item])
-        keys = [*train.by, *c.user, c.item]
-        ctx.checks.append(CheckedFrame("train", train.frame, null_checks(keys, "key"), keys))
-        ctx.memo["train"] = train
-    return train
-
-
 def _listed_rows(ctx: Context, prepared: Prepared) -> pl.LazyFrame:
     """The top-k rows, with the train popularity columns list metrics read."""
     spec, c = ctx.spec, ctx.spec.columns
     top = prepared.top
     if "popularity" not in spec.needs:
         return top
-    train = _train(ctx)
+    train = ctx.train()
     shared = ctx.inputs.shared
     if shared is not None and shared.popularity is not None:
         # One partition of a larger run: popularity is over every partition's train
@@ -227,7 +211,7 @@ def _hit_columns(ctx: Context) -> list[tuple[pl.LazyFrame, list[str]]]:
     spec, c = ctx.spec, ctx.spec.columns
     out: list[tuple[pl.LazyFrame, list[str]]] = []
     if "history" in spec.needs:
-        train = _train(ctx)
+        train = ctx.train()
         out.append((history_pairs(train, c), [*train.by, *c.user, c.item]))
     if "baseline" in spec.needs:
         baseline = ctx.inputs.extra("baseline", [*c.user, c.item])
