@@ -174,53 +174,29 @@ def exposure(
     from frame_metrics.distributed import adapter_for
 
     adapter = adapter_for(recs)
+    frames = (recs, truth, item_groups, train, catalog)
     if adapter is not None:
         # Spark or Dask: collected (every input), the table given back in recs' kind.
-        local = _exposure_table(
-            adapter.to_polars(recs),
-            *(_local(f) for f in (truth, item_groups, train, catalog)),
-            k=k,
-            exposure=exposure,
-            persistence=persistence,
-            by=by,
-            user=user,
-            item=item,
-            rank=rank,
-            score=score,
-            relevance=relevance,
-            group=group,
-            threshold=threshold,
-            head_share=head_share,
-            ties=ties,
-            on_duplicate=on_duplicate,
-            validate=validate,
-        )
-        return cast("FrameT", adapter.like(recs, local))
-    return cast(
-        "FrameT",
-        _exposure_table(
-            recs,
-            truth,
-            item_groups,
-            train,
-            catalog,
-            k=k,
-            exposure=exposure,
-            persistence=persistence,
-            by=by,
-            user=user,
-            item=item,
-            rank=rank,
-            score=score,
-            relevance=relevance,
-            group=group,
-            threshold=threshold,
-            head_share=head_share,
-            ties=ties,
-            on_duplicate=on_duplicate,
-            validate=validate,
-        ),
+        frames = (adapter.to_polars(recs), *(_local(f) for f in frames[1:]))
+    table = _exposure_table(
+        *frames,
+        k=k,
+        exposure=exposure,
+        persistence=persistence,
+        by=by,
+        user=user,
+        item=item,
+        rank=rank,
+        score=score,
+        relevance=relevance,
+        group=group,
+        threshold=threshold,
+        head_share=head_share,
+        ties=ties,
+        on_duplicate=on_duplicate,
+        validate=validate,
     )
+    return cast("FrameT", table if adapter is None else adapter.like(recs, table))
 
 
 def _local(frame: object) -> object:
