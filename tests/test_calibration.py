@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import frame_metrics as fm
+import frame_metrics.families.calibration as calibration_family
 from frame_metrics.cli import main
 from frame_metrics.errors import DuplicateRowsError, InvalidOptionError, InvalidValueError
 from tests.conftest import Constructor, to_polars
@@ -351,16 +352,22 @@ def test_against_a_reference_of_the_spec(world: dict[str, Any]) -> None:
         for a, w, d in variants
     ]
     ks = [1, 3, 9]
-    out = fm.evaluate(
-        recs,
-        metrics=names,
-        k=ks,
-        train=train,
-        item_features=features,
-        features="genre",
-        feature_weight="w",
-        history_weight="w",
-    )
+    call: dict[str, Any] = {
+        "metrics": names,
+        "k": ks,
+        "train": train,
+        "item_features": features,
+        "features": "genre",
+        "feature_weight": "w",
+    }
+    out = fm.evaluate(recs, history_weight="w", **call)
+    # The sparse path (rows per (user, category)) and the dense one (a column per
+    # category, taken here: 4 categories) give the same bits, with and without weights.
+    unweighted = fm.evaluate(recs, **call)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(calibration_family, "DENSE_MAX_CATEGORIES", 0)
+        assert fm.evaluate(recs, history_weight="w", **call).equals(out, null_equal=True)
+        assert fm.evaluate(recs, **call).equals(unweighted, null_equal=True)
     got = {row["user"]: row for row in out.iter_rows(named=True)}
     for user, (ranks, history) in users.items():
         for (a, w, d), name in zip(variants, names, strict=True):
@@ -450,6 +457,35 @@ def test_the_same_bits_on_every_frame_kind_and_row_order(
     )
     assert want.height > 0
     assert got.equals(want, null_equal=True)
+
+
+@pytest.mark.parametrize("table", ["long", "lists", "per_model"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_dense_and_the_sparse_path_give_the_same_bits(
+    monkeypatch: pytest.MonkeyPatch, table: str, weighted: bool
+) -> None:
+    data = _big()
+    features = data["item_features"]
+    call = {k: v for k, v in _CALL.items() if k != "history_weight" or weighted}
+    if table == "lists":
+        features = features.group_by("item").agg(pl.col("genre"))
+        call = {k: v for k, v in call.items() if k != "feature_weight"}
+    elif table == "per_model":
+        # The item table names the groups train lacks: a history per (model, user).
+        features = pl.concat(
+            [
+                features.with_columns(model=pl.lit("a")),
+                features.filter(pl.col("item") != "m3").with_columns(
+                    model=pl.lit("b"), w=pl.col("w") * 2 + 1
+                ),
+            ]
+        )
+    kwargs = {"train": data["train"], "item_features": features, **call}
+    dense = fm.evaluate(data["recs"], **kwargs)
+    monkeypatch.setattr(calibration_family, "DENSE_MAX_CATEGORIES", 0)
+    sparse = fm.evaluate(data["recs"], **kwargs)
+    assert dense.height > 0
+    assert dense.equals(sparse, null_equal=True)
 
 
 @pytest.mark.parametrize("aggregate", [False, True])

@@ -36,11 +36,14 @@ from frame_metrics.metrics.calibration import (
     list_numerator,
     rank_weight,
 )
+from frame_metrics.metrics.registry import Requested
+from frame_metrics.options import CalibrationWeight
 from frame_metrics.prepare import RANK
 from frame_metrics.spec import Spec
 from frame_metrics.validation import Check, CheckedFrame, duplicate_check, null_checks
 
 __all__ = [
+    "DENSE_MAX_CATEGORIES",
     "FAMILY",
     "ITEM_SHARE",
     "CalibrationFamily",
@@ -61,6 +64,11 @@ _KEY = "_fm_cal_key"
 #: The history's fixed-point units of p per row, and their sum per user.
 _P = "_fm_p"
 _PDEN = "_fm_pden"
+
+#: The most distinct categories of the item table for which a user's sums are one row
+#: with a column per category (:func:`_dense_values`) rather than rows per (user,
+#: category), grouped by a hash of 10-20x more keys. The same bits either way.
+DENSE_MAX_CATEGORIES = 64
 
 
 def _bad_weights(column: str) -> pl.Expr:
@@ -275,6 +283,127 @@ def _history_shares(
     return shares, denominators, hk
 
 
+def _category_count(cats: pl.LazyFrame) -> int:
+    """The number of distinct categories of the item table (its codes are 1..n)."""
+    found = cats.select(pl.col(CATEGORY).max()).collect().item()
+    return int(found or 0)
+
+
+def _dense_values(
+    requests: list[Requested],
+    cats: pl.LazyFrame,
+    n_categories: int,
+    top: pl.LazyFrame,
+    history: pl.LazyFrame,
+    keys: list[str],
+    hk: list[str],
+    on_item: list[str],
+    within: list[tuple[CalibrationWeight, int]],
+    *,
+    weighted_history: bool,
+) -> pl.LazyFrame:
+    """Per user (``keys``): the metrics' values, from one row per user.
+
+    ``history``: the distinct history items, one row each, keyed by ``hk`` (the ``by``
+    columns train or the item table carries, then the user), with ``_WEIGHT`` and
+    ``_LARGEST`` when ``weighted_history``.
+
+    The item table as one row per item with p(g|i) in a column per category (0 where
+    the item has none), so that the sums per user are a ``group_by(user)`` of the
+    history's and of the list's rows, and the divergence terms are elementwise across
+    the category columns. The same fixed-point units, sums and float operations as the
+    rows per (user, category) of the sparse path: a category outside both the history
+    and the list adds 0 units to every sum, and a term of exactly 0.
+    """
+    suffixes = [f"#{code}" for code in range(1, n_categories + 1)]
+    shares = [ITEM_SHARE + x for x in suffixes]
+    p_units = [_P + x for x in suffixes]
+    items = cats.group_by(on_item).agg(
+        pl.col(ITEM_SHARE).filter(pl.col(CATEGORY) == code).first().fill_null(0.0).alias(s)
+        for code, s in enumerate(shares, start=1)
+    )
+    # The units of p(g|i) once per item: w_ui = 1 and w_r = 1 (uniform) multiply exactly.
+    units = items.select(
+        *on_item,
+        *shares,
+        *(fixed_units(pl.col(s)).alias(u) for s, u in zip(shares, p_units, strict=True)),
+    )
+    if not weighted_history:
+        from_history = history.join(units, on=on_item, how="inner").select(*hk, *p_units)
+    else:
+        top_weight = pl.col(_LARGEST)
+        weight = pl.when(top_weight > 0).then(pl.col(_WEIGHT) / top_weight).otherwise(0.0)
+        from_history = history.join(items, on=on_item, how="inner").select(
+            *hk,
+            *(
+                fixed_units(weight * pl.col(s)).alias(u)
+                for s, u in zip(shares, p_units, strict=True)
+            ),
+        )
+    p_sums = (
+        from_history.group_by(hk)
+        .agg(pl.col(u).sum() for u in p_units)
+        .with_columns(pl.sum_horizontal(p_units).alias(_PDEN))
+        # The population: users with a list whose history holds a categorised item.
+        .filter(pl.col(_PDEN) > 0)
+    )
+
+    numerators = {(w, k): [list_numerator(w, k) + x for x in suffixes] for w, k in within}
+
+    def unit(w: CalibrationWeight, k: int, share: str, p_unit: str) -> pl.Expr:
+        within_k = pl.col(RANK) <= k
+        if w == "uniform":
+            # w_r·p(g|i) = 1.0·p(g|i), the same float: its units are the item's.
+            return pl.when(within_k).then(pl.col(p_unit)).otherwise(0)
+        return fixed_units(
+            pl.when(within_k).then(rank_weight(pl.col(RANK), w) * pl.col(share)).otherwise(0.0)
+        )
+
+    # Every row of the list, categorised or not (null units: no category), for the
+    # first rank.
+    from_list = top.join(units, on=on_item, how="left", nulls_equal=True).select(
+        *keys,
+        RANK,
+        *(
+            unit(w, k, s, u).alias(n)
+            for (w, k), names in numerators.items()
+            for s, u, n in zip(shares, p_units, names, strict=True)
+        ),
+    )
+    every_numerator = [n for names in numerators.values() for n in names]
+    q_sums = (
+        from_list.group_by(keys)
+        .agg(pl.col(RANK).min().alias(FIRST_RANK), *(pl.col(n).sum() for n in every_numerator))
+        .with_columns(
+            pl.sum_horizontal(names).alias(list_denominator(w, k))
+            for (w, k), names in numerators.items()
+        )
+    )
+    sums = [*every_numerator, *(list_denominator(w, k) for w, k in within)]
+    # A history applies to every group it does not name.
+    rows = q_sums.join(p_sums, on=hk, how="inner", nulls_equal=True)
+    rows = rows.with_columns(
+        *(
+            (pl.col(u).cast(pl.Float64) / pl.col(_PDEN).cast(pl.Float64)).alias(HISTORY_SHARE + x)
+            for u, x in zip(p_units, suffixes, strict=True)
+        ),
+        *(pl.col(n).cast(pl.Float64) for n in sums),
+    )
+    terms = [[f"_fm_cal_term{n}{x}" for x in suffixes] for n in range(len(requests))]
+    rows = rows.with_columns(
+        divergence_term(q.options, q.k, x).alias(t)
+        for q, names in zip(requests, terms, strict=True)
+        for x, t in zip(suffixes, names, strict=True)
+    )
+    return rows.select(
+        *keys,
+        *(
+            q.value(CalibrationContext(q.options, names[0], tuple(names)))
+            for q, names in zip(requests, terms, strict=True)
+        ),
+    )
+
+
 def left_out(spec: Spec, inputs: Inputs, top: pl.LazyFrame) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     """What ``fm.diagnose`` counts for miscalibration: the users and the items left out.
 
@@ -363,6 +492,31 @@ class CalibrationFamily(Family):
         ks = sorted({q.k for q in requests})
         weightings = sorted({q.options.calibration_weight for q in requests})
         within = [(w, k) for w in weightings for k in ks]
+        n_categories = _category_count(cats)
+        weights = [_WEIGHT] if c.history_weight is not None else []
+        largest = [_LARGEST] if c.history_weight is not None else []
+        if 0 < n_categories <= DENSE_MAX_CATEGORIES:
+            # The history key: the by columns train or the item table carries, the user.
+            hk = [*(b for b in c.by if b in tb or b in fb), *c.user]
+            lists, train_checks = _history_lists(train, list(c.user), c.item, c.history_weight)
+            ctx.checks.extend(train_checks)
+            if set(fb) - set(tb):
+                # The history's categories differ by group: one copy per group listed.
+                groups = top.select(hk).unique()
+                lists = groups.join(lists, on=[*tb, *c.user], how="inner", nulls_equal=True)
+            items = lists.select(*hk, c.item, *weights, *largest).explode([c.item, *weights])
+            return _dense_values(
+                requests,
+                cats,
+                n_categories,
+                top,
+                items,
+                keys,
+                hk,
+                on_item,
+                within,
+                weighted_history=c.history_weight is not None,
+            )
         numerators = [list_numerator(w, k) for w, k in within]
         denominators = [list_denominator(w, k) for w, k in within]
 
@@ -389,8 +543,6 @@ class CalibrationFamily(Family):
         per_user = users.select(*keys, _UID).join(
             history, on=[*tb, *c.user], how="inner", nulls_equal=True
         )
-        weights = [_WEIGHT] if c.history_weight is not None else []
-        largest = [_LARGEST] if c.history_weight is not None else []
         rows = per_user.select(_UID, *fb, c.item, *weights, *largest).explode([c.item, *weights])
         if c.history_weight is None:
             # w_ui = 1: the unit of p(g|i) is the item table's, computed once per item.
@@ -404,10 +556,10 @@ class CalibrationFamily(Family):
             from_history = rows.join(cats, on=on_item, how="inner").with_columns(
                 fixed_units(weight * pl.col(ITEM_SHARE)).alias(_P)
             )
+        listed = top.join(users.select(*keys, _UID), on=keys, how="inner", nulls_equal=True)
         from_history = from_history.select(_UID, key, _P)
 
         # The list's items within each cutoff, their rank weights times p(g|i).
-        listed = top.join(users.select(*keys, _UID), on=keys, how="inner", nulls_equal=True)
         from_list = listed.join(cats, on=on_item, how="inner").select(
             _UID,
             key,

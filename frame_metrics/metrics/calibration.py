@@ -104,14 +104,18 @@ def fixed_sum(values: pl.Expr) -> pl.Expr:
     return fixed_units(values).sum().cast(pl.Float64) / 2.0**FIXED_BITS
 
 
-def history_share() -> pl.Expr:
-    """``p(g|u)`` per (user, category) row (0 for a category outside the history)."""
-    return pl.col(HISTORY_SHARE).fill_null(0.0)
+def history_share(category: str = "") -> pl.Expr:
+    """``p(g|u)`` per (user, category) row (0 for a category outside the history).
+
+    ``category``: the suffix of the category's own column, when the rows are one per
+    user with a column per category (see :class:`CalibrationContext`).
+    """
+    return pl.col(HISTORY_SHARE + category).fill_null(0.0)
 
 
-def list_share(weight: CalibrationWeight, k: int) -> pl.Expr:
+def list_share(weight: CalibrationWeight, k: int, category: str = "") -> pl.Expr:
     """``q(g|u)`` per row: 0 everywhere for a list without a categorised item within k."""
-    num = pl.col(list_numerator(weight, k)).fill_null(0.0)
+    num = pl.col(list_numerator(weight, k) + category).fill_null(0.0)
     den = pl.col(list_denominator(weight, k)).fill_null(0.0)
     return pl.when(den > 0).then(divided(num, den)).otherwise(0.0)
 
@@ -127,8 +131,11 @@ def divided(num: pl.Expr, den: pl.Expr) -> pl.Expr:
     return num / (num * 0.0 + den)
 
 
-def divergence_term(options: MetricOptions, k: int) -> pl.Expr:
+def divergence_term(options: MetricOptions, k: int, category: str = "") -> pl.Expr:
     """One category's term of the divergence, per (user, category) row.
+
+    With ``category``, the term of that category's columns (``HISTORY_SHARE`` and the
+    list numerator with the suffix) on rows of one user each.
 
     KL: ``p·log2(p / ((1-α)·q + α·p))`` where p > 0; JS: ``½·p·log2(p/m) + ½·q·log2(q/m)``,
     m = (p + q)/2. Computed on the rows before grouping (``with_columns``), where every
@@ -136,7 +143,8 @@ def divergence_term(options: MetricOptions, k: int) -> pl.Expr:
     value it holds constant as a multiplication by its reciprocal, which moves a last
     bit depending on the query around it.
     """
-    p, q = history_share(), list_share(options.calibration_weight, k)
+    p = history_share(category)
+    q = list_share(options.calibration_weight, k, category)
     if options.divergence == "kl":
         alpha = options.calibration_alpha
         smoothed = q * (1.0 - alpha) + p * alpha
@@ -149,28 +157,37 @@ def divergence_term(options: MetricOptions, k: int) -> pl.Expr:
 
 @dataclass(frozen=True)
 class CalibrationContext:
-    """One user's (user, category) rows, read inside ``group_by(user).agg``.
+    """One user's (user, category) rows, read inside ``group_by(user).agg``; or one row.
 
     ``term``: the column of the metric's :func:`divergence_term` per row; the rows also
     hold, repeated on every row of the user, the list denominators and ``FIRST_RANK``.
-    ``options``: the metric's own.
+    ``options``: the metric's own. ``terms``, when given: the rows are one per user, read
+    elementwise (``select``), with the term of each category in its own column, these.
     """
 
     options: MetricOptions
     term: str
+    terms: tuple[str, ...] = ()
+
+    def _first(self, column: str) -> pl.Expr:
+        return pl.col(column) if self.terms else pl.col(column).first()
 
     def divergence_sum(self) -> pl.Expr:
         """Σ of the terms over the user's categories (exact, in fixed point)."""
-        return fixed_sum(pl.col(self.term))
+        if not self.terms:
+            return fixed_sum(pl.col(self.term))
+        # The same Int128 sum as fixed_sum's over the rows (nulls left out by both).
+        units = pl.sum_horizontal(fixed_units(pl.col(t)) for t in self.terms)
+        return units.cast(pl.Float64) / 2.0**FIXED_BITS
 
     def listed(self, k: int) -> pl.Expr:
         """Whether the list has an item within k (else the user is outside the population)."""
-        return (pl.col(FIRST_RANK).first() <= k).fill_null(False)
+        return (self._first(FIRST_RANK) <= k).fill_null(False)
 
     def categorised(self, k: int) -> pl.Expr:
         """Whether the list has a categorised item within k."""
-        den = pl.col(list_denominator(self.options.calibration_weight, k))
-        return den.first().fill_null(0.0) > 0
+        den = self._first(list_denominator(self.options.calibration_weight, k))
+        return den.fill_null(0.0) > 0
 
 
 def _miscalibration(ctx: CalibrationContext, k: int) -> pl.Expr:
