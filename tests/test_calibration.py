@@ -25,6 +25,7 @@ import frame_metrics as fm
 import frame_metrics.families.calibration as calibration_family
 from frame_metrics.cli import main
 from frame_metrics.errors import DuplicateRowsError, InvalidOptionError, InvalidValueError
+from frame_metrics.extras import ExtraFrame
 from tests.conftest import Constructor, to_polars
 
 LOG2_100 = math.log2(1 / 0.01)
@@ -89,8 +90,8 @@ def test_rank_weights_and_items_in_two_categories() -> None:
     ]
     row = _evaluate(recs, metrics=metrics).row(0, named=True)
     p = {"x": 0.5, "y": 0.5}
-    # Uniform: q(y) = (1 + 0 + 1/2) / 3 = 1/2: perfectly calibrated.
-    assert row[metrics[0]] == pytest.approx(0.0, abs=1e-15)
+    # Uniform: q(y) = (1 + 0 + 1/2) / 3 = 1/2: perfectly calibrated, exactly 0.
+    assert row[metrics[0]] == 0.0
     # 1/r: weights 1, 1/2, 1/3 (sum 11/6); q(y) = (1 + 1/6) / (11/6) = 7/11.
     assert row[metrics[1]] == pytest.approx(_kl(p, {"x": 4 / 11, "y": 7 / 11}), rel=1e-14)
     # 1/log2(r + 1): 1, 1/log2 3, 1/2.
@@ -98,7 +99,73 @@ def test_rank_weights_and_items_in_two_categories() -> None:
     q_y = (w[0] + w[2] / 2) / sum(w)
     assert row[metrics[2]] == pytest.approx(_kl(p, {"x": 1 - q_y, "y": q_y}), rel=1e-14)
     # k = 2, alpha = 1/2: q = {x: 1/2, y: 1/2} again.
-    assert row[metrics[3]] == pytest.approx(0.0, abs=1e-15)
+    assert row[metrics[3]] == 0.0
+
+
+def test_a_perfectly_calibrated_list_scores_exactly_zero() -> None:
+    # History: one item of each of x, y, z, and one in all three: p = 1/3 each
+    # (4/3 of an item per category over 4 items). The list: six single-category items,
+    # two of each, q = 2/6: the same distribution, which KL (any alpha) and JS score 0.
+    features = pl.DataFrame(
+        {
+            "item": ["hx", "hy", "hz", "hxyz", "x1", "x2", "y1", "y2", "z1", "z2"],
+            "features": [["x"], ["y"], ["z"], ["x", "y", "z"], *[[g] for g in "xxyyzz"]],
+        }
+    )
+    train = pl.DataFrame({"user": [1] * 4, "item": ["hx", "hy", "hz", "hxyz"]})
+    recs = pl.DataFrame(
+        {"user": [1] * 6, "item": ["x1", "y1", "z1", "x2", "y2", "z2"], "rank": range(1, 7)}
+    )
+    metrics = [
+        "miscalibration@6",
+        "miscalibration(calibration_alpha=0.3)@6",
+        "miscalibration(divergence=js)@6",
+    ]
+    row = _evaluate(recs, metrics=metrics, train=train, item_features=features).row(0)
+    assert row[1:] == (0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("table", "scale"),
+    [
+        # Lists: w = 1, totals are the list lengths 1, 2 and 3.
+        (pl.DataFrame({"item": ["a", "b", "c"], "genre": [["x"], ["x", "y"], ["x", "y", "z"]]}), 6),
+        # Long form, whole weights: totals 1 + 3 = 4 and 2 + 4 = 6.
+        (
+            pl.DataFrame(
+                {"item": ["a", "a", "b", "b"], "genre": ["x", "y"] * 2, "w": [1, 3, 2, 4]}
+            ),
+            12,
+        ),
+        # A fractional weight: fixed point.
+        (pl.DataFrame({"item": ["a", "a"], "genre": ["x", "y"], "w": [0.5, 1.0]}), None),
+        # Totals 4099 and 4111 (primes): L = 4099·4111 > 2^24, fixed point.
+        (pl.DataFrame({"item": ["a", "b"], "genre": ["x", "x"], "w": [4099, 4111]}), None),
+    ],
+)
+def test_the_units_of_the_sums_are_integers_when_the_weights_allow(
+    table: pl.DataFrame, scale: int | None
+) -> None:
+    weight = "w" if "w" in table.columns else None
+    extra = ExtraFrame("item_features", table.lazy(), ())
+    cats, _ = calibration_family.category_table(extra, "item", "genre", weight)
+    assert calibration_family._item_table_summary(cats)[1] == scale
+
+
+def test_integer_units_and_fixed_point_agree_to_the_last_bits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    data = _big()
+    features = data["item_features"]
+    kwargs: dict[str, Any] = {k: v for k, v in _CALL.items() if k != "history_weight"}
+    kwargs |= {"train": data["train"], "item_features": features, "by": "model"}
+    exact = fm.evaluate(data["recs"], **kwargs)
+    monkeypatch.setattr(calibration_family, "EXACT_MAX_SCALE", 0)
+    fixed = fm.evaluate(data["recs"], **kwargs)
+    assert exact.height == fixed.height > 0
+    for name in exact.columns[2:]:
+        for a, b in zip(exact[name], fixed[name], strict=True):
+            assert a == pytest.approx(b, rel=1e-14, abs=1e-15), name
 
 
 def test_a_list_without_a_categorised_item_scores_the_maximum() -> None:
@@ -300,10 +367,12 @@ def _worlds(draw: st.DrawFn) -> dict[str, Any]:
     items = [f"i{n}" for n in range(8)]
     cats = ["g0", "g1", "g2", "g3"]
     categories: dict[str, dict[str, float]] = {}
+    # Whole weights (sums in integer units) or not (in fixed point); 0 among them (an
+    # item whose weights add to 0).
+    values = [0.0, 1.0, 2.0, 3.0] if draw(st.booleans()) else [0.0, 0.5, 1.0, 2.0, 3.0]
     for item in items:
         chosen = draw(st.lists(st.sampled_from(cats), unique=True, max_size=3))
-        # Weights from a few values, 0 among them (an item whose weights add to 0).
-        categories[item] = {g: draw(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0])) for g in chosen}
+        categories[item] = {g: draw(st.sampled_from(values)) for g in chosen}
     users: dict[int, tuple[dict[str, int], dict[str, float]]] = {}
     for user in range(draw(st.integers(1, 5))):
         listed = draw(st.lists(st.sampled_from(items), unique=True, max_size=6))
@@ -459,7 +528,7 @@ def test_the_same_bits_on_every_frame_kind_and_row_order(
     assert got.equals(want, null_equal=True)
 
 
-@pytest.mark.parametrize("table", ["long", "lists", "per_model"])
+@pytest.mark.parametrize("table", ["long", "fractional", "lists", "per_model"])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_the_dense_and_the_sparse_path_give_the_same_bits(
     monkeypatch: pytest.MonkeyPatch, table: str, weighted: bool
@@ -467,7 +536,10 @@ def test_the_dense_and_the_sparse_path_give_the_same_bits(
     data = _big()
     features = data["item_features"]
     call = {k: v for k, v in _CALL.items() if k != "history_weight" or weighted}
-    if table == "lists":
+    if table == "fractional":
+        # Weights that are not whole numbers: sums in fixed point rather than integers.
+        features = features.with_columns(pl.col("w") * 0.5 + 0.25)
+    elif table == "lists":
         features = features.group_by("item").agg(pl.col("genre"))
         call = {k: v for k, v in call.items() if k != "feature_weight"}
     elif table == "per_model":

@@ -5,15 +5,27 @@ Per user, ``p(g|u)`` from the user's distinct train items and ``q(g|u)`` from th
 (:func:`category_table`). The query builds one row per (user, category) with ``p`` and
 the numerators of ``q`` for every cutoff and rank weighting asked for, and the user's
 denominators; the builders of :mod:`frame_metrics.metrics.calibration` sum over the
-categories. Every sum over items or categories is exact, in fixed point
-(:func:`~frame_metrics.metrics.calibration.fixed_sum`), so a user's value is the same
-bits whatever the order of the rows,
-the frame kind or the partition the user lands in (train is split by user with recs,
-the item table is whole in every partition).
+categories. Every sum over items or categories is exact, so a user's value is the same
+bits whatever the order of the rows, the frame kind or the partition the user lands in
+(train is split by user with recs, the item table is whole in every partition).
+
+The sums of ``p(g|i)`` are exact in one of two ways, chosen from the item table:
+
+- **integer units** when every category weight is a whole number (always so for list
+  columns, w = 1) and the least common multiple L of the items' totals Σ_g w(i, g) is at
+  most :data:`EXACT_MAX_SCALE`: ``p(g|i) = u(i, g) / L`` with the integer
+  ``u = w(i, g)·(L / Σ_g w(i, g))``, summed as Int64. ``p(g|u)`` and, for uniform rank
+  weights, ``q(g|u)`` are then ratios of exact integers, one correctly rounded
+  division each: equal distributions have equal bits, and a perfectly calibrated
+  list scores exactly 0. Int64 sums also run ~1.5x faster than Int128 ones.
+- **fixed point** otherwise (fractional weights, ``history_weight=``, reciprocal or log
+  rank weights): values rounded to multiples of 2^-62 and summed as Int128
+  (:func:`~frame_metrics.metrics.calibration.fixed_units`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping
 from typing import ClassVar
 
@@ -54,6 +66,11 @@ __all__ = [
 
 #: ``p(g|i)``: the category's share of the item.
 ITEM_SHARE = "_fm_item_share"
+#: w(i, g) and Σ_g w(i, g), as the item table gives them (floats).
+_FEATURE_W = "_fm_feature_w"
+_FEATURE_TOTAL = "_fm_feature_total"
+#: ``p(g|i)`` in the units every sum over items adds: integers of scale L, or fixed point.
+_UNITS = "_fm_item_units"
 #: ``w_ui``: the weight of a history item (1 without ``history_weight``).
 _WEIGHT = "_fm_history_weight"
 #: The user's largest weight (``history_weight``), per history list.
@@ -69,6 +86,12 @@ _PDEN = "_fm_pden"
 #: with a column per category (:func:`_dense_values`) rather than rows per (user,
 #: category), grouped by a hash of 10-20x more keys. The same bits either way.
 DENSE_MAX_CATEGORIES = 64
+
+#: The largest scale L of integer units: a unit is at most L = 2^24, so a user's Int64
+#: sum is exact for up to 2^39 rows (and its Float64 cast for 2^29).
+EXACT_MAX_SCALE = 2**24
+#: The most distinct item totals whose least common multiple is tried as L.
+_EXACT_MAX_TOTALS = 256
 
 
 def _bad_weights(column: str) -> pl.Expr:
@@ -152,7 +175,13 @@ def category_table(
             .drop_nulls(CATEGORY)
         )
         counted = pl.len().over(keys).cast(pl.Float64)
-        table = rows.select(*keys, CATEGORY, (pl.lit(1.0) / counted).alias(ITEM_SHARE))
+        table = rows.select(
+            *keys,
+            CATEGORY,
+            (pl.lit(1.0) / counted).alias(ITEM_SHARE),
+            pl.lit(1.0).alias(_FEATURE_W),
+            counted.alias(_FEATURE_TOTAL),
+        )
         return _coded(table), [CheckedFrame("item_features", frame, checks, [*keys, column])]
     if dtype.is_float() or dtype.is_nested() or dtype == pl.Boolean:
         raise InvalidValueError(
@@ -176,9 +205,15 @@ def category_table(
     total = pl.col("_fm_w").sort_by(CATEGORY).cum_sum().last()
     table = (
         rows.filter(pl.col(CATEGORY).is_not_null())
-        .with_columns(total.over(keys).alias("_fm_total"))
-        .filter(pl.col("_fm_total") > 0)
-        .select(*keys, CATEGORY, (pl.col("_fm_w") / pl.col("_fm_total")).alias(ITEM_SHARE))
+        .with_columns(total.over(keys).alias(_FEATURE_TOTAL))
+        .filter(pl.col(_FEATURE_TOTAL) > 0)
+        .select(
+            *keys,
+            CATEGORY,
+            (pl.col("_fm_w") / pl.col(_FEATURE_TOTAL)).alias(ITEM_SHARE),
+            pl.col("_fm_w").alias(_FEATURE_W),
+            _FEATURE_TOTAL,
+        )
     )
     show = [*keys, column, *([weight] if weight else [])]
     return _coded(table), [CheckedFrame("item_features", frame, long_checks, show)]
@@ -225,15 +260,6 @@ def _history_lists(
     w = pl.col(weight).cast(pl.Float64)
     lists = train.frame.group_by(keys).agg(pl.col(item), w.alias(_WEIGHT), w.max().alias(_LARGEST))
     return lists, checks
-
-
-def _within(values: pl.Expr, k: int) -> pl.Expr:
-    """Σ ``values`` over the rows ranked within k (exact, in fixed point).
-
-    Rows below k add 0 rather than being filtered out: a filter per group inside an
-    aggregation is several times slower than an elementwise choice.
-    """
-    return fixed_sum(pl.when(pl.col(RANK) <= k).then(values).otherwise(0.0))
 
 
 def _history_shares(
@@ -283,10 +309,37 @@ def _history_shares(
     return shares, denominators, hk
 
 
-def _category_count(cats: pl.LazyFrame) -> int:
-    """The number of distinct categories of the item table (its codes are 1..n)."""
-    found = cats.select(pl.col(CATEGORY).max()).collect().item()
-    return int(found or 0)
+def _item_table_summary(cats: pl.LazyFrame) -> tuple[int, int | None]:
+    """The number of categories of the item table (codes 1..n), and the scale L of units.
+
+    L: the least common multiple of the items' totals Σ_g w(i, g) when every weight is
+    a whole number and L <= :data:`EXACT_MAX_SCALE`; None (fixed point) otherwise.
+    """
+    w, total = pl.col(_FEATURE_W), pl.col(_FEATURE_TOTAL)
+    found = cats.select(
+        pl.col(CATEGORY).max().alias("n"),
+        ((w == w.floor()) & (total <= EXACT_MAX_SCALE)).all().alias("whole"),
+        total.n_unique().alias("distinct"),
+        total.unique().head(_EXACT_MAX_TOTALS).implode().alias("totals"),
+    ).collect()
+    n = int(found.item(0, "n") or 0)
+    if not found.item(0, "whole") or found.item(0, "distinct") > _EXACT_MAX_TOTALS:
+        return n, None
+    scale = 1
+    for t in found.item(0, "totals"):
+        scale = math.lcm(scale, int(t))
+        if scale > EXACT_MAX_SCALE:
+            return n, None
+    return n, scale
+
+
+def _units(scale: int | None) -> pl.Expr:
+    """``p(g|i)`` per item-table row in the units of the sums (see the module's docstring)."""
+    if scale is None:
+        return fixed_units(pl.col(ITEM_SHARE))
+    # Whole numbers, the quotient exact: L is a multiple of every total.
+    total = pl.col(_FEATURE_TOTAL).cast(pl.Int64)
+    return pl.col(_FEATURE_W).cast(pl.Int64) * (pl.lit(scale, pl.Int64) // total)
 
 
 def _dense_values(
@@ -301,6 +354,7 @@ def _dense_values(
     within: list[tuple[CalibrationWeight, int]],
     *,
     weighted_history: bool,
+    depth: int | None,
 ) -> pl.LazyFrame:
     """Per user (``keys``): the metrics' values, from one row per user.
 
@@ -318,16 +372,22 @@ def _dense_values(
     suffixes = [f"#{code}" for code in range(1, n_categories + 1)]
     shares = [ITEM_SHARE + x for x in suffixes]
     p_units = [_P + x for x in suffixes]
-    items = cats.group_by(on_item).agg(
-        pl.col(ITEM_SHARE).filter(pl.col(CATEGORY) == code).first().fill_null(0.0).alias(s)
-        for code, s in enumerate(shares, start=1)
-    )
+
+    def per_category(column: str, code: int) -> pl.Expr:
+        return pl.col(column).filter(pl.col(CATEGORY) == code).first()
+
     # The units of p(g|i) once per item: w_ui = 1 and w_r = 1 (uniform) multiply exactly.
-    units = items.select(
-        *on_item,
-        *shares,
-        *(fixed_units(pl.col(s)).alias(u) for s, u in zip(shares, p_units, strict=True)),
+    units = cats.group_by(on_item).agg(
+        *(
+            per_category(ITEM_SHARE, code).fill_null(0.0).alias(s)
+            for code, s in enumerate(shares, start=1)
+        ),
+        *(
+            per_category(_UNITS, code).fill_null(0).alias(u)
+            for code, u in enumerate(p_units, start=1)
+        ),
     )
+    items = units.select(*on_item, *shares)
     if not weighted_history:
         from_history = history.join(units, on=on_item, how="inner").select(*hk, *p_units)
     else:
@@ -353,7 +413,10 @@ def _dense_values(
     def unit(w: CalibrationWeight, k: int, share: str, p_unit: str) -> pl.Expr:
         within_k = pl.col(RANK) <= k
         if w == "uniform":
-            # w_r·p(g|i) = 1.0·p(g|i), the same float: its units are the item's.
+            # w_r·p(g|i) = 1.0·p(g|i), the same float: its units are the item's; every
+            # row of ``top`` is within a k as deep as the lists were cut.
+            if depth is not None and k >= depth:
+                return pl.col(p_unit)
             return pl.when(within_k).then(pl.col(p_unit)).otherwise(0)
         return fixed_units(
             pl.when(within_k).then(rank_weight(pl.col(RANK), w) * pl.col(share)).otherwise(0.0)
@@ -492,7 +555,8 @@ class CalibrationFamily(Family):
         ks = sorted({q.k for q in requests})
         weightings = sorted({q.options.calibration_weight for q in requests})
         within = [(w, k) for w in weightings for k in ks]
-        n_categories = _category_count(cats)
+        n_categories, scale = _item_table_summary(cats)
+        cats = cats.with_columns(_units(scale).alias(_UNITS))
         weights = [_WEIGHT] if c.history_weight is not None else []
         largest = [_LARGEST] if c.history_weight is not None else []
         if 0 < n_categories <= DENSE_MAX_CATEGORIES:
@@ -516,6 +580,7 @@ class CalibrationFamily(Family):
                 on_item,
                 within,
                 weighted_history=c.history_weight is not None,
+                depth=ctx.spec.depth,
             )
         numerators = [list_numerator(w, k) for w, k in within]
         denominators = [list_denominator(w, k) for w, k in within]
@@ -535,7 +600,7 @@ class CalibrationFamily(Family):
         )
         key = (pl.col(_UID).cast(pl.UInt64) * 2**32 + pl.col(CATEGORY)).alias(_KEY)
 
-        # The history's (user, category) contributions w_ui·p(g|i), in fixed point. A
+        # The history's (user, category) contributions w_ui·p(g|i), in units. A
         # history (per user and the by columns train carries) applies to every group it
         # does not name: joined to the users, one copy per group.
         history, train_checks = _history_lists(train, list(c.user), c.item, c.history_weight)
@@ -546,7 +611,7 @@ class CalibrationFamily(Family):
         rows = per_user.select(_UID, *fb, c.item, *weights, *largest).explode([c.item, *weights])
         if c.history_weight is None:
             # w_ui = 1: the unit of p(g|i) is the item table's, computed once per item.
-            units = cats.select(*on_item, CATEGORY, fixed_units(pl.col(ITEM_SHARE)).alias(_P))
+            units = cats.select(*on_item, CATEGORY, pl.col(_UNITS).alias(_P))
             from_history = rows.join(units, on=on_item, how="inner")
         else:
             # Weights as shares of the user's largest, in [0, 1] for the fixed point (p
@@ -560,17 +625,16 @@ class CalibrationFamily(Family):
         from_history = from_history.select(_UID, key, _P)
 
         # The list's items within each cutoff, their rank weights times p(g|i).
+        def unit(w: CalibrationWeight, k: int) -> pl.Expr:
+            within_k = pl.col(RANK) <= k
+            if w == "uniform":
+                # w_r·p(g|i) = 1.0·p(g|i), the same float: its units are the item's.
+                return pl.when(within_k).then(pl.col(_UNITS)).otherwise(0)
+            weighted = rank_weight(pl.col(RANK), w) * pl.col(ITEM_SHARE)
+            return fixed_units(pl.when(within_k).then(weighted).otherwise(0.0))
+
         from_list = listed.join(cats, on=on_item, how="inner").select(
-            _UID,
-            key,
-            *(
-                fixed_units(
-                    pl.when(pl.col(RANK) <= k)
-                    .then(rank_weight(pl.col(RANK), w) * pl.col(ITEM_SHARE))
-                    .otherwise(0.0)
-                ).alias(n)
-                for (w, k), n in zip(within, numerators, strict=True)
-            ),
+            _UID, key, *(unit(w, k).alias(n) for (w, k), n in zip(within, numerators, strict=True))
         )
         # One group_by adds up the (user, category) contributions; windows over the user
         # code the denominators (the sums over the user's categories: Σ_g p(g|i) = 1)

@@ -137,8 +137,9 @@ def divergence_term(options: MetricOptions, k: int, category: str = "") -> pl.Ex
     With ``category``, the term of that category's columns (``HISTORY_SHARE`` and the
     list numerator with the suffix) on rows of one user each.
 
-    KL: ``p·log2(p / ((1-α)·q + α·p))`` where p > 0; JS: ``½·p·log2(p/m) + ½·q·log2(q/m)``,
-    m = (p + q)/2. Computed on the rows before grouping (``with_columns``), where every
+    KL: ``p·log2(p / ((1-α)·q + α·p))`` where p > 0, exactly 0 where q = p (the smoothed
+    q is then p itself, which ``(1-α)·p + α·p`` can miss by a last bit); JS:
+    ``½·p·log2(p/m) + ½·q·log2(q/m)``, m = (p + q)/2. Computed on the rows before grouping (``with_columns``), where every
     operation is elementwise: inside a ``group_by().agg`` polars may divide a group by a
     value it holds constant as a multiplication by its reciprocal, which moves a last
     bit depending on the query around it.
@@ -148,7 +149,8 @@ def divergence_term(options: MetricOptions, k: int, category: str = "") -> pl.Ex
     if options.divergence == "kl":
         alpha = options.calibration_alpha
         smoothed = q * (1.0 - alpha) + p * alpha
-        return pl.when(p > 0).then(p * divided(p, smoothed).log(2)).otherwise(0.0)
+        term = pl.when(p == q).then(0.0).otherwise(p * divided(p, smoothed).log(2))
+        return pl.when(p > 0).then(term).otherwise(0.0)
     m = (p + q) * 0.5
     half_p = pl.when(p > 0).then(p * divided(p, m).log(2)).otherwise(0.0)
     half_q = pl.when(q > 0).then(q * divided(q, m).log(2)).otherwise(0.0)
@@ -257,7 +259,9 @@ def _ref_miscalibration(u: CalibrationCase, k: int, o: MetricOptions) -> float |
         if not q:
             return math.log2(1 / a)
         return math.fsum(
-            pg * math.log2(pg / ((1 - a) * q.get(g, 0.0) + a * pg)) for g, pg in p.items() if pg > 0
+            pg * math.log2(pg / ((1 - a) * q.get(g, 0.0) + a * pg))
+            for g, pg in p.items()
+            if pg > 0 and pg != q.get(g, 0.0)
         )
     jsd = 0.0
     for g in set(p) | set(q):
