@@ -234,6 +234,17 @@ class Spec:
         return min(given, default=None)
 
     @property
+    def propensity_column(self) -> str | None:
+        """The truth column holding propensities (spec 9.4), if ``propensity=`` names one.
+
+        Only ranking metrics read it: a call without one does not read the column.
+        """
+        p = self.options.propensity
+        if p is None or p == "popularity" or "ranking" not in self.families:
+            return None
+        return p
+
+    @property
     def row_order(self) -> bool:
         """Whether a tie rule reads the input row order (``ties="input"``)."""
         return any(o.ties == "input" for o in self.all_options)
@@ -327,7 +338,62 @@ def build_spec(
         )
     if sample is not None:
         _check_samples(requests, long_table, sample)
+    ignored += _check_propensity(call, requests, given)
     return Spec(columns, call, requests, given, validate, tuple(ignored))
+
+
+def _check_propensity(
+    call: MetricOptions, requests: Sequence[Requested], given: frozenset[str]
+) -> list[IgnoredOptionWarning]:
+    """Propensity scoring's frame-free refusals (spec 9.4), and its options that do nothing.
+
+    ``propensity="popularity"`` needs ``propensity_gamma`` (no default) and ``train``;
+    ``propensity_gamma`` without it, and ``max_weight`` without propensities, change
+    nothing and are reported.
+
+    Examples
+    --------
+    >>> opts = MetricOptions(propensity="popularity")
+    >>> _check_propensity(opts, [], frozenset({"truth", "train"}))
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: propensity_gamma: expected a finite number >= -1 with propensity='popularity' (P = (n / max n)^((gamma + 1) / 2); it has no default), got None
+    """
+    messages: list[IgnoredOptionWarning] = []
+    weighted = any(q.metric.family == "ranking" for q in requests)
+    if call.propensity == "popularity":
+        if call.propensity_gamma is None:
+            raise InvalidOptionError(
+                "expected a finite number >= -1 with propensity='popularity' "
+                "(P = (n / max n)^((gamma + 1) / 2); it has no default), got None",
+                option="propensity_gamma",
+            )
+        if "train" not in given and weighted:
+            raise MissingInputError(
+                "propensity='popularity'",
+                "train",
+                _WHAT["train"],
+                "; it counts the distinct train users of each item",
+            )
+    elif call.propensity_gamma is not None:
+        messages.append(
+            IgnoredOptionWarning(
+                f"{call.propensity_gamma!r} ignored, it is read with propensity='popularity' "
+                f"only (propensity is {call.propensity!r}); ",
+                LeaveOut("propensity_gamma"),
+                option="propensity_gamma",
+            )
+        )
+    if call.propensity is None and call.max_weight is not None:
+        messages.append(
+            IgnoredOptionWarning(
+                f"{call.max_weight!r} ignored, it clips propensity weights and no "
+                "propensity= was given; ",
+                LeaveOut("max_weight"),
+                option="max_weight",
+            )
+        )
+    return messages
 
 
 def _check_samples(requests: Sequence[Requested], long_table: bool, sample: str) -> None:

@@ -25,7 +25,7 @@ def _ordered(u: UserCase) -> list[object]:
 
 
 def _r_precision(ctx: RankingPieces, k: int) -> pl.Expr:
-    return ctx.hits_within_relevant() / ctx.n_relevant()
+    return ctx.hits_within_relevant() / ctx.relevant_mass()
 
 
 def _ref_r_precision(u: UserCase, k: int, o: MetricOptions) -> float:
@@ -37,7 +37,7 @@ def _ref_r_precision(u: UserCase, k: int, o: MetricOptions) -> float:
 
 
 def _bpref(ctx: RankingPieces, k: int) -> pl.Expr:
-    return ctx.bpref_sum() / ctx.n_relevant()
+    return ctx.bpref_sum() / ctx.relevant_mass()
 
 
 def _ref_bpref(u: UserCase, k: int, o: MetricOptions) -> float:

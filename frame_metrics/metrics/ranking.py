@@ -31,7 +31,7 @@ def _ref_precision(u: UserCase, k: int, o: MetricOptions) -> float:
 
 
 def _recall(ctx: RankingPieces, k: int) -> pl.Expr:
-    return ctx.hits(k) / ctx.n_relevant()
+    return ctx.hits(k) / ctx.relevant_mass()
 
 
 def _ref_recall(u: UserCase, k: int, o: MetricOptions) -> float:
@@ -40,7 +40,7 @@ def _ref_recall(u: UserCase, k: int, o: MetricOptions) -> float:
 
 def _f1(ctx: RankingPieces, k: int) -> pl.Expr:
     # 2PR/(P+R) = 2·hits/(k + |R|): the same value without a 0/0 when both are 0.
-    return 2.0 * ctx.hits(k) / (k + ctx.n_relevant())
+    return 2.0 * ctx.hits(k) / (k + ctx.relevant_mass())
 
 
 def _ref_f1(u: UserCase, k: int, o: MetricOptions) -> float:
@@ -79,8 +79,8 @@ def _ref_mrr(u: UserCase, k: int, o: MetricOptions) -> float:
 def _ap(ctx: RankingPieces, k: int) -> pl.Expr:
     total = ctx.precision_at_hits_sum(k)
     denominator = {
-        "min_k": pl.min_horizontal(ctx.n_relevant(), pl.lit(k)),
-        "relevant": ctx.n_relevant(),
+        "min_k": pl.min_horizontal(ctx.relevant_mass(), pl.lit(k)),
+        "relevant": ctx.relevant_mass(),
         "hits": ctx.hits(k),
         "k": None,
     }[ctx.options.ap_denominator]

@@ -132,7 +132,7 @@ class Metric:
         """
         if self.family != "ranking" or self.population != "relevant":
             return self.options
-        base = {"threshold", "empty", "users", "relevant_set", "ties", "convention"}
+        base = {"threshold", "empty", "users", "relevant_set", "ties", "convention", "ips"}
         return frozenset(base) | self.options
 
     def column(self, k: int) -> str:
