@@ -33,11 +33,15 @@ from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.registry import ALIASES, REGISTRY, Requested, resolve, split_names
 from frame_metrics.options import (
     DEFAULT_K,
+    OPTIONS,
     MetricOptions,
     is_int,
     other_tie_rules,
     validate_k,
 )
+
+#: The options a metric string may set (``"recall(ips=ips)@10"``): the table's per-metric ones.
+_PER_METRIC: tuple[str, ...] = tuple(o.name for o in OPTIONS if o.per_metric)
 
 __all__ = ["EXTRA_INPUTS", "EXTRA_OF_NEED", "ExtraInput", "Spec", "build_spec", "resolve_requests"]
 
@@ -505,8 +509,7 @@ def resolve_requests(
             "expected at least one metric name, got an empty list", option="metrics"
         )
     ks = validate_k(k, required=False) or None
-    known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
-    known.pop("on_duplicate")
+    known = dict.fromkeys((*_PER_METRIC, "convention"))
     package = {name.lower() for name in (*REGISTRY, *ALIASES)}
     out: list[Requested] = []
     for raw in names:
@@ -622,7 +625,7 @@ def _ignored_options(
         else list(DEFAULT_RANKING if metrics is None else metrics)
     )
     names = [str(name) for raw in given for name in split_names(raw)]
-    known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
+    known = dict.fromkeys((*METRIC_OPTIONS, *_PER_METRIC, "convention"))
     parsed = [parse_name(name, known) for name in names]
     messages: list[IgnoredOptionWarning] = []
     columns = {q.column for q in requests}

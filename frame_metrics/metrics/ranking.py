@@ -147,9 +147,27 @@ def _ref_ndcg(u: UserCase, k: int, o: MetricOptions) -> float | None:
 
 _GAINS = frozenset({"gain", "gain_scope"})
 
-register(Metric("precision", _precision, _ref_precision, "hits@k / k", tie_average=True))
+register(
+    Metric(
+        "precision",
+        _precision,
+        _ref_precision,
+        "hits@k / k",
+        tie_average=True,
+        weighted_unbounded=True,
+    )
+)
 register(Metric("recall", _recall, _ref_recall, "hits@k / |R|", tie_average=True))
-register(Metric("f1", _f1, _ref_f1, "2·P@k·R@k / (P@k + R@k), 0 when both are 0", tie_average=True))
+register(
+    Metric(
+        "f1",
+        _f1,
+        _ref_f1,
+        "2·P@k·R@k / (P@k + R@k), 0 when both are 0",
+        tie_average=True,
+        weighted_unbounded=True,
+    )
+)
 register(Metric("hit_rate", _hit_rate, _ref_hit_rate, "1 if hits@k > 0 else 0", tie_average=True))
 register(
     Metric(
@@ -167,6 +185,7 @@ register(
         _ref_ap,
         "(1/D)·Σ_{r<=k, L[r]∈R} hits@r / r, D set by ap_denominator (default min(|R|, k))",
         options=frozenset({"ap_denominator"}),
+        weighted_unbounded=True,
     )
 )
 register(

@@ -115,7 +115,7 @@ def with_weights(
     # The scale: the user's largest weight near 2^_TOP (its exponent from log2, which
     # may be off by one either way: the headroom allows it).
     per_user = rows.group_by(keys).agg(
-        (_TOP - raw.max().log(2).floor().cast(pl.Int64)).alias(_SHIFT),
+        (_TOP - raw.max().log(2).floor().cast(pl.Int64, strict=False)).alias(_SHIFT),
         pl.len().cast(pl.Float64).alias(_N),
     )
     rows = rows.join(per_user, on=keys, how="left", nulls_equal=True)
