@@ -8,7 +8,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from frame_metrics import engine
 from frame_metrics.diagnostics import Diagnostics
-from frame_metrics.errors import InvalidOptionError, warn
+from frame_metrics.errors import InvalidOptionError, Pass, SmallSampleWarning, warn
 from frame_metrics.options import (
     ApDenominator,
     CalibrationWeight,
@@ -576,11 +576,36 @@ def diagnose(recs: object, truth: object | None = None, **kwargs: Any) -> Diagno
     spec = _spec(truth, extras, arguments.pop("validate"), arguments)
     adapter = adapter_for(recs)
     if adapter is not None:
-        return cast("Diagnostics", adapter.diagnose(spec, recs, truth, extras))
-    from frame_metrics.inputs import Inputs
-    from frame_metrics.planner import reads
+        found = cast("Diagnostics", adapter.diagnose(spec, recs, truth, extras))
+    else:
+        from frame_metrics.inputs import Inputs
+        from frame_metrics.planner import reads
 
-    return engine.diagnose(spec, Inputs.read(spec, recs, truth, extras, reads(spec)))
+        found = engine.diagnose(spec, Inputs.read(spec, recs, truth, extras, reads(spec)))
+    _warn_small_sample(found)
+    return found
+
+
+#: Below this mean effective sample size per user, diagnose warns (spec 9.4).
+SMALL_ESS = 2.0
+
+
+def _warn_small_sample(found: Diagnostics) -> None:
+    """Warn when propensity weights leave under 2 effective relevant items per user."""
+    mean = found.counts.get("propensity_mean_ess")
+    if mean is None or mean >= SMALL_ESS:
+        return
+    least = found.counts.get("propensity_min_ess")
+    warn(
+        SmallSampleWarning(
+            f"expected an effective sample size (Σw)²/Σw² of at least {SMALL_ESS:g} relevant "
+            f"items per user on average, found {mean:.4g} (the least {least:.4g}): a few "
+            "heavily weighted items decide each user's values; ",
+            Pass("max_weight"),
+            " to clip the weights (less variance, some bias)",
+            option="propensity",
+        )
+    )
 
 
 # The keyword options of evaluate with their defaults, shared by diagnose.

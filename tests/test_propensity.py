@@ -34,6 +34,7 @@ from frame_metrics.errors import (
     InvalidOptionError,
     InvalidValueError,
     MissingInputError,
+    SmallSampleWarning,
     UnmatchedIdsWarning,
 )
 from frame_metrics.metrics.registry import REGISTRY
@@ -617,3 +618,59 @@ def test_lenskit_ipsrbp_with_popularity_propensity(
     snips = fm.evaluate(recs, truth, metrics="rbp", persistence=0.85, **call)
     want = lenskit_ipsrbp(listed, test, w, patience=0.85)
     assert snips["rbp"][0] / len(test) == pytest.approx(want, rel=1e-12)
+
+
+# -- diagnostics -----------------------------------------------------------------------------
+
+DIAG_TRUTH = pl.DataFrame(
+    {
+        "user": [1, 1, 1, 2],
+        "item": ["a", "c", "b", "a"],
+        "relevance": [1, 1, 0, 1],
+        "p": [0.5, 0.25, 1.0, 0.1],
+    }
+)
+
+
+def test_diagnose_reports_the_weights() -> None:
+    with pytest.warns(SmallSampleWarning, match=r"found 1\.4 \(the least 1\)"):
+        d = fm.diagnose(RECS, DIAG_TRUTH, metrics="recall@1", propensity="p")
+    # User 1: w = 2, 4: ESS (2 + 4)² / (2² + 4²) = 36/20; user 2: w = 10, ESS 1.
+    assert d.propensity_mean_ess == (36 / 20 + 1) / 2
+    assert d.propensity_min_ess == 1.0
+    assert d.propensity_largest_weight == 10.0
+    # 3 relevant rows: the heaviest ceil(1% of 3) = 1 row holds 10 of 2 + 4 + 10.
+    assert d.propensity_top1_share == 10 / 16
+    # Clipped at 5: w = 2, 4 and 5; ESS 1.8 and 1; the heaviest row holds 5 / 11.
+    with pytest.warns(SmallSampleWarning):
+        clipped = fm.diagnose(RECS, DIAG_TRUTH, metrics="recall@1", propensity="p", max_weight=5)
+    assert clipped.propensity_largest_weight == 5.0
+    assert clipped.propensity_top1_share == 5 / 11
+
+
+def test_no_warning_with_enough_effective_items() -> None:
+    # Two users with two equal weights each: ESS 2 per user.
+    truth = pl.DataFrame(
+        {"user": [1, 1, 2, 2], "item": ["a", "b", "a", "c"], "relevance": 1, "p": 0.5}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = fm.diagnose(RECS, truth, metrics="recall@1", propensity="p")
+    assert d.propensity_mean_ess == 2.0
+    assert "effective sample size per user, mean:" in str(d)
+    # Without propensities, no such line.
+    assert "propensity_mean_ess" not in fm.diagnose(RECS, truth, metrics="recall@1").counts
+
+
+def test_diagnostics_merge_on_dask() -> None:
+    dd = pytest.importorskip("dask.dataframe", reason="the dask extra is part of the dev install")
+    recs, truth, train = _unequal_case()
+    for source in ({"propensity": "p"}, {"propensity": "popularity", "propensity_gamma": 2}):
+        call: dict[str, Any] = {"metrics": ["recall@5"], "max_weight": 30.0, **source}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SmallSampleWarning)
+            want = fm.diagnose(recs, truth, train=train, **call)
+            frames = [dd.from_pandas(f.to_pandas(), npartitions=3) for f in (recs, truth, train)]
+            got = fm.diagnose(frames[0], frames[1], train=frames[2], **call)
+        assert got.counts == want.counts
+        assert want.propensity_mean_ess is not None

@@ -22,11 +22,16 @@ from frame_metrics.extras import (
     popularity_levels,
     train_counts,
 )
-from frame_metrics.families.base import ENGINE, Context, Family, Partitioned
+from frame_metrics.families.base import ENGINE, Context, DiagnosticCount, Family, Partitioned
 from frame_metrics.families.ranking.query import PackedKey, RankingInputs, user_statistics
 from frame_metrics.families.ranking.stats import UserStats
-from frame_metrics.families.ranking.weights import popularity_counts, with_popularity_propensity
-from frame_metrics.metrics.context import IN_TAIL, POPULARITY, SELF_INFORMATION
+from frame_metrics.families.ranking.weights import (
+    diagnostics,
+    popularity_counts,
+    with_popularity_propensity,
+    with_weights,
+)
+from frame_metrics.metrics.context import IN_TAIL, POPULARITY, SELF_INFORMATION, is_relevant
 from frame_metrics.metrics.registry import Requested
 from frame_metrics.options import COMBINATION_OPTIONS, MetricOptions
 from frame_metrics.prepare import RANK, REL, Prepared, prepare_baseline
@@ -113,6 +118,25 @@ class RankingFamily(Family):
         for part in parts[1:]:
             frame = frame.join(part, on=ctx.keys, how="full", coalesce=True, nulls_equal=True)
         return frame
+
+    # -- diagnostics -----------------------------------------------------------------------
+
+    def diagnostics(self, ctx: Context) -> list[DiagnosticCount]:
+        """The propensity weights' effective sample size and concentration (spec 9.4).
+
+        Over the relevant truth rows under the call's options (threshold, relevant set
+        from truth), one row per truth user and item.
+        """
+        spec = ctx.spec
+        if spec.options.propensity is None or not ctx.requests(self.name):
+            return []
+        assert ctx.prepared is not None
+        truth = ctx.prepared.truth
+        if spec.options.propensity == "popularity":
+            truth = _with_propensity(ctx, truth)
+        keys = ctx.prepared.truth_keys
+        relevant = truth.filter(is_relevant(pl.col(REL), spec.options))
+        return diagnostics(with_weights(relevant, keys, spec.options), keys)
 
     # -- partitioned runs ----------------------------------------------------------------
 

@@ -18,10 +18,14 @@ sum is then within that of exact, still independent of the row order).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
+from fractions import Fraction
 
 import polars as pl
 
+from frame_metrics.exact_sums import exact_partials, exact_totals
+from frame_metrics.families.base import DiagnosticCount
 from frame_metrics.options import MetricOptions
 from frame_metrics.prepare import PROPENSITY
 
@@ -30,6 +34,7 @@ __all__ = [
     "RAW_WEIGHT",
     "TRAIN_USERS",
     "WEIGHT",
+    "diagnostics",
     "popularity_counts",
     "with_popularity_propensity",
     "with_weights",
@@ -44,9 +49,8 @@ MASS = "_fm_relevant_mass"
 #: n_i, the distinct train users of an item (``propensity="popularity"``).
 TRAIN_USERS = "_fm_propensity_n"
 _MOST = "_fm_propensity_most"
-_UNITS = "_fm_weight_units"
-_SHIFT = "_fm_weight_shift"
 _N = "_fm_weight_n"
+_SHIFT = "_fm_weight_shift"
 #: The largest weight of a user, scaled, is near 2^_TOP: a sum of up to 2^25 of them
 #: stays below 2^127, within Int128.
 _TOP = 100
@@ -114,17 +118,99 @@ def with_weights(
     raw = pl.col(RAW_WEIGHT)
     # The scale: the user's largest weight near 2^_TOP (its exponent from log2, which
     # may be off by one either way: the headroom allows it).
-    per_user = rows.group_by(keys).agg(
-        (_TOP - raw.max().log(2).floor().cast(pl.Int64, strict=False)).alias(_SHIFT),
-        pl.len().cast(pl.Float64).alias(_N),
+    shift = _TOP - raw.max().over(keys).log(2).floor().cast(pl.Int64, strict=False)
+    rows = rows.with_columns(shift.alias(_SHIFT)).with_columns(
+        _unscaled(_scaled_units(raw, pl.col(_SHIFT)).sum().over(keys), pl.col(_SHIFT)).alias(MASS),
+        pl.len().over(keys).cast(pl.Float64).alias(_N),
     )
-    rows = rows.join(per_user, on=keys, how="left", nulls_equal=True)
-    sums = rows.group_by(keys).agg(
-        _scaled_units(raw, pl.col(_SHIFT)).sum().alias(_UNITS), pl.col(_SHIFT).first()
-    )
-    mass = sums.select(*keys, _unscaled(pl.col(_UNITS), pl.col(_SHIFT)).alias(MASS))
-    rows = rows.join(mass, on=keys, how="left", nulls_equal=True)
     # Under snips, w·|R| and Σ_R w are each one correctly rounded operation on the same
     # exact value when the weights are equal: their quotient is then exactly 1.0.
     weight = (raw * pl.col(_N)) / pl.col(MASS) if options.ips == "snips" else raw
     return rows.with_columns(weight.alias(WEIGHT)).drop(_SHIFT, _N)
+
+
+_ESS = "_fm_ess"
+_COUNT = "_fm_n_rows"
+#: The share of the rows whose weight mass ``propensity_top1_share`` reports.
+TOP_SHARE = 0.01
+
+
+def _mean_ess(stacked: pl.DataFrame) -> float | None:
+    totals = exact_totals(stacked.lazy(), [], [_ESS]).collect()
+    return None if totals.height == 0 else totals[f"{_ESS}.mean"][0]
+
+
+def _least(column: str) -> Callable[[pl.DataFrame], float | None]:
+    def least(stacked: pl.DataFrame) -> float | None:
+        value = stacked[column].min()
+        return None if value is None else float(value)  # type: ignore[arg-type]
+
+    return least
+
+
+def _largest(stacked: pl.DataFrame) -> float | None:
+    value = stacked[RAW_WEIGHT].max()
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+def _top_share(stacked: pl.DataFrame) -> float | None:
+    """The heaviest ceil(1%) rows' share of Σw, exactly (the weights as fractions)."""
+    counts = (
+        stacked.group_by(RAW_WEIGHT).agg(pl.col(_COUNT).sum()).sort(RAW_WEIGHT, descending=True)
+    )
+    n = int(counts[_COUNT].sum() or 0)
+    if n == 0:
+        return None
+    left = math.ceil(TOP_SHARE * n)
+    top, total = Fraction(0), Fraction(0)
+    for weight, count in counts.iter_rows():
+        mass = Fraction(weight) * int(count)
+        total += mass
+        taken = min(left, int(count))
+        top += Fraction(weight) * taken
+        left -= taken
+    return float(top / total) if total else None
+
+
+def diagnostics(relevant: pl.LazyFrame, keys: Sequence[str]) -> list[DiagnosticCount]:
+    """The weights' diagnostics (spec 9.4) from the relevant rows with ``RAW_WEIGHT``.
+
+    Each a partial that stacks over partitions of the users: the exact partial sums of
+    the per-user effective sample sizes (their mean), the least one, the largest weight,
+    and the rows per distinct weight (the heaviest 1%'s share). A user's sums of w and
+    w² are taken over its weights in ascending order, so its ESS does not depend on
+    the row order.
+    """
+    keys = list(keys)
+    raw = pl.col(RAW_WEIGHT)
+    per_user = relevant.group_by(keys).agg(raw.sort().alias("_fm_w"))
+    w = pl.col("_fm_w")
+    first, second = w.list.sum(), w.list.eval(pl.element() * pl.element()).list.sum()
+    ess = per_user.select((first * first / second).alias(_ESS))
+    label = "propensity weights: effective sample size per user"
+    return [
+        DiagnosticCount(
+            "propensity_mean_ess",
+            f"{label}, mean",
+            exact_partials(ess, [], [_ESS]),
+            finish=_mean_ess,
+        ),
+        DiagnosticCount(
+            "propensity_min_ess",
+            f"{label}, least",
+            ess.select(pl.col(_ESS).min()),
+            finish=_least(_ESS),
+        ),
+        DiagnosticCount(
+            "propensity_largest_weight",
+            "propensity weights: the largest, min(1/P, max_weight)",
+            relevant.select(raw.max()),
+            finish=_largest,
+        ),
+        DiagnosticCount(
+            "propensity_top1_share",
+            "propensity weights: share of the weight mass in the heaviest 1% of rows",
+            relevant.group_by(raw).agg(pl.len().cast(pl.Int64).alias(_COUNT)),
+            finish=_top_share,
+        ),
+    ]
