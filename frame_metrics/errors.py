@@ -30,10 +30,10 @@ __all__ = [
     "MissingInputError",
     "Part",
     "Pass",
+    "SmallSampleWarning",
     "UndefinedMetricWarning",
     "UnmatchedIdsWarning",
     "shown",
-    "SmallSampleWarning",
 ]
 
 
