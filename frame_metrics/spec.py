@@ -493,7 +493,7 @@ def resolve_requests(
     >>> resolve_requests("precision(gain=binary)@5", None, [])
     Traceback (most recent call last):
     ...
-    frame_metrics.errors.InvalidOptionError: metrics: expected options precision reads (convention, empty, relevant_set, threshold, ties, users), got gain in 'precision(gain=binary)@5'
+    frame_metrics.errors.InvalidOptionError: metrics: expected options precision reads (convention, empty, ips, relevant_set, threshold, ties, users), got gain in 'precision(gain=binary)@5'
     """
     from frame_metrics.measure_names import TOOL_CONVENTION, tool_measure
     from frame_metrics.metric_names import parse_name
