@@ -21,7 +21,14 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-__all__ = ["RECS_SCHEMA", "TRUTH_SCHEMA", "make_arrays", "make_data", "write_parquet"]
+__all__ = [
+    "RECS_SCHEMA",
+    "TRUTH_SCHEMA",
+    "make_arrays",
+    "make_data",
+    "with_propensity",
+    "write_parquet",
+]
 
 #: Column dtypes of the generated frames.
 RECS_SCHEMA: dict[str, type[pl.DataType]] = {
@@ -174,6 +181,30 @@ def make_data(
     recs = pl.DataFrame(recs_cols, schema=RECS_SCHEMA)
     truth = pl.DataFrame(truth_cols, schema=TRUTH_SCHEMA)
     return recs, truth
+
+
+def with_propensity(
+    recs: pl.DataFrame, truth: pl.DataFrame, k: int = 10, exponent: float = 0.75
+) -> pl.DataFrame:
+    """``truth`` with a propensity column ``p`` in (0, 1]: how often the logs show the item.
+
+    A popularity-biased logging policy: P_i = (c_i / max_j c_j)^exponent, c_i = 1 + the
+    number of users with item i in their top ``k`` (an item never shown keeps a small
+    chance of being observed). Deterministic: computed from the generated frames.
+
+    Examples
+    --------
+    >>> recs, truth = make_data(50, n_recs=20)
+    >>> p = with_propensity(recs, truth)["p"]
+    >>> bool(p.min() > 0) and bool(p.max() <= 1)
+    True
+    """
+    shown = recs.filter(pl.col("rank") <= k).group_by("item").agg(pl.len().alias("_c"))
+    counts = truth.select("item").unique().join(shown, on="item", how="left")
+    counts = counts.with_columns((pl.col("_c").fill_null(0) + 1).cast(pl.Float64).alias("_c"))
+    top = counts["_c"].max()
+    props = counts.select("item", ((pl.col("_c") / top) ** exponent).alias("p"))
+    return truth.join(props, on="item", how="left", maintain_order="left")
 
 
 def write_parquet(recs: pl.DataFrame, truth: pl.DataFrame, out: Path) -> tuple[Path, Path]:

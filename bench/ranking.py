@@ -46,6 +46,9 @@ MULTI_K = [1, 5, 10, 20, 50, 100]
 MODEL_SHIFTS = {"a": 0, "b": 3, "c": 7}
 #: The shapes' limit: each at most this many times the k=10 rank-column time, per row.
 SHAPE_LIMIT = 2.0
+#: Propensity-scored precision, recall and NDCG@10, against the same call unweighted.
+PRN = ["precision", "recall", "ndcg"]
+PROPENSITY_LIMIT = 1.5
 
 
 # --------------------------------------------------------------------------------------
@@ -94,7 +97,7 @@ def stack_models(recs: Any, n_recs: int) -> Any:
 
 #: Start-frame kinds: polars eager, pandas (numpy dtypes), and the polars frames of two
 #: shapes: without the rank column (``score=``) and three stacked models (``by="model"``).
-KINDS = ("polars", "pandas", "polars-no-rank", "polars-3-models")
+KINDS = ("polars", "pandas", "polars-no-rank", "polars-3-models", "polars-propensity")
 
 
 def load(data_dir: Path, kind: str, params: harness.Params) -> Inputs:
@@ -116,6 +119,12 @@ def load(data_dir: Path, kind: str, params: harness.Params) -> Inputs:
         )
     if kind == "polars-3-models":
         return Inputs(kind, stack_models(pl.read_parquet(recs_path), n_recs), truth, n_recs)
+    if kind == "polars-propensity":
+        # Truth with a propensity column p (untimed, as a user's logs would carry it).
+        from generate import with_propensity
+
+        recs = pl.read_parquet(recs_path)
+        return Inputs(kind, recs, with_propensity(recs, truth, K), n_recs)
     raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
 
 
@@ -392,6 +401,24 @@ JOBS = harness.job_table(
         "LazyFrame result, collect(engine='streaming')",
         collect="streaming",
     ),
+    # Propensity-scored P/R/NDCG@10 (spec 9.4) beside the same call unweighted, on the
+    # same frames (truth with a propensity column p).
+    Job(
+        "fm-prn-unweighted",
+        FM,
+        f"P/R/NDCG@{K}, unweighted (truth with a p column)",
+        fm(metrics=PRN),
+        "polars-propensity",
+        checks=tuple(Check(m, m) for m in PRN),
+    ),
+    Job(
+        "fm-prn-propensity",
+        FM,
+        f"P/R/NDCG@{K}, propensity='p' (snips)",
+        fm(metrics=PRN, propensity="p"),
+        "polars-propensity",
+        "fm-prn-unweighted",
+    ),
 )
 BASELINE = "fm-polars-streaming"  # the package default engine
 REFERENCE = "fm-reference"
@@ -446,6 +473,13 @@ TARGETS = [
         SHAPE_LIMIT,
         applies=BIG,
         worst=True,
+    ),
+    harness.Target(
+        f"propensity P/R/NDCG@{K} / unweighted",
+        ("fm-prn-propensity",),
+        "fm-prn-unweighted",
+        PROPENSITY_LIMIT,
+        applies=BIG,
     ),
 ]
 SUITE = harness.Suite(

@@ -8,7 +8,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from frame_metrics import engine
 from frame_metrics.diagnostics import Diagnostics
-from frame_metrics.errors import InvalidOptionError, warn
+from frame_metrics.errors import InvalidOptionError, Pass, SmallSampleWarning, warn
 from frame_metrics.options import (
     ApDenominator,
     CalibrationWeight,
@@ -19,6 +19,7 @@ from frame_metrics.options import (
     GainName,
     GainScope,
     Idcg,
+    Ips,
     MrrCutoff,
     ParityTargetName,
     RbpGain,
@@ -88,6 +89,10 @@ def evaluate(
     parity_target: ParityTargetName | Mapping[Any, float] | None = None,
     item_groups: object | None = None,
     group: str = "group",
+    propensity: str | None = None,
+    propensity_gamma: float | None = None,
+    ips: Ips = "snips",
+    max_weight: float | None = None,
 ) -> FrameT:
     """Evaluate recommendations against truth, per user or as means, at one or many k.
 
@@ -295,6 +300,27 @@ def evaluate(
         ``tail`` from ``train`` (an item absent from train is ``tail``).
     group
         The group column of ``item_groups``.
+    propensity
+        Propensity-scored ranking metrics (spec 9.4), for logs where popular items are
+        observed more: a truth column holding each truth row's propensity P in (0, 1]
+        (the chance the pair was observed), or ``"popularity"``: P_i = (n_i / max_j
+        n_j)^((γ + 1) / 2) from ``train`` (n_i the distinct train users of item i over
+        the whole frame, 1 for an item not in train; Yang et al., RecSys 2018). Each
+        relevant item then counts w = 1/P times in every ranking metric: hits@k and |R|
+        are sums of weights, DCG gains and the ideal DCG's are weighted, AP's hits@r
+        too; MRR and hit_rate are unchanged. With equal P per user (``ips="snips"``)
+        or P = 1 (``"ips"``) every value equals the unweighted one exactly. A null P,
+        P <= 0 or P > 1 on a truth row is an error. ``fm.diagnose`` reports the
+        weights' effective sample size.
+    propensity_gamma
+        γ of ``propensity="popularity"`` (required there, no default; >= -1).
+    ips
+        ``"snips"`` (default): the weights are normalised per user to average 1 over
+        the user's relevant items, w · |R| / Σ_R w (so recall is Σ_hits w / Σ_R w, Yang's
+        SNIPS recall); ``"ips"``: w as it is. A metric string may set it:
+        ``"recall(ips=ips)@10"``.
+    max_weight
+        Clip the weights 1/P at this value (before normalising them); default: none.
 
     Returns
     -------
@@ -550,11 +576,36 @@ def diagnose(recs: object, truth: object | None = None, **kwargs: Any) -> Diagno
     spec = _spec(truth, extras, arguments.pop("validate"), arguments)
     adapter = adapter_for(recs)
     if adapter is not None:
-        return cast("Diagnostics", adapter.diagnose(spec, recs, truth, extras))
-    from frame_metrics.inputs import Inputs
-    from frame_metrics.planner import reads
+        found = cast("Diagnostics", adapter.diagnose(spec, recs, truth, extras))
+    else:
+        from frame_metrics.inputs import Inputs
+        from frame_metrics.planner import reads
 
-    return engine.diagnose(spec, Inputs.read(spec, recs, truth, extras, reads(spec)))
+        found = engine.diagnose(spec, Inputs.read(spec, recs, truth, extras, reads(spec)))
+    _warn_small_sample(found)
+    return found
+
+
+#: Below this mean effective sample size per user, diagnose warns (spec 9.4).
+SMALL_ESS = 2.0
+
+
+def _warn_small_sample(found: Diagnostics) -> None:
+    """Warn when propensity weights leave under 2 effective relevant items per user."""
+    mean = found.counts.get("propensity_mean_ess")
+    if mean is None or mean >= SMALL_ESS:
+        return
+    least = found.counts.get("propensity_min_ess")
+    warn(
+        SmallSampleWarning(
+            f"expected an effective sample size (Σw)²/Σw² of at least {SMALL_ESS:g} relevant "
+            f"items per user on average, found {mean:.4g} (the least {least:.4g}): a few "
+            "heavily weighted items decide each user's values; ",
+            Pass("max_weight"),
+            " to clip the weights (less variance, some bias)",
+            option="propensity",
+        )
+    )
 
 
 # The keyword options of evaluate with their defaults, shared by diagnose.

@@ -74,7 +74,12 @@ class Diagnostics:
         What the metric families leave out beyond the counts above, by name (each
         also an attribute: ``diagnostics.items_without_group``): users outside a
         metric's population, items without a category or group. Only the families of
-        the metrics asked for add theirs.
+        the metrics asked for add theirs. Besides counts, values: with ``propensity=``
+        (spec 9.4), the weights' effective sample size (Σw)²/Σw² per user over the
+        user's relevant items (``propensity_mean_ess``, ``propensity_min_ess``), the
+        largest weight w = min(1/P, max_weight) (``propensity_largest_weight``) and the
+        share of the weight mass held by the heaviest 1% of relevant truth rows
+        (``propensity_top1_share``); ``None`` when no row is relevant.
     count_labels
         Each of ``counts``' line in the printout.
     samples_per_user
@@ -100,15 +105,16 @@ class Diagnostics:
     longest_list: int | None = None
     lists_with_rank_gaps: int = 0
     samples_per_user: tuple[int, int] | None = None
-    counts: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, float | None] = field(default_factory=dict)
     count_labels: dict[str, str] = field(default_factory=dict)
 
-    def __getattr__(self, name: str) -> int:
+    def __getattr__(self, name: str) -> float | None:
         """A family's count (``counts``) as an attribute."""
         # Only called for names that are not fields: the family counts.
         counts = self.__dict__.get("counts", {})
         if name in counts:
-            return int(counts[name])
+            value: float | None = counts[name]
+            return value
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _groups(self) -> tuple[list[str], list[int]]:

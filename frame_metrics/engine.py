@@ -84,7 +84,9 @@ def family_counts(spec: Spec, inputs: Inputs, prepared: Prepared) -> list[Diagno
 
 
 def counted(count: DiagnosticCount) -> pl.LazyFrame:
-    """One family count as one row, one column ``n``."""
+    """One family count as one row, one column ``n`` (a value's partial as it is)."""
+    if count.finish is not None:
+        return count.frame
     if count.distinct:
         return count.frame.unique().select(pl.len().cast(pl.Int64).alias("n"))
     return count.frame.select(pl.col("n").sum().cast(pl.Int64))
@@ -208,9 +210,16 @@ def diagnose(spec: Spec, inputs: Inputs, *, families: bool = True) -> Diagnostic
         longest_list=None if lists["longest"] is None else int(lists["longest"]),
         lists_with_rank_gaps=int(lists["gaps"]),
         samples_per_user=samples,
-        counts={c.name: int(f["n"][0] or 0) for c, f in zip(extra, found, strict=True)},
+        counts={c.name: _value(c, f) for c, f in zip(extra, found, strict=True)},
         count_labels={c.name: c.label for c in extra},
     )
+
+
+def _value(count: DiagnosticCount, found: pl.DataFrame) -> float | None:
+    """A family count's number from its collected frame (:func:`counted`)."""
+    if count.finish is not None:
+        return count.finish(found)
+    return int(found["n"][0] or 0)
 
 
 def _list_counts(

@@ -30,6 +30,7 @@ __all__ = [
     "MissingInputError",
     "Part",
     "Pass",
+    "SmallSampleWarning",
     "UndefinedMetricWarning",
     "UnmatchedIdsWarning",
     "shown",
@@ -286,6 +287,15 @@ class UnmatchedIdsWarning(FrameMetricsWarning):
     Ids written differently in the two frames (``"0015"`` against ``15``) match nothing,
     and every metric is then 0 or undefined without any error. The message gives the
     counts and an example id from each frame.
+    """
+
+
+class SmallSampleWarning(FrameMetricsWarning):
+    """Propensity weights leave few effective relevant items per user (spec 9.4).
+
+    The effective sample size (Σw)²/Σw² of a user's relevant items is below 2 on
+    average: a few heavily weighted items decide the user's values, whose variance is
+    then large. Clipping the weights (``max_weight=``) trades that variance for bias.
     """
 
 

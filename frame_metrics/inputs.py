@@ -78,6 +78,7 @@ class Inputs:
             largest_relevance=spec.largest_relevance,
             row_order=spec.row_order,
             every_column=self.source.every_column,
+            propensity=spec.propensity_column,
         )
 
     def extra(self, name: str, names: Sequence[str]) -> ExtraFrame:

@@ -67,6 +67,9 @@ ParityTable = tuple[tuple[Any, float], ...]
 ParityTarget = ParityTargetName | ParityTable
 CalibrationWeight = Literal["uniform", "reciprocal", "log"]
 Divergence = Literal["kl", "js"]
+#: How propensity weights are normalised (spec 9.4): per user over the relevant items
+#: (self-normalised), or not at all.
+Ips = Literal["snips", "ips"]
 
 #: ``Option.metrics`` of an option every ranking metric reads (those judged against the
 #: relevance in truth: a metric string of any of them may set it).
@@ -152,7 +155,8 @@ class Option:
     cli_default: str | None = None
     #: How the option's table reads, in the documentation (``table`` options).
     table_doc: str = "{level: gain}"
-    #: The command line's reader of a ``table`` option's value (None: gain's).
+    #: The command line's reader of a ``table`` option's value (None: gain's), or of a
+    #: text option's (``str``: a column name).
     parse: Callable[[str], Any] | None = None
 
     @property
@@ -291,6 +295,41 @@ def _number_or(text: str) -> float | str:
         return float(text)
     except ValueError:
         return text
+
+
+_PROPENSITY = "a truth column name, 'popularity' or None"
+
+
+def _check_propensity(value: object) -> str | None:
+    """A column name of truth holding P, or ``"popularity"`` (spec 9.4)."""
+    if value is None or (isinstance(value, str) and value):
+        return value
+    raise _refuse("propensity", _PROPENSITY, shown(value))
+
+
+_GAMMA = "a finite number >= -1 or None"
+
+
+def _check_gamma(value: object) -> float | None:
+    """Yang et al.'s gamma: P = (n / max n)^((gamma + 1) / 2) <= 1 needs gamma >= -1."""
+    if value is None:
+        return None
+    number = _as_float(value)
+    if number is None or not math.isfinite(number) or number < -1:
+        raise _refuse("propensity_gamma", _GAMMA, _refused(value))
+    return number
+
+
+_MAX_WEIGHT = "a finite number > 0 or None"
+
+
+def _check_max_weight(value: object) -> float | None:
+    if value is None:
+        return None
+    number = _as_float(value)
+    if number is None or not math.isfinite(number) or number <= 0:
+        raise _refuse("max_weight", _MAX_WEIGHT, _refused(value))
+    return number
 
 
 def _choice(
@@ -560,6 +599,62 @@ OPTIONS: tuple[Option, ...] = (
         ("miscalibration",),
         "statistics",
     ),
+    Option(
+        "propensity",
+        None,
+        _PROPENSITY,
+        "Propensity-scored metrics (spec 9.4): each relevant item counts 1/P times, P from "
+        "this truth column or, with 'popularity', from train popularity; None: unweighted.",
+        RANKING,
+        "statistics",
+        "propensity-scored metrics: P from this truth column, or 'popularity' (from --train)",
+        _check_propensity,
+        preset=False,
+        per_metric=False,
+        metavar="COL",
+        cli_default="none (unweighted)",
+        parse=str,
+    ),
+    Option(
+        "propensity_gamma",
+        None,
+        _GAMMA,
+        "With propensity='popularity' (required there): P_i = (n_i / max n)^((gamma + 1) / 2), "
+        "n_i the distinct train users of item i (Yang et al. 2018).",
+        RANKING,
+        "statistics",
+        "the gamma of --propensity popularity: P = (n / max n)^((gamma + 1) / 2)",
+        _check_gamma,
+        preset=False,
+        per_metric=False,
+        metavar="G",
+        cli_default="none: required with --propensity popularity",
+    ),
+    _choice(
+        "ips",
+        Ips,
+        "Propensity weights w = 1/P normalised per user to average 1 over the relevant "
+        "items (snips), or used as they are (ips).",
+        "propensity weights: normalised per user (snips) or as they are (ips)",
+        RANKING,
+        "statistics",
+        preset=False,
+    ),
+    Option(
+        "max_weight",
+        None,
+        _MAX_WEIGHT,
+        "Propensity weights 1/P are clipped at this value (before snips normalises them); "
+        "None: not clipped.",
+        RANKING,
+        "statistics",
+        "clip propensity weights 1/P at W",
+        _check_max_weight,
+        preset=False,
+        per_metric=False,
+        metavar="W",
+        cli_default="none",
+    ),
 )
 
 _BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
@@ -725,6 +820,17 @@ class MetricOptions:
         miscalibration's divergence: ``"kl"`` = KL(p ‖ (1 − α)·q + α·p) in bits (Steck),
         ``"js"`` = the Jensen–Shannon distance √JSD(p, q) with log2, unsmoothed, in
         [0, 1].
+    propensity
+        Propensity-scored ranking metrics (spec 9.4): the truth column holding each truth
+        row's P in (0, 1], or ``"popularity"``: P from train popularity with
+        ``propensity_gamma``; ``None``: unweighted.
+    propensity_gamma
+        The γ of ``propensity="popularity"``: P_i = (n_i / max_j n_j)^((γ + 1) / 2).
+    ips
+        ``"snips"``: the weights w = 1/P are normalised per user over the relevant items,
+        w · |R| / Σ_R w; ``"ips"``: w as it is.
+    max_weight
+        w = min(1/P, max_weight), before the normalisation.
 
     Examples
     --------
@@ -766,6 +872,10 @@ class MetricOptions:
     calibration_alpha: float = _DEFAULTS["calibration_alpha"]
     calibration_weight: CalibrationWeight = _DEFAULTS["calibration_weight"]
     divergence: Divergence = _DEFAULTS["divergence"]
+    propensity: str | None = _DEFAULTS["propensity"]
+    propensity_gamma: float | None = _DEFAULTS["propensity_gamma"]
+    ips: Ips = _DEFAULTS["ips"]
+    max_weight: float | None = _DEFAULTS["max_weight"]
 
     def __post_init__(self) -> None:
         # Each option checked, and kept in its normal form, by its row of the table.

@@ -34,6 +34,7 @@ from frame_metrics.validation import (
 
 __all__ = [
     "PREDICTION",
+    "PROPENSITY",
     "RANK",
     "REL",
     "TIE_FIRST",
@@ -48,6 +49,8 @@ __all__ = [
 
 RANK = "_fm_rank"
 REL = "_fm_rel"
+#: A truth row's propensity P (spec 9.4), as Float64, when ``propensity=`` names a column.
+PROPENSITY = "_fm_propensity"
 _SCORE = "_fm_score"
 #: The input row number, the tie break of ``ties="input"``.
 _ROW = "_fm_row"
@@ -195,6 +198,35 @@ def rating_checks(column: str, dtype: pl.DataType) -> list[Check]:
     ]
 
 
+def propensity_checks(column: str, where: pl.Expr | None = None) -> list[Check]:
+    """A propensity is a probability of observation in (0, 1], on every truth row.
+
+    Checked on every truth row, relevant or not (spec 9.4 gives each truth row a P; a
+    null on a judged non-relevant row is as likely a failed join as on a relevant one).
+    ``where``: the rows that are truth rows (a long table's rows with a relevance).
+    """
+    p = pl.col(column).cast(pl.Float64, strict=False)
+    rows = pl.lit(True) if where is None else where
+    null = rows & pl.col(column).is_null()
+    outside = (rows & ~((p > 0.0) & (p <= 1.0))).fill_null(False) & ~null
+    return [
+        Check(
+            null.sum(),
+            null,
+            InvalidValueError,
+            f"expected a propensity in (0, 1] on every truth row in column {column!r}, "
+            "found {n} null row(s), e.g. {example}",
+        ),
+        Check(
+            outside.sum(),
+            outside,
+            InvalidValueError,
+            f"expected a propensity in (0, 1] on every truth row in column {column!r}, "
+            "found {n} row(s) outside it (P <= 0, P > 1 or NaN), e.g. {example}",
+        ),
+    ]
+
+
 def _likely_by(recs: pl.LazyFrame, key: list[str], roles: set[str]) -> Parts:
     """Name the columns that would make repeated rows unique: likely a missing ``by``.
 
@@ -273,6 +305,7 @@ def prepare(
     largest_relevance: float | None = None,
     row_order: bool = False,
     every_column: Callable[[], pl.LazyFrame] | None = None,
+    propensity: str | None = None,
 ) -> Prepared:
     """Build the long table from recommendations and truth, or from a long table alone.
 
@@ -284,7 +317,8 @@ def prepare(
     ``largest_relevance``: see :func:`relevance_checks`; ``row_order``: keep the input row
     number for ties="input"; ``every_column``: recs with the columns the call does not
     read (converted only for the hint of a failed duplicate check), when ``recs`` lacks
-    them.
+    them. ``propensity``: a column of truth (of a long table) holding each truth row's
+    propensity, carried on the truth rows as ``PROPENSITY`` and checked (spec 9.4).
     """
     if truth is None:
         return _prepare_long(
@@ -297,6 +331,7 @@ def prepare(
             gains=gains,
             largest_relevance=largest_relevance,
             every_column=every_column,
+            propensity=propensity,
         )
     return _prepare_pair(
         recs,
@@ -311,6 +346,7 @@ def prepare(
         largest_relevance=largest_relevance,
         row_order=row_order,
         every_column=every_column,
+        propensity=propensity,
     )
 
 
@@ -328,6 +364,7 @@ def _prepare_pair(
     largest_relevance: float | None,
     row_order: bool,
     every_column: Callable[[], pl.LazyFrame] | None,
+    propensity: str | None = None,
 ) -> Prepared:
     c = columns
     order_col = c.order[1]
@@ -335,7 +372,13 @@ def _prepare_pair(
     # The hint of a failed duplicate check looks at every column of recs.
     hint_rows: Callable[[], pl.LazyFrame] = (lambda: recs) if every_column is None else every_column
     truth_by = [b for b in c.by if b in truth.collect_schema()]
-    ts = _require(truth, "truth", [*c.user, *truth_by, c.item, c.relevance])
+    ts = _require(
+        truth,
+        "truth",
+        [*c.user, *truth_by, c.item, c.relevance, *([propensity] if propensity else [])],
+    )
+    if propensity is not None:
+        _require_dtype("truth", propensity, ts[propensity], "numeric")
     if c.score is not None:
         _require_dtype("recs", c.score, rs[c.score], "numeric")
     else:
@@ -388,11 +431,16 @@ def _prepare_pair(
         if options.on_duplicate == "first":
             top = top.group_by([*lists, item]).agg(pl.col(RANK).min())
 
+    carried = [] if propensity is None else [pl.col(propensity).cast(pl.Float64).alias(PROPENSITY)]
     truth_rows = truth.select(
-        *c.user, *truth_by, item, pl.col(c.relevance).cast(pl.Float64).alias(REL)
+        *c.user, *truth_by, item, pl.col(c.relevance).cast(pl.Float64).alias(REL), *carried
     )
     if options.on_duplicate == "first":
-        truth_rows = truth_rows.group_by(join_keys).agg(pl.col(REL).max())
+        # The kept row is the highest-relevance one, whole: its propensity too (the
+        # smallest of those rows' when several share it, whatever their order).
+        best = pl.col(REL) == pl.col(REL).max()
+        kept = [pl.col(PROPENSITY).filter(best).min()] if propensity is not None else []
+        truth_rows = truth_rows.group_by(join_keys).agg(pl.col(REL).max(), *kept)
     ties = None
     if scored_top is not None and tie_cutoffs:
         graded = scored_top.join(truth_rows, on=join_keys, how="left")
@@ -418,11 +466,12 @@ def _prepare_pair(
         show_recs = [*lists, item, order_col]
         # Score-ranked duplicates are looked for among the ranked rows, which carry no score.
         show_dups = [*lists, item] if c.score is not None else show_recs
-        show_truth = [*c.user, *truth_by, item, c.relevance]
+        show_truth = [*c.user, *truth_by, item, c.relevance, *([propensity] if propensity else [])]
         truth_checks = [
             *null_checks([*c.user, *truth_by, item], "key"),
             *null_checks([c.relevance], "relevance"),
             *relevance_checks(c.relevance, ts[c.relevance], gains, largest_relevance),
+            *(propensity_checks(propensity) if propensity is not None else []),
         ]
         if options.on_duplicate == "error":
             truth_checks.append(
@@ -611,12 +660,16 @@ def _prepare_long(
     gains: Collection[str],
     largest_relevance: float | None,
     every_column: Callable[[], pl.LazyFrame] | None,
+    propensity: str | None = None,
 ) -> Prepared:
     c = columns
     keys, item = c.keys, c.item
     has_relevance = needs_relevance or c.relevance in long.collect_schema()
     wanted = [*keys, item, c.rank, *([c.relevance] if has_relevance else [])]
+    wanted += [propensity] if propensity is not None else []
     schema = _require(long, "long table" if has_relevance else "recs", wanted)
+    if propensity is not None:
+        _require_dtype("long table", propensity, schema[propensity], "numeric")
     _require_dtype("long table", c.rank, schema[c.rank], "integer")
     if not has_relevance:
         # Recommendations alone: no relevance anywhere, and every row is recommended.
@@ -638,6 +691,9 @@ def _prepare_long(
             rank_below_one_check(c.rank),
             *nonintegral_check(c.rank, schema[c.rank]),
         ]
+        if propensity is not None:
+            # A long table's truth rows are those with a relevance.
+            checks += propensity_checks(propensity, pl.col(c.relevance).is_not_null())
         # Stacked models' tables without by= repeat ranks and items: say which column differs.
         roles = {*keys, item, c.rank, c.relevance}
         rank_key, pair_key = [*keys, c.rank], [*keys, item]
@@ -652,13 +708,15 @@ def _prepare_long(
             checks.append(
                 replace(pair_check, explain=lambda: _likely_by(hint_rows(), pair_key, roles))
             )
-        checked = [CheckedFrame("long table", long, checks, [*keys, item, c.rank, c.relevance])]
+        shown_cols = [*keys, item, c.rank, c.relevance, *([propensity] if propensity else [])]
+        checked = [CheckedFrame("long table", long, checks, shown_cols)]
     rows = long.select(
         *keys,
         item,
         pl.col(c.rank).cast(pl.Int64, strict=False).alias(RANK),
         pl.col(c.relevance).cast(pl.Float64).fill_null(0.0).alias(REL),
         pl.col(c.relevance).is_not_null().alias(_JUDGED),
+        *([pl.col(propensity).cast(pl.Float64).alias(PROPENSITY)] if propensity else []),
     )
     dups = rows.select(
         pl.lit("long table").alias("frame"),
@@ -672,10 +730,11 @@ def _prepare_long(
     # IDCG); a relevant item ranked below the cutoff is, for every metric, not recommended.
     listed = pl.col(RANK).is_not_null() if max_k is None else pl.col(RANK) <= max_k
     top = rows.filter(listed).select(*keys, item, RANK)
-    truth = rows.filter(pl.col(REL) > 0).select(*keys, item, REL)
+    carried = [PROPENSITY] if propensity is not None else []
+    truth = rows.filter(pl.col(REL) > 0).select(*keys, item, REL, *carried)
     all_keys = long.select(keys).unique()
     # A long table cannot tell a judged 0 from an unjudged item but by a null relevance.
-    judged = rows.filter(pl.col(_JUDGED)).select(*keys, item, REL)
+    judged = rows.filter(pl.col(_JUDGED)).select(*keys, item, REL, *carried)
     return Prepared(
         keys,
         item,

@@ -33,11 +33,15 @@ from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.registry import ALIASES, REGISTRY, Requested, resolve, split_names
 from frame_metrics.options import (
     DEFAULT_K,
+    OPTIONS,
     MetricOptions,
     is_int,
     other_tie_rules,
     validate_k,
 )
+
+#: The options a metric string may set (``"recall(ips=ips)@10"``): the table's per-metric ones.
+_PER_METRIC: tuple[str, ...] = tuple(o.name for o in OPTIONS if o.per_metric)
 
 __all__ = ["EXTRA_INPUTS", "EXTRA_OF_NEED", "ExtraInput", "Spec", "build_spec", "resolve_requests"]
 
@@ -234,6 +238,17 @@ class Spec:
         return min(given, default=None)
 
     @property
+    def propensity_column(self) -> str | None:
+        """The truth column holding propensities (spec 9.4), if ``propensity=`` names one.
+
+        Only ranking metrics read it: a call without one does not read the column.
+        """
+        p = self.options.propensity
+        if p is None or p == "popularity" or "ranking" not in self.families:
+            return None
+        return p
+
+    @property
     def row_order(self) -> bool:
         """Whether a tie rule reads the input row order (``ties="input"``)."""
         return any(o.ties == "input" for o in self.all_options)
@@ -327,7 +342,62 @@ def build_spec(
         )
     if sample is not None:
         _check_samples(requests, long_table, sample)
+    ignored += _check_propensity(call, requests, given)
     return Spec(columns, call, requests, given, validate, tuple(ignored))
+
+
+def _check_propensity(
+    call: MetricOptions, requests: Sequence[Requested], given: frozenset[str]
+) -> list[IgnoredOptionWarning]:
+    """Propensity scoring's frame-free refusals (spec 9.4), and its options that do nothing.
+
+    ``propensity="popularity"`` needs ``propensity_gamma`` (no default) and ``train``;
+    ``propensity_gamma`` without it, and ``max_weight`` without propensities, change
+    nothing and are reported.
+
+    Examples
+    --------
+    >>> opts = MetricOptions(propensity="popularity")
+    >>> _check_propensity(opts, [], frozenset({"truth", "train"}))
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: propensity_gamma: expected a finite number >= -1 with propensity='popularity' (P = (n / max n)^((gamma + 1) / 2); it has no default), got None
+    """
+    messages: list[IgnoredOptionWarning] = []
+    weighted = any(q.metric.family == "ranking" for q in requests)
+    if call.propensity == "popularity":
+        if call.propensity_gamma is None:
+            raise InvalidOptionError(
+                "expected a finite number >= -1 with propensity='popularity' "
+                "(P = (n / max n)^((gamma + 1) / 2); it has no default), got None",
+                option="propensity_gamma",
+            )
+        if "train" not in given and weighted:
+            raise MissingInputError(
+                "propensity='popularity'",
+                "train",
+                _WHAT["train"],
+                "; it counts the distinct train users of each item",
+            )
+    elif call.propensity_gamma is not None:
+        messages.append(
+            IgnoredOptionWarning(
+                f"{call.propensity_gamma!r} ignored, it is read with propensity='popularity' "
+                f"only (propensity is {call.propensity!r}); ",
+                LeaveOut("propensity_gamma"),
+                option="propensity_gamma",
+            )
+        )
+    if call.propensity is None and call.max_weight is not None:
+        messages.append(
+            IgnoredOptionWarning(
+                f"{call.max_weight!r} ignored, it clips propensity weights and no "
+                "propensity= was given; ",
+                LeaveOut("max_weight"),
+                option="max_weight",
+            )
+        )
+    return messages
 
 
 def _check_samples(requests: Sequence[Requested], long_table: bool, sample: str) -> None:
@@ -423,7 +493,7 @@ def resolve_requests(
     >>> resolve_requests("precision(gain=binary)@5", None, [])
     Traceback (most recent call last):
     ...
-    frame_metrics.errors.InvalidOptionError: metrics: expected options precision reads (convention, empty, relevant_set, threshold, ties, users), got gain in 'precision(gain=binary)@5'
+    frame_metrics.errors.InvalidOptionError: metrics: expected options precision reads (convention, empty, ips, relevant_set, threshold, ties, users), got gain in 'precision(gain=binary)@5'
     """
     from frame_metrics.measure_names import TOOL_CONVENTION, tool_measure
     from frame_metrics.metric_names import parse_name
@@ -439,8 +509,7 @@ def resolve_requests(
             "expected at least one metric name, got an empty list", option="metrics"
         )
     ks = validate_k(k, required=False) or None
-    known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
-    known.pop("on_duplicate")
+    known = dict.fromkeys((*_PER_METRIC, "convention"))
     package = {name.lower() for name in (*REGISTRY, *ALIASES)}
     out: list[Requested] = []
     for raw in names:
@@ -556,7 +625,7 @@ def _ignored_options(
         else list(DEFAULT_RANKING if metrics is None else metrics)
     )
     names = [str(name) for raw in given for name in split_names(raw)]
-    known = dict.fromkeys((*METRIC_OPTIONS, "convention"))
+    known = dict.fromkeys((*METRIC_OPTIONS, *_PER_METRIC, "convention"))
     parsed = [parse_name(name, known) for name in names]
     messages: list[IgnoredOptionWarning] = []
     columns = {q.column for q in requests}

@@ -313,13 +313,13 @@ ERRORS: list[tuple[str, str]] = [
     # Options the metric does not read.
     (
         "precision(gain=binary)@5",
-        "metrics: expected options precision reads (convention, empty, relevant_set, "
+        "metrics: expected options precision reads (convention, empty, ips, relevant_set, "
         "threshold, ties, users), got gain in 'precision(gain=binary)@5'",
     ),
     (
         "mrr(ap_denominator=k, gain=binary)@5",
-        "metrics: expected options mrr reads (convention, empty, mrr_cutoff, relevant_set, "
-        "threshold, ties, users), got ap_denominator, gain in "
+        "metrics: expected options mrr reads (convention, empty, ips, mrr_cutoff, "
+        "relevant_set, threshold, ties, users), got ap_denominator, gain in "
         "'mrr(ap_denominator=k, gain=binary)@5'",
     ),
     # Non-ranking metrics take no options.

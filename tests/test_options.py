@@ -68,6 +68,12 @@ SPEC_DEFAULTS: dict[str, object] = {
     "calibration_alpha": 0.01,
     "calibration_weight": "uniform",
     "divergence": "kl",
+    # Spec 9.4: unweighted unless propensity= is given; gamma has no default; SNIPS;
+    # no clipping.
+    "propensity": None,
+    "propensity_gamma": None,
+    "ips": "snips",
+    "max_weight": None,
 }
 
 #: evaluate's keywords that are not options: metrics and cutoffs, columns, the preset,
@@ -273,6 +279,8 @@ def _flag_value(row: Option) -> tuple[str, object]:
     if row.choices:
         other = row.choices[-1]
         return other, other
+    if row.parse is str:  # a column name (propensity)
+        return "p", "p"
     return "0.5", 0.5
 
 

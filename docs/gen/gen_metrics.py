@@ -262,6 +262,37 @@ def check_formulas() -> None:
         unknown = sorted(set(metric.needs) - set(NEEDS))
         if unknown:
             raise RuntimeError(f"docs: describe the needs {unknown} of {metric.name!r} in NEEDS")
+    weightless = sorted(_ranking_readers() - set(WEIGHTED))
+    if weightless:
+        raise RuntimeError(f"docs: say what {weightless} compute with propensity= in WEIGHTED")
+
+
+#: What each metric judged against relevance computes under ``propensity=`` (spec 9.4):
+#: each relevant item counts w̃ times (w = min(1/P, max_weight), normalised per user to
+#: average 1 under ``ips="snips"``). A metric of the ranking options' readers without an
+#: entry fails the build.
+WEIGHTED: dict[str, str] = {
+    "precision": "Σ w̃ over the hits within k, over k (above 1 when heavy items are hit)",
+    "recall": "Σ w̃ over the hits within k, over Σ_R w̃: Yang et al.'s SNIPS recall "
+    "Σ_hits 1/P / Σ_R 1/P",
+    "f1": "2·P·R / (P + R) of the weighted precision and recall",
+    "hit_rate": "unchanged: it counts no items",
+    "mrr": "unchanged: it counts no items",
+    "ap": "(1/D)·Σ over hits r <= k of w̃_r·hits@r / r, hits@r the running Σ w̃, "
+    "D = min(Σ_R w̃, k) (`ap_denominator` as usual, with |R| = Σ_R w̃)",
+    "dcg": "gains w̃·gain(rel)",
+    "ndcg": "gains w̃·gain(rel) in the DCG and in the ideal DCG, whose list is sorted by "
+    "weighted gain (so a perfect list still scores 1; with `idcg='k'` the slots keep gain 1)",
+    "err": "each item's term (1/r)·P_r·Π(1 − P_i) counts w̃ times; the stop "
+    "probabilities P_i (the cascade above it) are not weighted, so they stay probabilities",
+    "rbp": "(1 − p)·Σ w̃·p^(r−1) over the relevant listed items",
+    "r_precision": "Σ w̃ over the hits within rank |R| over Σ_R w̃; the cutoff stays the "
+    "number of relevant items (a position), not their weight",
+    "bpref": "each relevant retrieved item's term counts w̃ times, over Σ_R w̃; inside a "
+    "term, n_r, R and N stay counts",
+    "judged": "unchanged: it counts judged items, relevant or not",
+    "serendipity": "unchanged: a share of the list (beyond accuracy), not an estimate of relevance",
+}
 
 
 def option_docs() -> dict[str, str]:
@@ -281,6 +312,11 @@ def option_docs() -> dict[str, str]:
         '(`"ndcg(convention=rectools)@10"`): see [Conventions and presets](../conventions.md).'
     )
     return out
+
+
+def _ranking_readers() -> set[str]:
+    """The metrics judged against relevance: those that read the ranking options."""
+    return {m.name for m in REGISTRY.values() if "threshold" in m.reads()}
 
 
 def _option_link(option: str) -> str:
@@ -304,7 +340,8 @@ def _range(metric: Metric) -> str:
     low, high = metric.bounds
     upper = "∞" if high is None else f"{high:g}"
     better = "higher is better" if metric.higher_is_better else "lower is better"
-    return f"[{low:g}, {upper}{']' if high is not None else ')'}; {better}"
+    weighted = "; no upper bound with `propensity=`" if metric.weighted_unbounded else ""
+    return f"[{low:g}, {upper}{']' if high is not None else ')'}; {better}{weighted}"
 
 
 def _print_call(args: list[str]) -> str:
@@ -373,6 +410,8 @@ def facts(metric: Metric) -> list[tuple[str, str]]:
         rows.append(("Default", "computed when `metrics=` is not given"))
     if metric.tie_average:
         rows.append(("Ties", 'has a tie-averaged value (`ties="average"`)'))
+    if metric.name in _ranking_readers():
+        rows.append(("With `propensity=` (spec 9.4)", cell(WEIGHTED[metric.name])))
     reads = sorted(metric.reads())
     rows.append(
         (

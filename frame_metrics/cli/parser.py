@@ -350,6 +350,10 @@ def _add_option(group: argparse._ArgumentGroup, row: Option) -> None:
     help = f"{row.help} (default: {shown})"
     if row.table:
         group.add_argument(row.flag, type=_gain, metavar=row.metavar, help=help)
+    elif row.parse is not None:  # a text value read as it is (a column name)
+        group.add_argument(
+            row.flag, type=row.parse, default=default, metavar=row.metavar, help=help
+        )
     elif row.choices:
         group.add_argument(row.flag, choices=row.choices, default=default, help=help)
     else:

@@ -448,7 +448,12 @@ def partition_diagnostics(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.Da
     # The families' counts: a count of users adds up over partitions, distinct rows
     # (items) are merged first; each tagged with its name.
     for i, count in enumerate(family_counts(inputs.spec, inputs, inputs.prepared())):
-        rows = count.frame.unique() if count.distinct else count.frame.select(pl.col("n").sum())
+        if count.finish is not None:
+            rows = count.frame  # a partial, stacked over partitions as it is
+        elif count.distinct:
+            rows = count.frame.unique()
+        else:
+            rows = count.frame.select(pl.col("n").sum())
         parts.append(rows.collect().with_columns(pl.lit(f"count:{i}").alias(_PART)))
     return pl.concat(parts, how="diagonal_relaxed")
 
@@ -486,12 +491,14 @@ def merge_diagnostics(rows: pl.DataFrame, job: Job) -> Diagnostics:
         unseen = seen.height
     # Which counts the families give, and how they merge: theirs on empty partitions.
     probe = job.inputs(job.empty(), validate=False)
-    found: dict[str, int] = {}
+    found: dict[str, float | None] = {}
     labels: dict[str, str] = {}
     for i, count in enumerate(family_counts(spec, probe, probe.prepared())):
         part = rows.filter(pl.col(_PART) == f"count:{i}")
         columns = count.frame.collect_schema().names()
-        if count.distinct:
+        if count.finish is not None:
+            found[count.name] = count.finish(part.select(columns))
+        elif count.distinct:
             found[count.name] = part.select(columns).unique().height
         else:
             found[count.name] = int(part["n"].fill_null(0).sum()) if part.height else 0

@@ -79,12 +79,16 @@ class DiagnosticCount:
     an integer column ``n`` (a count of users: partitions of the users add up); with
     ``distinct=True``, the distinct rows counted (items, with the ``by`` columns they
     count per): a partitioned run counts the union of its partitions' rows.
+    ``finish``: a value that is not a count (a mean, a largest value): ``frame`` is then
+    a partial that stacks over partitions (one machine: the only one), and ``finish``
+    gives the value from the stacked rows (None when there is none).
     """
 
     name: str
     label: str
     frame: pl.LazyFrame
     distinct: bool = False
+    finish: Callable[[pl.DataFrame], float | None] | None = None
 
 
 @dataclass

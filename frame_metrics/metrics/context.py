@@ -181,6 +181,14 @@ class RankingPieces(Protocol):
         """``|L[:k]|``: items recommended within the cutoff."""
         ...
 
+    def relevant_mass(self) -> pl.Expr:
+        """``|R|`` as the metrics divide by it: the number of relevant items.
+
+        With propensity weights (spec 9.4), ``Σ_R w̃``; :meth:`n_relevant` stays the
+        count (who is evaluated, R-precision's cutoff, the ideal list's length).
+        """
+        ...
+
     def gain_sum(self, k: int) -> pl.Expr:
         """``Σ_{r<=k} gain(L[r]) / log2(r + 1)``: the DCG of the top k."""
         ...
@@ -294,6 +302,10 @@ class RankingContext:
 
     def n_listed(self, k: int) -> pl.Expr:  # noqa: D102
         return self.in_k(k).sum()
+
+    def relevant_mass(self) -> pl.Expr:  # noqa: D102
+        # One user's rows carry no propensity weights: the count.
+        return self.n_relevant()
 
     @staticmethod
     def _ordered_sum(terms: pl.Expr, order: pl.Expr) -> pl.Expr:

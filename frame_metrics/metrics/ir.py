@@ -25,7 +25,7 @@ def _ordered(u: UserCase) -> list[object]:
 
 
 def _r_precision(ctx: RankingPieces, k: int) -> pl.Expr:
-    return ctx.hits_within_relevant() / ctx.n_relevant()
+    return ctx.hits_within_relevant() / ctx.relevant_mass()
 
 
 def _ref_r_precision(u: UserCase, k: int, o: MetricOptions) -> float:
@@ -37,7 +37,7 @@ def _ref_r_precision(u: UserCase, k: int, o: MetricOptions) -> float:
 
 
 def _bpref(ctx: RankingPieces, k: int) -> pl.Expr:
-    return ctx.bpref_sum() / ctx.n_relevant()
+    return ctx.bpref_sum() / ctx.relevant_mass()
 
 
 def _ref_bpref(u: UserCase, k: int, o: MetricOptions) -> float:
@@ -143,6 +143,7 @@ register(
         "Σ_{r<=k} (1/r)·P_r·Π_{i<r}(1 - P_i), P_i = (2^g_i - 1) / 2^g_max (Chapelle et al. 2009)",
         options=frozenset({"max_relevance"}),
         needs=frozenset({"truth", "max_relevance"}),
+        weighted_unbounded=True,
         notes="ir_measures ERR@k (gdeval): g_max fixed at 4 (max_relevance=4), values "
         "rounded to 5 decimals. trec_eval and ranx have no ERR.",
     )
@@ -157,6 +158,7 @@ register(
         whole_list=True,
         options=frozenset({"persistence", "rbp_gain", "gain_scope"}),
         unbounded_under=frozenset({("rbp_gain", "relevance")}),
+        weighted_unbounded=True,
         notes="ir_measures RBP(p=0.8, rel=1): the same. trec_eval 10.0 rbp: p = 0.9, gain "
         "rel / (the user's largest judged relevance), every rel > 0 (rbp_gain='relative', "
         "gain_scope='positive'). ranx rbp.p: the relevance as gain (rbp_gain='relevance'), "

@@ -31,7 +31,7 @@ def _ref_precision(u: UserCase, k: int, o: MetricOptions) -> float:
 
 
 def _recall(ctx: RankingPieces, k: int) -> pl.Expr:
-    return ctx.hits(k) / ctx.n_relevant()
+    return ctx.hits(k) / ctx.relevant_mass()
 
 
 def _ref_recall(u: UserCase, k: int, o: MetricOptions) -> float:
@@ -40,7 +40,7 @@ def _ref_recall(u: UserCase, k: int, o: MetricOptions) -> float:
 
 def _f1(ctx: RankingPieces, k: int) -> pl.Expr:
     # 2PR/(P+R) = 2·hits/(k + |R|): the same value without a 0/0 when both are 0.
-    return 2.0 * ctx.hits(k) / (k + ctx.n_relevant())
+    return 2.0 * ctx.hits(k) / (k + ctx.relevant_mass())
 
 
 def _ref_f1(u: UserCase, k: int, o: MetricOptions) -> float:
@@ -79,8 +79,8 @@ def _ref_mrr(u: UserCase, k: int, o: MetricOptions) -> float:
 def _ap(ctx: RankingPieces, k: int) -> pl.Expr:
     total = ctx.precision_at_hits_sum(k)
     denominator = {
-        "min_k": pl.min_horizontal(ctx.n_relevant(), pl.lit(k)),
-        "relevant": ctx.n_relevant(),
+        "min_k": pl.min_horizontal(ctx.relevant_mass(), pl.lit(k)),
+        "relevant": ctx.relevant_mass(),
         "hits": ctx.hits(k),
         "k": None,
     }[ctx.options.ap_denominator]
@@ -147,9 +147,27 @@ def _ref_ndcg(u: UserCase, k: int, o: MetricOptions) -> float | None:
 
 _GAINS = frozenset({"gain", "gain_scope"})
 
-register(Metric("precision", _precision, _ref_precision, "hits@k / k", tie_average=True))
+register(
+    Metric(
+        "precision",
+        _precision,
+        _ref_precision,
+        "hits@k / k",
+        tie_average=True,
+        weighted_unbounded=True,
+    )
+)
 register(Metric("recall", _recall, _ref_recall, "hits@k / |R|", tie_average=True))
-register(Metric("f1", _f1, _ref_f1, "2·P@k·R@k / (P@k + R@k), 0 when both are 0", tie_average=True))
+register(
+    Metric(
+        "f1",
+        _f1,
+        _ref_f1,
+        "2·P@k·R@k / (P@k + R@k), 0 when both are 0",
+        tie_average=True,
+        weighted_unbounded=True,
+    )
+)
 register(Metric("hit_rate", _hit_rate, _ref_hit_rate, "1 if hits@k > 0 else 0", tie_average=True))
 register(
     Metric(
@@ -167,6 +185,7 @@ register(
         _ref_ap,
         "(1/D)·Σ_{r<=k, L[r]∈R} hits@r / r, D set by ap_denominator (default min(|R|, k))",
         options=frozenset({"ap_denominator"}),
+        weighted_unbounded=True,
     )
 )
 register(

@@ -113,6 +113,10 @@ class Metric:
     unbounded_under: frozenset[tuple[str, object]] = frozenset()
     #: Reads several rankings per user told apart by ``sample=`` (expected exposure).
     samples: bool = False
+    #: Has no upper bound under propensity weights (spec 9.4): a relevant item counts
+    #: w̃ times, which may be more than once (precision, f1, AP, err, rbp; recall,
+    #: NDCG and R-precision stay within 1, as ratios of a part to its whole).
+    weighted_unbounded: bool = False
 
     def effective(self, options: MetricOptions) -> MetricOptions:
         """The options as this metric applies them.
@@ -132,7 +136,7 @@ class Metric:
         """
         if self.family != "ranking" or self.population != "relevant":
             return self.options
-        base = {"threshold", "empty", "users", "relevant_set", "ties", "convention"}
+        base = {"threshold", "empty", "users", "relevant_set", "ties", "convention", "ips"}
         return frozenset(base) | self.options
 
     def column(self, k: int) -> str:
@@ -148,6 +152,8 @@ class Metric:
         if options is not None and any(
             getattr(options, name) == value for name, value in self.unbounded_under
         ):
+            high = None
+        if options is not None and self.weighted_unbounded and options.propensity is not None:
             high = None
         return low, high
 

@@ -22,10 +22,16 @@ from frame_metrics.extras import (
     popularity_levels,
     train_counts,
 )
-from frame_metrics.families.base import ENGINE, Context, Family, Partitioned
+from frame_metrics.families.base import ENGINE, Context, DiagnosticCount, Family, Partitioned
 from frame_metrics.families.ranking.query import PackedKey, RankingInputs, user_statistics
 from frame_metrics.families.ranking.stats import UserStats
-from frame_metrics.metrics.context import IN_TAIL, POPULARITY, SELF_INFORMATION
+from frame_metrics.families.ranking.weights import (
+    diagnostics,
+    popularity_counts,
+    with_popularity_propensity,
+    with_weights,
+)
+from frame_metrics.metrics.context import IN_TAIL, POPULARITY, SELF_INFORMATION, is_relevant
 from frame_metrics.metrics.registry import Requested
 from frame_metrics.options import COMBINATION_OPTIONS, MetricOptions
 from frame_metrics.prepare import RANK, REL, Prepared, prepare_baseline
@@ -77,6 +83,13 @@ class RankingFamily(Family):
             roles["relevance"] = spec.columns.relevance
         return roles
 
+    def reads(self, spec: Spec) -> Mapping[str, Collection[str]]:
+        """The propensity column (spec 9.4): of truth, or of a long table."""
+        column = spec.propensity_column
+        if column is None:
+            return {}
+        return {"recs" if spec.long_table else "truth": {column}}
+
     def reads_every_row(self, spec: Spec, broadcast: Collection[str]) -> bool:
         """Under ``empty="zero"`` or ``users=`` every user seen is evaluated, at any rank."""
         # empty="zero" and users= evaluate every user seen, at any rank.
@@ -106,6 +119,25 @@ class RankingFamily(Family):
             frame = frame.join(part, on=ctx.keys, how="full", coalesce=True, nulls_equal=True)
         return frame
 
+    # -- diagnostics -----------------------------------------------------------------------
+
+    def diagnostics(self, ctx: Context) -> list[DiagnosticCount]:
+        """The propensity weights' effective sample size and concentration (spec 9.4).
+
+        Over the relevant truth rows under the call's options (threshold, relevant set
+        from truth), one row per truth user and item.
+        """
+        spec = ctx.spec
+        if spec.options.propensity is None or not ctx.requests(self.name):
+            return []
+        assert ctx.prepared is not None
+        truth = ctx.prepared.truth
+        if spec.options.propensity == "popularity":
+            truth = _with_propensity(ctx, truth)
+        keys = ctx.prepared.truth_keys
+        relevant = truth.filter(is_relevant(pl.col(REL), spec.options))
+        return diagnostics(with_weights(relevant, keys, spec.options), keys)
+
     # -- partitioned runs ----------------------------------------------------------------
 
     def global_tables(self, spec: Spec, run: Partitioned) -> dict[str, Any]:
@@ -114,6 +146,8 @@ class RankingFamily(Family):
         out: dict[str, Any] = {}
         if "popularity" in spec.needs:
             out |= global_popularity(spec, run)
+        if spec.options.propensity == "popularity":
+            out[_PROPENSITY_COUNTS] = _propensity_counts(spec, run)
         if any(q.metric.name == "err" and q.options.max_relevance is None for q in spec.requests):
             source = "recs" if spec.long_table else "truth"
 
@@ -169,6 +203,54 @@ def global_popularity(spec: Spec, run: Partitioned) -> dict[str, Any]:
 
 
 FAMILY = RankingFamily()
+
+#: A partitioned run's table of n_i, the distinct train users of each item (spec 9.4).
+_PROPENSITY_COUNTS = "propensity_counts"
+
+_EMPTY_TRAIN_PROPENSITY = (
+    "expected at least one row in train (propensity='popularity' reads item popularity "
+    "from it), found an empty frame"
+)
+
+
+def _propensity_counts(spec: Spec, run: Partitioned) -> pl.DataFrame:
+    """n_i over every partition's train: a user's rows are in one partition, so add up."""
+    c = spec.columns
+
+    def counts(frames: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+        train = frames["train"].lazy()
+        return popularity_counts(train, c.user, c.item).collect(engine=ENGINE)
+
+    stacked = run.collect(counts, ("train",))
+    if spec.validate and stacked.height == 0 and run.has_recs():
+        raise InvalidValueError("train: " + _EMPTY_TRAIN_PROPENSITY, frame="train")
+    return stacked.group_by(c.item).agg(pl.all().sum())
+
+
+def _with_propensity(ctx: Context, truth: pl.LazyFrame) -> pl.LazyFrame:
+    """Truth with each row's propensity from train popularity (``propensity="popularity"``)."""
+    spec, c = ctx.spec, ctx.spec.columns
+    gamma = spec.options.propensity_gamma
+    assert gamma is not None  # required with "popularity" (spec.build_spec)
+    shared = ctx.inputs.shared
+    if shared is not None and _PROPENSITY_COUNTS in shared.tables:
+        counts = shared.tables[_PROPENSITY_COUNTS].lazy()
+    else:
+        train = ctx.train()
+        counts = popularity_counts(train.frame, c.user, c.item)
+        if spec.validate:
+            ctx.checks.append(_nonempty_train_for_propensity(train.frame, truth))
+    return with_popularity_propensity(truth, counts, c.item, gamma)
+
+
+def _nonempty_train_for_propensity(train: pl.LazyFrame, truth: pl.LazyFrame) -> CheckedFrame:
+    """Popularity propensities need train rows: with none, no item has a popularity."""
+    counts = train.select(pl.len().alias("_fm_train_rows")).join(
+        truth.select(pl.len().alias("_fm_truth_rows")), how="cross"
+    )
+    empty = (pl.col("_fm_train_rows") == 0) & (pl.col("_fm_truth_rows") > 0)
+    check = Check(empty.sum(), empty, InvalidValueError, _EMPTY_TRAIN_PROPENSITY)
+    return CheckedFrame("train", counts, [check], [])
 
 
 def _listed_rows(ctx: Context, prepared: Prepared) -> pl.LazyFrame:
@@ -236,6 +318,8 @@ def _statistics(
     needed = stats.recorded()
     top = prepared.ranked(options.ties)
     truth, truth_keys, groups = prepared.truth, prepared.truth_keys, prepared.groups
+    if options.propensity == "popularity":
+        truth = _with_propensity(ctx, truth)
     if options.relevant_set == "listed":
         # Only the recommended items (at any rank) can be relevant: what a peer that
         # is handed scored items alone sees.

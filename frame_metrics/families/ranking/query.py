@@ -44,9 +44,10 @@ from frame_metrics.families.ranking.stats import (
     NeededStats,
     Source,
 )
+from frame_metrics.families.ranking.weights import MASS, WEIGHT, with_weights
 from frame_metrics.metrics.context import gain_expr, is_relevant
 from frame_metrics.options import MetricOptions
-from frame_metrics.prepare import RANK, REL, TIE_FIRST, TIE_LAST
+from frame_metrics.prepare import PROPENSITY, RANK, REL, TIE_FIRST, TIE_LAST
 
 __all__ = ["PackedKey", "RankingInputs", "user_statistics"]
 
@@ -209,14 +210,28 @@ def user_statistics(
     keys, item = inputs.keys, inputs.item
     on = [*inputs.truth_keys, item]
     hit_needs = needed.row_needs["hits"]
+    gain = gain_expr(pl.col(inputs.relevance), options)
     relevant = inputs.truth.filter(is_relevant(pl.col(inputs.relevance), options)).select(
         *on,
-        gain_expr(pl.col(inputs.relevance), options).alias(GAIN),
+        gain.alias(GAIN),
         *([pl.col(inputs.relevance).alias(REL)] if REL in hit_needs else []),
+        *([PROPENSITY] if needed.weighted else []),
     )
+    if needed.weighted:
+        # Propensity-scored (spec 9.4): each relevant row counts w̃ times, its gain too.
+        relevant = with_weights(relevant, inputs.truth_keys, options)
+        ips = options.ips == "ips"
+        relevant = relevant.select(
+            *on,
+            (pl.col(GAIN) * pl.col(WEIGHT)).alias(GAIN),
+            *([REL] if REL in hit_needs else []),
+            WEIGHT,
+            *([MASS] if ips else []),
+        )
     # With few distinct gains the ideal DCG is built from counts of each: levels of this
-    # call's data, passed to the truth aggregation and kept nowhere else.
-    levels = _gain_levels(relevant) if needed.wants_ideal else None
+    # call's data, passed to the truth aggregation and kept nowhere else (weighted gains
+    # are as many as the rows: the sorted path).
+    levels = _gain_levels(relevant) if needed.wants_ideal and not needed.weighted else None
     frame: pl.LazyFrame | None = None
     per_user_truth: pl.LazyFrame | None = None
     if needed.uses("truth"):
@@ -232,7 +247,9 @@ def user_statistics(
             frame = inputs.all_keys.join(frame, on=keys, how="left", nulls_equal=True)
     if needed.uses("hits"):
         columns = [*keys, item, RANK, *([TIE_FIRST, TIE_LAST] if needed.tied else [])]
-        hit_rows = _hit_rows(inputs.top.select(columns), relevant, on, inputs.packed)
+        # The per-user mass stays on the truth side: the hit rows carry the row's weight.
+        hit_side = relevant.drop(MASS, strict=False)
+        hit_rows = _hit_rows(inputs.top.select(columns), hit_side, on, inputs.packed)
         for extra, join_on in inputs.hit_columns:
             hit_rows = hit_rows.join(extra, on=join_on, how="left", nulls_equal=True)
         hit_rows = _with_user_counts(hit_rows, per_user_truth, inputs, hit_needs, options)
@@ -255,6 +272,10 @@ def user_statistics(
             *on, is_relevant(pl.col(inputs.relevance), options).alias(IS_REL)
         )
         judged_rows = inputs.top.select(*keys, item, RANK).join(judged, on=on, how="inner")
+        if WEIGHT in needed.row_needs["judged"]:
+            # The relevant judged rows' w̃ (null on the others, which weigh nothing).
+            weights = relevant.select(*on, WEIGHT)
+            judged_rows = judged_rows.join(weights, on=on, how="left", nulls_equal=True)
         judged_rows = _with_user_counts(
             judged_rows, per_user_truth, inputs, needed.row_needs["judged"], options
         )

@@ -24,6 +24,15 @@ the user's terms are gathered into a list in rank order (or by gain, descending,
 ideal DCG), and each cutoff sums the list's prefix of length ``hits@k`` (or
 ``min(k, |R|)``). The result is therefore identical to the last bit
 whatever the input row order, frame kind or polars engine.
+
+Propensity-scored metrics (spec 9.4, ``propensity=``) count each relevant item w̃ times
+(:mod:`frame_metrics.families.ranking.weights`): the hit and truth rows carry ``WEIGHT``
+and a gain already multiplied by it, hits@k is the sum of the first hits@k weights in
+rank order, ``|R|`` the user's weight mass, and AP's hits@r the running sum of weights.
+These are the unweighted sums with each 1 replaced by w̃, so weights of exactly 1.0 give
+the unweighted bits. The number of hits (how many terms a prefix holds), the number of
+relevant items (who is evaluated, R-precision's cutoff, the ideal list's length), the
+first hit's rank and any-hit stay counts.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from typing import Literal
 
 import polars as pl
 
+from frame_metrics.families.ranking.weights import MASS, WEIGHT
 from frame_metrics.metrics.context import (
     BOUNDED_FLOATS,
     dcg_term,
@@ -77,6 +87,7 @@ _DCG_TERM = "_fm_dcg_term"
 _DCG_TERMS = "_fm_dcg_terms"
 _HIT_RANKS = "_fm_hit_ranks"
 _AP_TERMS = "_fm_ap_terms"
+_HIT_WEIGHTS = "_fm_hit_weights"
 _IDEAL_GAINS = "_fm_ideal_gains"
 _SAME_GROUP = "_fm_uniform_tie_group"
 #: Columns joined onto hit or judged rows when a statistic reads them: the user's number
@@ -154,6 +165,8 @@ class UserStats:
         self._options = options
         self._tied = tied
         self._record = _Record()
+        #: Propensity-scored (spec 9.4): relevant items count ``WEIGHT`` times.
+        self._weighted = options.propensity is not None
 
     @property
     def options(self) -> MetricOptions:
@@ -194,6 +207,7 @@ class UserStats:
             flags=frozenset(r.flags),
             zero=r.zero,
             tied=self._tied,
+            weighted=self._weighted,
         )
 
     # -- the pieces (RankingPieces) -------------------------------------------------------
@@ -212,7 +226,7 @@ class UserStats:
         list_name = f"{name}.terms"
         self._record.terms.setdefault(list_name, (source, term))
         if prefix_k is not None:
-            self.hits(prefix_k)
+            self._count(prefix_k)
         self._record.prefix_sums.setdefault(name, (list_name, prefix_k))
         return pl.col(name)
 
@@ -220,16 +234,23 @@ class UserStats:
     def _averaged(self) -> bool:
         return self._tied and self.options.ties == "average"
 
-    def _straddle(self, k: int) -> tuple[pl.Expr, pl.Expr, pl.Expr, pl.Expr]:
+    def _straddle(
+        self, k: int, *, weighted: bool = False
+    ) -> tuple[pl.Expr, pl.Expr, pl.Expr, pl.Expr]:
         """Hits in tie groups wholly within k, and the straddling group's m, n and s.
 
         Under ``ties="average"``: the one group that straddles k has m relevant items, n
-        positions and s slots within k.
+        positions and s slots within k. ``weighted``: the hits and m as sums of w̃.
         """
         a, b = pl.col(TIE_FIRST), pl.col(TIE_LAST)
         inside = self._agg("hits", f"_fm_inside@{k}", (b <= k).sum())
         across = (a <= k) & (b > k)
         m = self._agg("hits", f"_fm_across@{k}", across.sum())
+        if weighted:
+            # The same counts with each relevant item counting w̃ (sums in rank order).
+            w = pl.col(WEIGHT)
+            inside = self._term_sum("hits", f"_fm_winside@{k}", w.filter(b <= k))
+            m = self._term_sum("hits", f"_fm_wacross@{k}", w.filter(across))
         n = self._agg("hits", f"_fm_across_n@{k}", (b - a + 1).filter(across).first())
         slots = self._agg("hits", f"_fm_across_s@{k}", (k - a + 1).filter(across).first())
         return inside, m, n, slots
@@ -241,15 +262,27 @@ class UserStats:
             # s / n. An integer plus one fraction m·s/n (not n shares of s/n, which need
             # not add back up to s): a user whose tied items are all relevant gets
             # exactly k hits, and hits@k never exceeds k or |R|.
-            inside, m, n, slots = self._straddle(k)
-            share = (m.cast(pl.Int64) * slots).cast(pl.Float64) / n.cast(pl.Float64)
+            inside, m, n, slots = self._straddle(k, weighted=self._weighted)
+            if self._weighted:
+                # m·s/n with m a sum of weights (a whole number of them when all are 1).
+                share = (m * slots.cast(pl.Float64)) / n.cast(pl.Float64)
+            else:
+                share = (m.cast(pl.Int64) * slots).cast(pl.Float64) / n.cast(pl.Float64)
             return inside.cast(pl.Float64) + pl.when(m > 0).then(share).otherwise(0.0)
+        if self._weighted:
+            # Σ w̃ over the hits within k: the first hits@k weights in rank order.
+            return self._term_sum("hits", f"_fm_whits@{k}", pl.col(WEIGHT), prefix_k=k)
+        return self._count(k)
+
+    def _count(self, k: int) -> pl.Expr:
+        """The number of hits within k (how many terms of a rank-ordered list lie within k)."""
         return self._agg("hits", f"_fm_hits@{k}", (pl.col(RANK) <= k).sum())
 
     def any_hit(self, k: int) -> pl.Expr:  # noqa: D102
         if not self._averaged:
-            return (self.hits(k) > 0).cast(pl.Float64)
-        inside, m, n, slots = self._straddle(k)
+            # Counts no items (spec 9.4): the same with weights.
+            return (self._count(k) > 0).cast(pl.Float64)
+        inside, m, n, slots = self._straddle(k, weighted=False)
         # P(none of the group's m relevant items lands in its s slots within k), of its n
         # positions: C(n - m, s) / C(n, s) = Π_{j<m} (n - s - j) / (n - j).
         j = pl.int_ranges(0, m, dtype=pl.Int64)
@@ -268,6 +301,10 @@ class UserStats:
     def hits_within_relevant(self) -> pl.Expr:  # noqa: D102
         self.n_relevant()
         self._record.row_needs["hits"].add(N_RELEVANT)
+        if self._weighted:
+            # The cutoff stays the number of relevant items (positions), the hits weigh w̃.
+            hit = pl.col(RANK) <= pl.col(HIT_N_RELEVANT)
+            return self._term_sum("hits", "_fm_whits_within_r", pl.col(WEIGHT).filter(hit))
         within = (pl.col(RANK) <= pl.col(HIT_N_RELEVANT)).sum()
         return self._agg("hits", "_fm_hits_within_r", within)
 
@@ -283,6 +320,8 @@ class UserStats:
             self._record.row_needs["hits"].add(USER_MAX_RELEVANCE)
             top = pl.col(USER_MAX_RELEVANCE)
             term = pl.when(top > 0).then(term / top).otherwise(0.0)
+        if self._weighted:
+            term = term * pl.col(WEIGHT)
         return self._term_sum("hits", f"_fm_rbp_{p!r}_{gain}", term)
 
     def err_sum(self, k: int) -> pl.Expr:  # noqa: D102
@@ -298,6 +337,10 @@ class UserStats:
         p = (pl.lit(2.0).pow(pl.col(REL)) - 1.0) / pl.lit(2.0).pow(top)
         still = (1.0 - p).cum_prod().shift(1, fill_value=1.0)
         term = still * p / pl.col(RANK).cast(pl.Float64)
+        if self._weighted:
+            # The item's term counts w̃ times; the cascade above it (the chance the user
+            # reads down to it) is the unweighted one: P stays a probability.
+            term = term * pl.col(WEIGHT)
         return self._term_sum("hits", f"_fm_err_{g_max!r}@{k}", term, prefix_k=k)
 
     def bpref_sum(self) -> pl.Expr:  # noqa: D102
@@ -310,6 +353,10 @@ class UserStats:
             .then(1.0 - pl.min_horizontal(above.cast(pl.Float64), r) / pl.min_horizontal(r, n))
             .otherwise(1.0)
         )
+        if self._weighted:
+            # Each relevant item's term counts w̃ times; n_r, R and N inside it stay counts.
+            self._record.row_needs["judged"].add(WEIGHT)
+            term = term * pl.col(WEIGHT)
         return self._term_sum("judged", "_fm_bpref", term.filter(pl.col(IS_REL)))
 
     def judged_count(self, k: int) -> pl.Expr:  # noqa: D102
@@ -317,6 +364,14 @@ class UserStats:
 
     def n_relevant(self) -> pl.Expr:  # noqa: D102
         return self._agg("truth", N_RELEVANT, pl.len())
+
+    def relevant_mass(self) -> pl.Expr:  # noqa: D102
+        if not self._weighted:
+            return self.n_relevant()
+        if self.options.ips == "snips":
+            # Σ_R w̃ = |R| exactly: the normalisation makes the weights average 1.
+            return self.n_relevant().cast(pl.Float64)
+        return self._agg("truth", "_fm_relevant_mass", pl.col(MASS).first())
 
     def n_listed(self, k: int) -> pl.Expr:  # noqa: D102
         return self._agg("listed", f"_fm_listed@{k}", (pl.col(RANK) <= k).sum())
@@ -337,7 +392,7 @@ class UserStats:
             term = pl.when(same).then(dcg_term(pl.col(GAIN), pl.col(RANK))).otherwise(averaged)
             counted = pl.when(same).then(pl.col(RANK) <= k).otherwise(a <= k)
             return self._term_sum("hits", f"_fm_expected_dcg@{k}", term.filter(counted))
-        self.hits(k)
+        self._count(k)
         self._record.dcg.add(k)
         return pl.col(f"_fm_dcg@{k}")
 
@@ -353,7 +408,7 @@ class UserStats:
         return self.n_relevant().cast(pl.Float64) * 0.0 + ideal_slots(k)
 
     def precision_at_hits_sum(self, k: int) -> pl.Expr:  # noqa: D102
-        self.hits(k)
+        self._count(k)
         self._record.ap.add(k)
         return pl.col(f"_fm_ap_sum@{k}")
 
@@ -425,6 +480,8 @@ class NeededStats:
     zero: bool
     #: Whether hit rows carry their tie group's first and last position (ties averaged).
     tied: bool
+    #: Whether relevant items count ``WEIGHT`` times (propensity-scored, spec 9.4).
+    weighted: bool = False
 
     @property
     def wants_ideal(self) -> bool:
@@ -476,6 +533,8 @@ class NeededStats:
                 aggs.append(pl.col(_DCG_TERM).alias(_DCG_TERMS))
             if self.ap:
                 aggs.append(pl.col(RANK).alias(_HIT_RANKS))
+                if self.weighted:
+                    aggs.append(pl.col(WEIGHT).alias(_HIT_WEIGHTS))
         elif source == "truth" and self.ideal:
             if gain_levels is not None:
                 aggs += [
@@ -506,9 +565,16 @@ class NeededStats:
             ]
             if self.ap:
                 ranks = pl.col(_HIT_RANKS)
-                # The j-th hit in rank order contributes hits@r / r = j / r.
-                ordinal = pl.int_ranges(1, ranks.list.len() + 1, dtype=pl.Int64)
-                ap_terms = ordinal.cast(pl.List(pl.Float64)) / ranks.cast(pl.List(pl.Float64))
+                if self.weighted:
+                    # The j-th hit contributes w̃_j · hits@r / r, hits@r the running sum of
+                    # the weights (j when they are all 1.0, and then the same bits).
+                    w = pl.col(_HIT_WEIGHTS)
+                    running = w.list.eval(pl.element().cum_sum())
+                    ap_terms = (w * running) / ranks.cast(pl.List(pl.Float64))
+                else:
+                    # The j-th hit in rank order contributes hits@r / r = j / r.
+                    ordinal = pl.int_ranges(1, ranks.list.len() + 1, dtype=pl.Int64)
+                    ap_terms = ordinal.cast(pl.List(pl.Float64)) / ranks.cast(pl.List(pl.Float64))
                 terms.append(ap_terms.alias(_AP_TERMS))
                 prefixes += [
                     _prefix(pl.col(_AP_TERMS), hits[k]).alias(f"_fm_ap_sum@{k}")
@@ -549,7 +615,9 @@ class NeededStats:
         """The list columns :meth:`aggregations` makes for ``source`` (dropped after use)."""
         terms = [name for name, (s, _) in self.terms.items() if s == source]
         names = {
-            "hits": [_DCG_TERMS] * bool(self.dcg) + [_HIT_RANKS, _AP_TERMS] * bool(self.ap),
+            "hits": [_DCG_TERMS] * bool(self.dcg)
+            + [_HIT_RANKS, _AP_TERMS] * bool(self.ap)
+            + [_HIT_WEIGHTS] * bool(self.ap and self.weighted),
             "truth": [_IDEAL_GAINS] * bool(self.ideal)
             + [f"_fm_level_{j}" for j in range(len(gain_levels or ()) * bool(self.ideal))],
             "listed": [],
