@@ -1,0 +1,771 @@
+"""What a recommender would earn if deployed: :func:`policy_value`, off-policy value from logs.
+
+Spec section 9.5. ``logs`` holds what an old (logging) policy π_b showed and what it
+earned: one row per (user, item) impression with its ``reward`` and ``pscore`` =
+π_b(item | user). ``recs`` is the evaluated policy π_e: its top k (π_e = 1/k for each
+item of the top k, 0 for every other item), or a ``probability=`` column π_e(item | user).
+With ``w = π_e / π_b`` per logged row:
+
+- ``"ips"``: V = mean(w · reward);
+- ``"snips"`` (default): V = Σ w · reward / Σ w;
+- ``"matching"``: the mean reward of the logged rows whose item is in the top k;
+- ``"dr"``: V = mean(Σ_a π_e(a|u) q̂(u, a) + w · (reward − q̂(u, logged item))), with
+  ``reward_model=`` the column of recs holding q̂.
+
+Means are over all logged rows: a logged item the policy never shows has w = 0. The
+result has one row per evaluated policy (``by`` group) with a bootstrap interval over
+users, the effective sample size, the share of logged rows the policy could have shown
+and the largest weight.
+
+Exactness: every sum over a user's rows is taken in a fixed order (the user's values
+sorted, summed left to right), the sums over users are exact
+(:mod:`frame_metrics.exact_sums`), and the bootstrap draws from a seeded stream over the
+users in key order, so the result is the same to the bit whatever the row order or
+frame kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
+
+import polars as pl
+
+from frame_metrics.columns import Columns, as_names, check_roles
+from frame_metrics.dtypes import type_null_columns, unify_keys, whole_number_check
+from frame_metrics.errors import (
+    IgnoredOptionWarning,
+    InvalidOptionError,
+    InvalidValueError,
+    MissingColumnsError,
+    shown,
+    warn,
+)
+from frame_metrics.exact_sums import exact_partials, exact_totals
+from frame_metrics.frames import to_lazy
+from frame_metrics.options import MetricOptions, is_int, is_real
+from frame_metrics.prepare import RANK, prepare
+from frame_metrics.validation import (
+    Check,
+    CheckedFrame,
+    duplicate_check,
+    finite_check,
+    null_checks,
+    run_checks,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["COLUMNS", "ESTIMATORS", "Estimator", "policy_value"]
+
+FrameT = TypeVar("FrameT")
+
+#: The estimators, the default first.
+Estimator = Literal["snips", "ips", "matching", "dr"]
+ESTIMATORS: Final = ("snips", "ips", "matching", "dr")
+
+#: The result's columns after the ``by`` columns, with their dtypes.
+COLUMNS: Final[dict[str, pl.DataType]] = {
+    "n_users": pl.Int64(),
+    "n_rows": pl.Int64(),
+    "value": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "ess": pl.Float64(),
+    "share_shown": pl.Float64(),
+    "largest_weight": pl.Float64(),
+}
+
+#: The most bootstrap resamples drawn (as gaps and compare).
+MAX_RESAMPLES: Final = 10_000_000
+#: Draw-count cells (resamples x users) held in memory at once.
+_CHUNK_CELLS: Final = 4_000_000
+
+# Working columns (the reserved prefix: no caller's column can clash).
+_PI = "_fm_pi"
+_Q = "_fm_q"
+_R = "_fm_reward"
+_PB = "_fm_pscore"
+_W = "_fm_w"
+_DM = "_fm_dm"
+_TOP = "_fm_in_top"
+#: Per logged row, the estimator's numerator and denominator terms.
+_A = "_fm_a"
+_B = "_fm_b"
+#: Per user: sums of the terms, of w and w², the number of rows and of rows shown.
+_SW = "_fm_sw"
+_SW2 = "_fm_sw2"
+_N = "_fm_n"
+_SHOWN = "_fm_shown"
+_MAXW = "_fm_maxw"
+_SUMMED = (_A, _B, _SW, _SW2)
+
+
+def _refuse(option: str, expected: str, value: object) -> InvalidOptionError:
+    return InvalidOptionError(f"expected {expected}, got {shown(value)}", option=option)
+
+
+def _check_options(
+    estimator: object,
+    k: object,
+    max_weight: object,
+    level: object,
+    n_resamples: object,
+    seed: object,
+) -> None:
+    """Each keyword is of its kind, before any data is read.
+
+    Examples
+    --------
+    >>> _check_options("snip", 10, None, 0.95, 1000, 0)
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: estimator: expected 'snips', 'ips', 'matching' or 'dr', got 'snip'
+    """
+    if estimator not in ESTIMATORS:
+        names = [repr(e) for e in ESTIMATORS]
+        raise _refuse("estimator", f"{', '.join(names[:-1])} or {names[-1]}", estimator)
+    if not is_int(k) or int(cast("int", k)) < 1:
+        raise _refuse("k", "an int >= 1", k)
+    if max_weight is not None and not (is_real(max_weight) and cast("float", max_weight) > 0):
+        raise _refuse("max_weight", "a number > 0 or None", max_weight)
+    if not (is_real(level) and 0 < cast("float", level) < 1):
+        raise _refuse("level", "a number in (0, 1)", level)
+    if not (is_int(n_resamples) and 0 <= cast("int", n_resamples) <= MAX_RESAMPLES):
+        raise _refuse("n_resamples", f"an int in [0, {MAX_RESAMPLES:_}]", n_resamples)
+    if not (is_int(seed) and cast("int", seed) >= 0):
+        raise _refuse("seed", "an int >= 0", seed)
+
+
+def _local(frame: object) -> object:
+    """A Spark or Dask frame collected to polars (every row is read); others as given."""
+    from frame_metrics.distributed import adapter_for
+
+    adapter = adapter_for(frame)
+    return frame if adapter is None else adapter.to_polars(frame)
+
+
+def _numeric(label: str, schema: pl.Schema, column: str, what: str) -> None:
+    dtype = schema[column]
+    if not (dtype.is_numeric() or isinstance(dtype, (pl.Boolean, pl.Null))):
+        raise InvalidValueError(
+            f"{label}: expected column {column!r} ({what}) to hold numbers, found dtype {dtype}",
+            frame=label,
+            columns=[column],
+        )
+
+
+def _outside(column: str, low: float, high: float, low_open: bool, what: str) -> Check:
+    """Values of ``column`` outside ``(low, high]`` (``[low, high]`` when not ``low_open``)."""
+    v = pl.col(column).cast(pl.Float64, strict=False)
+    bad = ((v <= low) if low_open else (v < low)) | (v > high) | v.is_nan()
+    interval = f"({low:g}, {high:g}]" if low_open else f"[{low:g}, {high:g}]"
+    return Check(
+        bad.sum(),
+        bad,
+        InvalidValueError,
+        f"expected {what} in {interval} in column {column!r}, found {{n}} other value(s), "
+        "e.g. {example}",
+    )
+
+
+def policy_value(
+    logs: FrameT,
+    recs: object,
+    *,
+    k: int = 10,
+    estimator: Estimator = "snips",
+    reward: str = "reward",
+    pscore: str = "pscore",
+    probability: str | None = None,
+    reward_model: str | None = None,
+    max_weight: float | None = None,
+    by: str | Sequence[str] | None = None,
+    level: float = 0.95,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    user: str | Sequence[str] = "user",
+    item: str = "item",
+    rank: str = "rank",
+    score: str | None = None,
+    ties: str | None = None,
+    validate: bool = True,
+) -> FrameT:
+    r"""The value a recommender would earn, estimated from another policy's logged rewards.
+
+    Parameters
+    ----------
+    logs
+        The logged feedback of the logging policy π_b: one row per impression with the
+        ``user`` key, the ``item`` shown, its ``reward`` (a finite number, such as a
+        click) and its ``pscore``, π_b(item | user) in (0, 1]. A user may have many rows,
+        and an item may repeat. Any other column (a ``position``) is not read. With
+        ``by`` columns, each row counts in its own group only; without them, in every
+        group of ``recs``. Any frame kind :func:`frame_metrics.evaluate` takes (Spark
+        and Dask frames are collected); the result is of the same kind.
+    recs
+        The evaluated policy π_e: one row per (user, item) with a ``rank`` (1 = top) or
+        a ``score``, as :func:`frame_metrics.evaluate` reads them (ties by ``ties``),
+        and the ``by`` columns telling several policies apart. A (user, item) may
+        appear once.
+    k
+        The top k the policy shows: π_e = 1/k for each item of the user's top k, 0 for
+        every other item (ranked below k, or absent). With ``probability``, only
+        ``"matching"`` reads it.
+    estimator
+        ``"snips"`` (default, self-normalised: Σ w·reward / Σ w), ``"ips"``
+        (mean(w·reward)), ``"matching"`` (the mean reward of the logged rows whose item
+        is in the top k) or ``"dr"`` (doubly robust; needs ``reward_model``).
+    reward
+        The reward column of ``logs``.
+    pscore
+        The column of ``logs`` holding π_b(item | user), the logging policy's
+        probability of showing the logged item.
+    probability
+        A column of ``recs`` holding π_e(item | user) in [0, 1] instead of the top-k
+        rule: every row of recs is then read, whatever its rank (rank and score are read
+        only for ``"matching"``), and an item without a row has π_e = 0. The values are
+        taken as given: a distribution over the items (summing to 1 per user) estimates
+        the reward per impression, each item's probability of being in a slate (up to
+        1 each) the expected reward summed over the slate.
+    reward_model
+        For ``"dr"``: a column of ``recs`` holding q̂(user, item), a model's estimate
+        of the reward. The direct-method term Σ_a π_e(a|u) q̂(u, a) runs over the
+        user's items with π_e > 0, which need a q̂; a logged item absent from recs has
+        π_e = 0, so w = 0 and its correction term is exactly 0 whatever its q̂: it needs
+        no row.
+    max_weight
+        Clip each weight at this number (> 0; default: no clipping). In ``"dr"`` only
+        the correction term's weight is clipped; ``ess`` and ``largest_weight`` are
+        of the weights before clipping.
+    by
+        Columns of ``recs`` (a model, a variant) telling apart the policies evaluated,
+        each with its own row. ``logs`` may carry some of them (then its rows count in
+        their group alone), but none that recs lacks.
+    level
+        The confidence level of the interval, in (0, 1).
+    n_resamples
+        Bootstrap resamples of the interval, an int >= 0; 0 computes no interval
+        (``ci_low`` and ``ci_high`` are null).
+    seed
+        The seed of the resampling, an int >= 0: the same seed gives the same interval.
+    user
+        The user column of both frames, or a list of columns (a composite key such as
+        user + session: the policy's context).
+    item
+        The item column of both frames.
+    rank
+        The rank column of ``recs`` (1 = top); not read when ``score`` is given.
+    score
+        A score column of ``recs`` to derive ranks from instead (higher = better).
+    ties
+        Equal scores (with ``score``), as for :func:`frame_metrics.evaluate`:
+        ``"item"`` (item ascending, default), ``"item_desc"``, ``"item_desc_text"`` or
+        ``"input"``; ``"average"`` has no meaning for a top k of whole items.
+    validate
+        Check the inputs' values (nulls, pscores, probabilities, ranks, duplicates)
+        with the result.
+
+    Returns
+    -------
+    FrameT
+        One row per ``by`` group with a logged row, sorted: the ``by`` columns,
+        ``n_users`` (users with a logged row), ``n_rows`` (logged rows), ``value`` (the
+        estimate; null when undefined: snips when every weight is 0, matching when no
+        logged item is in the top k), ``ci_low`` and ``ci_high`` (the bootstrap
+        percentile interval at ``level``), ``ess`` = (Σw)² / Σw² (the effective sample
+        size of the weights before clipping; null when all are 0), ``share_shown`` (the
+        share of logged rows with π_e > 0) and ``largest_weight`` (before clipping).
+        Empty ``logs`` give no row.
+
+    Raises
+    ------
+    FrameMetricsError
+        A missing column (with the columns the frame has), a pscore outside (0, 1] or
+        null, a probability outside [0, 1], a null or non-finite reward or q̂, a
+        repeated (user, item) in recs, a bad option; see :mod:`frame_metrics.errors`.
+
+    Warns
+    -----
+    IgnoredOptionWarning
+        ``reward_model`` with an estimator other than ``"dr"``, or ``max_weight`` with
+        ``"matching"``: the result is what it would be without it.
+
+    Notes
+    -----
+    The interval resamples users, not rows: a user's logged rows are not independent
+    (one person, one context), so each resample draws as many users as there are, with
+    replacement, and recomputes the estimator on their rows. Each estimator is a ratio
+    of sums over users (Σ numerators / Σ denominators: rows for ips and dr, weights
+    for snips, shown rows for matching). The users of the p-th ``by`` group (sorted
+    order) are taken in key order and resampled as ``rng.integers(0, n, size=(chunk,
+    n), dtype=numpy.int32)`` with ``rng = numpy.random.default_rng(
+    numpy.random.SeedSequence(seed, spawn_key=(p,)))``; a resample whose denominator is
+    0 (snips, matching) has no value and is left out of the percentiles (numpy's linear
+    interpolation).
+
+    Open Bandit Pipeline (``obp.ope``) defines these estimators on arrays, one round
+    per logged row: ``InverseProbabilityWeighting``,
+    ``SelfNormalizedInverseProbabilityWeighting``, ``DoublyRobust`` and
+    ``ReplayMethod`` give the same values with ``len_list=1`` and ``action_dist`` =
+    π_e (its ``lambda_`` is ``max_weight``; its SNIPW never clips, its DR clips the
+    correction's weight as here, its DM term divides by Σ_a π_e, which is 1 for a
+    distribution). Its intervals resample rows, not users.
+
+    Examples
+    --------
+    Two users; the logging policy showed each item with probability 0.5. The evaluated
+    policy shows user 1 item a and user 2 item c (k = 1, so π_e = 1 on them):
+
+    >>> import polars as pl
+    >>> import frame_metrics as fm
+    >>> logs = pl.DataFrame({"user": [1, 1, 2, 2], "item": ["a", "b", "c", "d"],
+    ...                      "reward": [1.0, 0.0, 0.0, 1.0], "pscore": 0.5})
+    >>> recs = pl.DataFrame({"user": [1, 2], "item": ["a", "c"], "rank": [1, 1]})
+    >>> out = fm.policy_value(logs, recs, k=1, estimator="ips", n_resamples=0)
+    >>> out.select("n_users", "n_rows", "value", "ess", "share_shown", "largest_weight").row(0)
+    (2, 4, 0.5, 2.0, 0.5, 2.0)
+
+    (w = 2 on the two shown rows, 0 on the others: IPS = (2·1 + 2·0) / 4 rows.) SNIPS
+    divides by the weights instead, (2·1 + 2·0) / (2 + 2), and matching takes the mean
+    reward of the two shown rows:
+
+    >>> fm.policy_value(logs, recs, k=1, n_resamples=0)["value"].item()
+    0.5
+    >>> fm.policy_value(logs, recs, k=1, estimator="matching", n_resamples=0)["value"].item()
+    0.5
+    """
+    _check_options(estimator, k, max_weight, level, n_resamples, seed)
+    if reward_model is not None and estimator != "dr":
+        warn(
+            IgnoredOptionWarning(
+                f"ignored (estimator={estimator!r} reads no reward model; estimator='dr' does)",
+                option="reward_model",
+            )
+        )
+    if max_weight is not None and estimator == "matching":
+        warn(
+            IgnoredOptionWarning(
+                "ignored (estimator='matching' weighs no row)", option="max_weight"
+            )
+        )
+    if estimator == "dr" and reward_model is None:
+        raise InvalidOptionError(
+            "expected a column of recs holding q̂(user, item), the reward model's estimate, "
+            "for estimator='dr', got None",
+            option="reward_model",
+        )
+    from frame_metrics.distributed import adapter_for
+
+    adapter = adapter_for(logs)
+    table = _policy_value(
+        _local(logs),
+        _local(recs),
+        k=int(k),
+        estimator=estimator,
+        reward=reward,
+        pscore=pscore,
+        probability=probability,
+        reward_model=reward_model if estimator == "dr" else None,
+        max_weight=None if max_weight is None else float(max_weight),
+        by=by,
+        level=float(level),
+        n_resamples=int(n_resamples),
+        seed=int(seed),
+        user=user,
+        item=item,
+        rank=rank,
+        score=score,
+        ties=ties,
+        validate=validate,
+    )
+    return cast("FrameT", table if adapter is None else adapter.like(logs, table))
+
+
+def _policy_value(
+    logs: object,
+    recs: object,
+    *,
+    k: int,
+    estimator: str,
+    reward: str,
+    pscore: str,
+    probability: str | None,
+    reward_model: str | None,
+    max_weight: float | None,
+    by: str | Sequence[str] | None,
+    level: float,
+    n_resamples: int,
+    seed: int,
+    user: str | Sequence[str],
+    item: str,
+    rank: str,
+    score: str | None,
+    ties: str | None,
+    validate: bool,
+) -> Any:
+    """:func:`policy_value` on local frames."""
+    users = list(as_names(user, "user"))
+    by_cols = list(as_names(by, "by"))
+    if ties == "average":
+        raise InvalidOptionError(
+            "expected 'item', 'item_desc', 'item_desc_text' or 'input' (a top k holds "
+            "whole items), got 'average'",
+            option="ties",
+        )
+    # The option table's check of the tie rule (its message), as fm.evaluate's.
+    options = MetricOptions(
+        on_duplicate="error", ties=cast("Any", "item" if ties is None else ties)
+    )
+    if not isinstance(item, str):
+        raise _refuse("item", "a column name", item)
+    columns = Columns(user=tuple(users), item=item, rank=rank, score=score, by=tuple(by_cols))
+    for name, value in (("reward", reward), ("pscore", pscore)):
+        if not isinstance(value, str):
+            raise _refuse(name, "a column name", value)
+    for name, optional in (("probability", probability), ("reward_model", reward_model)):
+        if optional is not None and not isinstance(optional, str):
+            raise _refuse(name, "a column name or None", optional)
+    ranked = probability is None or estimator == "matching"
+    keys = [*by_cols, *users]
+    recs_roles = _roles(users, by_cols, item)
+    if ranked:
+        recs_roles[columns.order[0]] = columns.order[1]
+    if probability is not None:
+        recs_roles["probability"] = probability
+    if reward_model is not None:
+        recs_roles["reward_model"] = reward_model
+    logs_roles = _roles(users, by_cols, item) | {"reward": reward, "pscore": pscore}
+    check_roles(
+        {"logs": logs_roles, "recs": recs_roles},
+        {name: "a column of the result" for name in COLUMNS},
+    )
+
+    recs_reads = set(recs_roles.values())
+    logs_src = to_lazy(logs, "logs", set(logs_roles.values()))
+    recs_src = to_lazy(recs, "recs", recs_reads)
+    logs_schema = logs_src.lazy.collect_schema()
+    recs_schema = recs_src.lazy.collect_schema()
+    recs_missing = [c for c in [*by_cols, *users, item] if c not in recs_schema]
+    if recs_missing:
+        raise MissingColumnsError("recs", recs_missing, list(recs_schema.names()))
+    logs_by = [b for b in by_cols if b in logs_schema]
+    logs_missing = [c for c in [*users, item, reward, pscore] if c not in logs_schema]
+    if logs_missing:
+        raise MissingColumnsError("logs", logs_missing, list(logs_schema.names()))
+    extra = [c for c in (probability, reward_model) if c is not None and c not in recs_schema]
+    if extra:
+        raise MissingColumnsError("recs", extra, list(recs_schema.names()))
+    _numeric("logs", logs_schema, reward, "the reward")
+    _numeric("logs", logs_schema, pscore, "π_b(item | user)")
+    if probability is not None:
+        _numeric("recs", recs_schema, probability, "π_e(item | user)")
+    if reward_model is not None:
+        _numeric("recs", recs_schema, reward_model, "q̂(user, item)")
+
+    typed, float_keys = unify_keys(
+        {"recs": recs_src.lazy, "logs": logs_src.lazy}, [*by_cols, *users, item]
+    )
+    values = {
+        reward: pl.Float64(),
+        pscore: pl.Float64(),
+        **dict.fromkeys([*by_cols, *users, item], pl.Int64()),
+    }
+    logs_lf = type_null_columns(typed["logs"], values)
+    recs_lf = type_null_columns(
+        typed["recs"],
+        {
+            **dict.fromkeys([*by_cols, *users, item], pl.Int64()),
+            **({} if probability is None else {probability: pl.Float64()}),
+            **({} if reward_model is None else {reward_model: pl.Float64()}),
+        },
+    )
+    checks: list[CheckedFrame] = (
+        [CheckedFrame(f.label, f.frame, [whole_number_check(f)], [f.column]) for f in float_keys]
+        if validate
+        else []
+    )
+    if validate:
+        checks += _logs_checks(logs_lf, [*logs_by, *users], item, reward, pscore)
+
+    top: pl.LazyFrame | None = None
+    if ranked:
+        # The top k as fm.evaluate ranks it: by rank or by score with the tie rule,
+        # nulls, ranks and duplicates within k checked (an empty truth: no truth rows).
+        empty_truth = (
+            recs_lf.select(*users, item).head(0).with_columns(pl.lit(0.0).alias(columns.relevance))
+        )
+        prepared = prepare(recs_lf, empty_truth, columns, options, k, validate=validate)
+        top = prepared.top.filter(pl.col(RANK) <= k).select(*keys, item)
+        if validate:
+            checks += [c for c in prepared.checks if c.label == "recs"]
+    if validate:
+        checks += _recs_checks(recs_lf, keys, item, probability, reward_model, ranked)
+
+    policy = _policy(recs_lf, top, keys, item, k, probability, reward_model)
+    rows = _logged_rows(logs_lf, recs_lf, policy, top, by_cols, logs_by, users, item, estimator)
+    rows = rows.with_columns(
+        pl.col(reward).cast(pl.Float64).alias(_R), pl.col(pscore).cast(pl.Float64).alias(_PB)
+    )
+    per_user = _per_user(rows, keys, estimator, max_weight).sort(keys, nulls_last=True)
+    totals = _totals(per_user, by_cols)
+    (frame, sums) = run_checks(checks, with_queries=[per_user, totals])
+    out = _result(frame, sums, by_cols, users, estimator, level, n_resamples, seed)
+    return logs_src.give_back(out)
+
+
+def _roles(users: list[str], by: list[str], item: str) -> dict[str, str]:
+    roles = {f"user[{i}]" if len(users) > 1 else "user": u for i, u in enumerate(users)}
+    roles |= {f"by[{i}]" if len(by) > 1 else "by": b for i, b in enumerate(by)}
+    roles["item"] = item
+    return roles
+
+
+def _logs_checks(
+    logs: pl.LazyFrame, keys: list[str], item: str, reward: str, pscore: str
+) -> list[CheckedFrame]:
+    """Keys present; rewards finite; each pscore a probability the logged item had."""
+    schema = logs.collect_schema()
+    checks = [
+        *null_checks([*keys, item], "key"),
+        *null_checks([reward], "reward"),
+        *finite_check(reward, schema[reward]),
+        *null_checks([pscore], "pscore"),
+        _outside(pscore, 0.0, 1.0, True, "π_b(item | user), a probability the item was shown,"),
+    ]
+    return [CheckedFrame("logs", logs, checks, [*keys, item, reward, pscore])]
+
+
+def _recs_checks(
+    recs: pl.LazyFrame,
+    keys: list[str],
+    item: str,
+    probability: str | None,
+    reward_model: str | None,
+    ranked: bool,
+) -> list[CheckedFrame]:
+    """The values of recs alone: probabilities, q̂, and one row per (user, item) over every rank.
+
+    The top k's checks (ranks, nulls, repeats within k) are fm.evaluate's; a probability
+    or q̂ is read from every row, so there a repeat anywhere is an error.
+    """
+    schema = recs.collect_schema()
+    checks: list[Check] = [] if ranked else null_checks([*keys, item], "key")
+    shown_cols = [*keys, item]
+    if probability is not None:
+        shown_cols.append(probability)
+        checks += [
+            *null_checks([probability], "probability"),
+            _outside(probability, 0.0, 1.0, False, "π_e(item | user), a probability,"),
+        ]
+    if reward_model is not None:
+        shown_cols.append(reward_model)
+        checks += [
+            *null_checks([reward_model], "reward model"),
+            *finite_check(reward_model, schema[reward_model]),
+        ]
+    if probability is not None or reward_model is not None:
+        checks.append(duplicate_check([*keys, item], "(user, item) pair", ""))
+    return [CheckedFrame("recs", recs, checks, shown_cols)] if checks else []
+
+
+def _policy(
+    recs: pl.LazyFrame,
+    top: pl.LazyFrame | None,
+    keys: list[str],
+    item: str,
+    k: int,
+    probability: str | None,
+    reward_model: str | None,
+) -> pl.LazyFrame:
+    """π_e per (keys, item) with π_e > 0 possible, and q̂ when read: keys, item, PI[, Q]."""
+    q = [pl.col(reward_model).cast(pl.Float64).alias(_Q)] if reward_model is not None else []
+    if probability is not None:
+        return recs.select(*keys, item, pl.col(probability).cast(pl.Float64).alias(_PI), *q)
+    assert top is not None
+    policy = top.with_columns(pl.lit(1.0 / k).alias(_PI))
+    if reward_model is not None:
+        policy = policy.join(recs.select(*keys, item, *q), on=[*keys, item], how="left")
+    return policy
+
+
+def _logged_rows(
+    logs: pl.LazyFrame,
+    recs: pl.LazyFrame,
+    policy: pl.LazyFrame,
+    top: pl.LazyFrame | None,
+    by: list[str],
+    logs_by: list[str],
+    users: list[str],
+    item: str,
+    estimator: str,
+) -> pl.LazyFrame:
+    """Every logged row in its group(s), with its π_e (0 when not shown) and q̂ terms.
+
+    Logs without some ``by`` columns apply to every value of them in recs (every policy
+    is evaluated on the same logged rows).
+    """
+    keys = [*by, *users]
+    missing_by = [b for b in by if b not in logs_by]
+    rows = logs
+    if missing_by:
+        rows = rows.join(recs.select(missing_by).unique(), how="cross")
+    rows = rows.join(policy, on=[*keys, item], how="left", nulls_equal=True)
+    rows = rows.with_columns(pl.col(_PI).fill_null(0.0))
+    if estimator == "matching":
+        assert top is not None
+        marked = top.select(*keys, item).with_columns(pl.lit(True).alias(_TOP))
+        rows = rows.join(marked, on=[*keys, item], how="left", nulls_equal=True)
+        rows = rows.with_columns(pl.col(_TOP).fill_null(False))
+    if estimator == "dr":
+        # The direct method's term per user: Σ_a π_e(a|u) q̂(u, a), in item order.
+        terms = (pl.col(_PI) * pl.col(_Q)).sort_by(pl.col(item))
+        dm = policy.group_by(keys).agg(terms.cum_sum().last().alias(_DM))
+        rows = rows.join(dm, on=keys, how="left", nulls_equal=True)
+        # No q̂ where π_e = 0: w = 0 there, and 0 · (r - 0) adds exactly 0.
+        rows = rows.with_columns(pl.col(_DM).fill_null(0.0), pl.col(_Q).fill_null(0.0))
+    return rows
+
+
+def _per_user(
+    rows: pl.LazyFrame, keys: list[str], estimator: str, max_weight: float | None
+) -> pl.LazyFrame:
+    """Per user: the estimator's numerator and denominator sums, Σw, Σw², counts, max w.
+
+    Each sum over a user's rows adds the values sorted (then left to right), so it is
+    the same whatever order the rows came in.
+    """
+    w = pl.col(_PI) / pl.col(_PB)
+    clipped = pl.col(_W) if max_weight is None else pl.min_horizontal(pl.col(_W), max_weight)
+    r = pl.col(_R)
+    if estimator == "ips":
+        a, b = clipped * r, pl.lit(1.0)
+    elif estimator == "snips":
+        a, b = clipped * r, clipped
+    elif estimator == "matching":
+        a = pl.when(pl.col(_TOP)).then(r).otherwise(0.0)
+        b = pl.col(_TOP).cast(pl.Float64)
+    else:
+        a, b = pl.col(_DM) + clipped * (r - pl.col(_Q)), pl.lit(1.0)
+    terms = rows.with_columns(w.alias(_W)).select(
+        *keys, a.alias(_A), b.alias(_B), pl.col(_W), (pl.col(_PI) > 0).alias(_SHOWN)
+    )
+
+    def ordered(expr: pl.Expr) -> pl.Expr:
+        # cum_sum, not sum: polars drops a sort right before a sum.
+        return expr.sort().cum_sum().last()
+
+    return terms.group_by(keys).agg(
+        ordered(pl.col(_A)).alias(_A),
+        ordered(pl.col(_B)).alias(_B),
+        ordered(pl.col(_W)).alias(_SW),
+        ordered(pl.col(_W) * pl.col(_W)).alias(_SW2),
+        pl.len().cast(pl.Int64).alias(_N),
+        pl.col(_SHOWN).sum().cast(pl.Int64).alias(_SHOWN),
+        pl.col(_W).max().alias(_MAXW),
+    )
+
+
+def _totals(per_user: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
+    """Per ``by`` group: exact sums of the per-user sums, counts and the largest weight."""
+    exact = exact_totals(exact_partials(per_user, by, _SUMMED), by, _SUMMED)
+    counts = [
+        pl.len().cast(pl.Int64).alias("n_users"),
+        pl.col(_N).sum().alias("n_rows"),
+        pl.col(_SHOWN).sum().alias(_SHOWN),
+        pl.col(_MAXW).max().alias(_MAXW),
+    ]
+    grouped = per_user.group_by(by).agg(counts) if by else per_user.select(counts)
+    if by:
+        return grouped.join(exact, on=by, how="left", nulls_equal=True)
+    return grouped.join(exact, how="cross")
+
+
+def _result(
+    per_user: pl.DataFrame,
+    sums: pl.DataFrame,
+    by: list[str],
+    users: list[str],
+    estimator: str,
+    level: float,
+    n_resamples: int,
+    seed: int,
+) -> pl.DataFrame:
+    """One row per group: the value from the exact sums, the interval from resamples."""
+    schema = {**{b: per_user.schema[b] for b in by}, **COLUMNS}
+    sums = sums.filter(pl.col("n_users") > 0)
+    if by:
+        sums = sums.sort(by, nulls_last=True)
+    rows: list[dict[str, Any]] = []
+    for p, total in enumerate(sums.iter_rows(named=True)):
+        n_rows = int(total["n_rows"])
+        a, b = float(total[_A]), float(total[_B])
+        ratio = estimator in ("snips", "matching")
+        value = (a / b if b != 0.0 else None) if ratio else a / n_rows
+        sw, sw2 = float(total[_SW]), float(total[_SW2])
+        low = high = None
+        if n_resamples > 0 and value is not None:
+            part = per_user
+            for col in by:
+                part = part.filter(pl.col(col).eq_missing(total[col]))
+            low, high = _interval(part, level, n_resamples, seed, p)
+        rows.append(
+            {
+                **{col: total[col] for col in by},
+                "n_users": int(total["n_users"]),
+                "n_rows": n_rows,
+                "value": value,
+                "ci_low": low,
+                "ci_high": high,
+                "ess": sw * sw / sw2 if sw2 > 0.0 else None,
+                "share_shown": int(total[_SHOWN]) / n_rows,
+                "largest_weight": float(total[_MAXW]),
+            }
+        )
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def _interval(
+    part: pl.DataFrame, level: float, n_resamples: int, seed: int, p: int
+) -> tuple[float | None, float | None]:
+    """The percentile interval of the estimator over resamples of the group's users.
+
+    The users are in key order (``part`` is sorted); each estimator is Σ A / Σ B over
+    the drawn users (B: the users' rows for ips and dr), so a chunk of resamples is a
+    matrix of draw counts times the users' (A, B).
+    """
+    import numpy
+
+    values = part.select(_A, _B).to_numpy().astype(numpy.float64, copy=False)
+    estimates = _resampled_ratios(values, n_resamples, seed, p)
+    defined = estimates[~numpy.isnan(estimates)]
+    if defined.size == 0:
+        return None, None
+    low, high = numpy.quantile(defined, [(1 - level) / 2, (1 + level) / 2])
+    return float(low), float(high)
+
+
+def _resampled_ratios(
+    values: npt.NDArray[np.float64], n_resamples: int, seed: int, p: int
+) -> npt.NDArray[np.float64]:
+    """Σ A / Σ B of ``n_resamples`` resamples of the rows of ``values`` (users x (A, B)).
+
+    NaN where a resample's Σ B is 0.
+    """
+    import numpy
+
+    rng = numpy.random.default_rng(numpy.random.SeedSequence(seed, spawn_key=(p,)))
+    n_users = values.shape[0]
+    out = numpy.empty(n_resamples)
+    chunk = max(1, min(n_resamples, _CHUNK_CELLS // n_users))
+    for start in range(0, n_resamples, chunk):
+        size = min(chunk, n_resamples - start)
+        draws = rng.integers(0, n_users, size=(size, n_users), dtype=numpy.int32)
+        counts = numpy.stack([numpy.bincount(row, minlength=n_users) for row in draws])
+        sums = counts.astype(numpy.float64) @ values
+        with numpy.errstate(invalid="ignore", divide="ignore"):
+            ratio = sums[:, 0] / sums[:, 1]
+        out[start : start + size] = numpy.where(sums[:, 1] != 0.0, ratio, numpy.nan)
+    return cast("npt.NDArray[np.float64]", out)
