@@ -27,6 +27,7 @@ frame kind.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 import polars as pl
@@ -37,6 +38,7 @@ from frame_metrics.errors import (
     IgnoredOptionWarning,
     InvalidOptionError,
     InvalidValueError,
+    Keyword,
     MissingColumnsError,
     shown,
     warn,
@@ -497,10 +499,18 @@ def _policy_value(
         empty_truth = (
             recs_lf.select(*users, item).head(0).with_columns(pl.lit(0.0).alias(columns.relevance))
         )
-        prepared = prepare(recs_lf, empty_truth, columns, options, k, validate=validate)
+        prepared = prepare(
+            recs_lf,
+            empty_truth,
+            columns,
+            options,
+            k,
+            validate=validate,
+            every_column=recs_src.every_column,
+        )
         top = prepared.top.filter(pl.col(RANK) <= k).select(*keys, item)
         if validate:
-            checks += [c for c in prepared.checks if c.label == "recs"]
+            checks += [_without_dedup_advice(c) for c in prepared.checks if c.label == "recs"]
     if validate:
         checks += _recs_checks(recs_lf, keys, item, probability, reward_model, ranked)
 
@@ -514,6 +524,21 @@ def _policy_value(
     (frame, sums) = run_checks(checks, with_queries=[per_user, totals])
     out = _result(frame, sums, by_cols, users, estimator, level, n_resamples, seed)
     return logs_src.give_back(out)
+
+
+def _without_dedup_advice(checked: CheckedFrame) -> CheckedFrame:
+    """fm.evaluate's checks of recs, without proposing ``on_duplicate``, which is not here.
+
+    A policy gives each item one probability: a repeated (user, item) is always an error.
+    """
+
+    def plain(check: Check) -> Check:
+        proposes = any(
+            isinstance(part, Keyword) and part.name == "on_duplicate" for part in check.advice
+        )
+        return replace(check, advice=()) if proposes else check
+
+    return replace(checked, checks=[plain(c) for c in checked.checks])
 
 
 def _roles(users: list[str], by: list[str], item: str) -> dict[str, str]:
