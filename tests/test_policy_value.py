@@ -7,9 +7,11 @@ bootstrap interval is checked against the draw scheme its docstring documents.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -816,3 +818,76 @@ def test_ignored_options_warn() -> None:
     assert out.equals(fm.policy_value(LOGS, RECS, k=2, estimator="ips", n_resamples=0))
     with pytest.warns(IgnoredOptionWarning, match=r"^max_weight: ignored"):
         fm.policy_value(LOGS, RECS, k=2, estimator="matching", max_weight=3.0, n_resamples=0)
+
+
+# -- the command line -----------------------------------------------------------------------
+
+
+def test_cli_prints_the_api_numbers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from frame_metrics.cli import main
+
+    logs_path, recs_path = tmp_path / "logs.parquet", tmp_path / "recs.csv"
+    LOGS.write_parquet(logs_path)
+    _two_models().write_csv(recs_path)
+    want = fm.policy_value(
+        LOGS,
+        _two_models(),
+        k=2,
+        estimator="dr",
+        reward_model="q",
+        max_weight=0.9,
+        by="model",
+        n_resamples=50,
+        seed=3,
+        level=0.8,
+    )
+    args = ["policy-value", str(logs_path), str(recs_path), "-k", "2", "--estimator", "dr"]
+    args += ["--reward-model-col", "q", "--max-weight", "0.9", "--by", "model"]
+    args += ["--resamples", "50", "--seed", "3", "--level", "0.8"]
+    assert main([*args, "--format", "json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert [tuple(row.values()) for row in printed] == want.rows()
+    out = tmp_path / "out.csv"
+    assert main([*args, "-o", str(out)]) == 0, capsys.readouterr().err
+    assert pl.read_csv(out, schema=want.schema).rows() == want.rows()
+    # The probability column and a score, by their options.
+    scored = RECS.rename({"rank": "r"}).with_columns(s=-pl.col("r"))
+    scored.write_csv(recs_path)
+    want = fm.policy_value(LOGS, scored, score="s", estimator="matching", k=1, n_resamples=0)
+    args = ["policy-value", str(logs_path), str(recs_path), "--score-col", "s"]
+    assert (
+        main([*args, "--estimator", "matching", "-k", "1", "--resamples", "0", "-o", str(out)]) == 0
+    )
+    assert pl.read_csv(out, schema=want.schema).rows() == want.rows()
+    want = fm.policy_value(LOGS, scored, probability="p", estimator="ips", n_resamples=0)
+    args = ["policy-value", str(logs_path), str(recs_path), "--probability-col", "p"]
+    assert main([*args, "--estimator", "ips", "--resamples", "0", "-o", str(out)]) == 0
+    assert pl.read_csv(out, schema=want.schema).rows() == want.rows()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--pscore-col", "p"],
+            "logs: expected column 'p', not found; available columns: 'user', 'item', "
+            "'reward', 'pscore' (set with --pscore-col)",
+        ),
+        (
+            ["--estimator", "dr"],
+            "--reward-model-col: expected a column of recs holding q̂(user, item), the reward "
+            "model's estimate, for estimator='dr', got None",
+        ),
+        (["--max-weight", "-1"], "--max-weight: expected a number > 0 or None, got -1.0"),
+    ],
+)
+def test_cli_errors_name_the_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    from frame_metrics.cli import main
+
+    LOGS.write_csv(tmp_path / "logs.csv")
+    RECS.write_csv(tmp_path / "recs.csv")
+    code = main(["policy-value", str(tmp_path / "logs.csv"), str(tmp_path / "recs.csv"), *extra])
+    assert code == 2
+    assert capsys.readouterr().err == f"frame-metrics: error: {message}\n"
