@@ -26,8 +26,10 @@ frame kind.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import replace
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 import polars as pl
@@ -43,7 +45,6 @@ from frame_metrics.errors import (
     shown,
     warn,
 )
-from frame_metrics.exact_sums import exact_partials, exact_totals
 from frame_metrics.frames import to_lazy
 from frame_metrics.options import MetricOptions, is_int, is_real
 from frame_metrics.prepare import RANK, prepare
@@ -82,8 +83,10 @@ COLUMNS: Final[dict[str, pl.DataType]] = {
 
 #: The most bootstrap resamples drawn (as gaps and compare).
 MAX_RESAMPLES: Final = 10_000_000
-#: Draw-count cells (resamples x users) held in memory at once.
+#: Draw-count cells (resamples x users) of one block of resamples.
 _CHUNK_CELLS: Final = 4_000_000
+#: Up to this many users a block's counts come from one bincount (as in gaps).
+_ONE_BINCOUNT_USERS: Final = 65_536
 
 # Working columns (the reserved prefix: no caller's column can clash).
 _PI = "_fm_pi"
@@ -96,13 +99,16 @@ _TOP = "_fm_in_top"
 #: Per logged row, the estimator's numerator and denominator terms.
 _A = "_fm_a"
 _B = "_fm_b"
-#: Per user: sums of the terms, of w and w², the number of rows and of rows shown.
+#: Per user: sums of the terms, of w and w² (fixed point), the number of rows and of
+#: rows shown, the largest w.
 _SW = "_fm_sw"
 _SW2 = "_fm_sw2"
 _N = "_fm_n"
 _SHOWN = "_fm_shown"
 _MAXW = "_fm_maxw"
 _SUMMED = (_A, _B, _SW, _SW2)
+#: What the resamples read of each user: the sums of A and B and their exponents.
+_RESAMPLED = (_A, _B, f"{_A}.s", f"{_B}.s")
 
 
 def _refuse(option: str, expected: str, value: object) -> InvalidOptionError:
@@ -301,12 +307,20 @@ def policy_value(
     (one person, one context), so each resample draws as many users as there are, with
     replacement, and recomputes the estimator on their rows. Each estimator is a ratio
     of sums over users (Σ numerators / Σ denominators: rows for ips and dr, weights
-    for snips, shown rows for matching). The users of the p-th ``by`` group (sorted
-    order) are taken in key order and resampled as ``rng.integers(0, n, size=(chunk,
-    n), dtype=numpy.int32)`` with ``rng = numpy.random.default_rng(
-    numpy.random.SeedSequence(seed, spawn_key=(p,)))``; a resample whose denominator is
-    0 (snips, matching) has no value and is left out of the percentiles (numpy's linear
+    for snips, shown rows for matching). The n users of the p-th ``by`` group (sorted
+    order) are taken in key order; the resamples come in blocks of ``max(1, 4_000_000
+    // n)``, and block b draws ``rng.integers(0, n, size=(block size, n),
+    dtype=numpy.int32)`` with ``rng = numpy.random.default_rng(
+    numpy.random.SeedSequence(seed, spawn_key=(p, b)))`` (blocks run on several
+    threads, with the same numbers). A resample whose denominator is 0 (snips,
+    matching) has no value and is left out of the percentiles (numpy's linear
     interpolation).
+
+    Sums: each per-row term is summed in fixed point (``round(v · 2^s)`` as a 128-bit
+    integer, one exponent s per column and call, so that the largest term is below
+    2^96): integer sums are exact in any order, so the value is the same to the bit
+    whatever the row order, and differs from the exact sum of the float terms by at
+    most about 2^-96 of the largest term per row.
 
     Open Bandit Pipeline (``obp.ope``) defines these estimators on arrays, one round
     per logged row: ``InverseProbabilityWeighting``,
@@ -514,15 +528,19 @@ def _policy_value(
     if validate:
         checks += _recs_checks(recs_lf, keys, item, probability, reward_model, ranked)
 
-    policy = _policy(recs_lf, top, keys, item, k, probability, reward_model)
+    policy = _policy(
+        recs_lf, top, keys, item, k, probability, reward_model, rank if score is None else None
+    )
     rows = _logged_rows(logs_lf, recs_lf, policy, top, by_cols, logs_by, users, item, estimator)
     rows = rows.with_columns(
         pl.col(reward).cast(pl.Float64).alias(_R), pl.col(pscore).cast(pl.Float64).alias(_PB)
     )
-    per_user = _per_user(rows, keys, estimator, max_weight).sort(keys, nulls_last=True)
+    per_user = _per_user(rows, keys, estimator, max_weight)
     totals = _totals(per_user, by_cols)
-    (frame, sums) = run_checks(checks, with_queries=[per_user, totals])
-    out = _result(frame, sums, by_cols, users, estimator, level, n_resamples, seed)
+    # The users' own sums are read only by the resamples: in key order, A and B alone.
+    resampled = [per_user.select(*keys, *_RESAMPLED).sort(keys)] if n_resamples else []
+    (sums, *users_ab) = run_checks(checks, with_queries=[totals, *resampled])
+    out = _result(sums, users_ab, by_cols, estimator, level, n_resamples, seed)
     return logs_src.give_back(out)
 
 
@@ -604,12 +622,20 @@ def _policy(
     k: int,
     probability: str | None,
     reward_model: str | None,
+    rank: str | None,
 ) -> pl.LazyFrame:
-    """π_e per (keys, item) with π_e > 0 possible, and q̂ when read: keys, item, PI[, Q]."""
+    """π_e per (keys, item) with π_e > 0 possible, and q̂ when read: keys, item, PI[, Q].
+
+    ``rank``: recs' rank column when the top k comes from ranks (None: from scores).
+    """
     q = [pl.col(reward_model).cast(pl.Float64).alias(_Q)] if reward_model is not None else []
     if probability is not None:
         return recs.select(*keys, item, pl.col(probability).cast(pl.Float64).alias(_PI), *q)
     assert top is not None
+    if reward_model is not None and rank is not None:
+        # Given ranks: the top k are recs' rows within k (as prepare's), q̂ beside them.
+        within = recs.filter(pl.col(rank) <= k)
+        return within.select(*keys, item, pl.lit(1.0 / k).alias(_PI), *q)
     policy = top.with_columns(pl.lit(1.0 / k).alias(_PI))
     if reward_model is not None:
         policy = policy.join(recs.select(*keys, item, *q), on=[*keys, item], how="left")
@@ -645,22 +671,60 @@ def _logged_rows(
         rows = rows.join(marked, on=[*keys, item], how="left", nulls_equal=True)
         rows = rows.with_columns(pl.col(_TOP).fill_null(False))
     if estimator == "dr":
-        # The direct method's term per user: Σ_a π_e(a|u) q̂(u, a), in item order.
-        terms = (pl.col(_PI) * pl.col(_Q)).sort_by(pl.col(item))
-        dm = policy.group_by(keys).agg(terms.cum_sum().last().alias(_DM))
-        rows = rows.join(dm, on=keys, how="left", nulls_equal=True)
+        # The direct method's term per user: Σ_a π_e(a|u) q̂(u, a).
+        rows = rows.join(_direct_method(policy, keys), on=keys, how="left", nulls_equal=True)
         # No q̂ where π_e = 0: w = 0 there, and 0 · (r - 0) adds exactly 0.
         rows = rows.with_columns(pl.col(_DM).fill_null(0.0), pl.col(_Q).fill_null(0.0))
     return rows
 
 
+#: The largest magnitude of a term in fixed point: 2^96, so that a sum of up to 2^31
+#: terms stays within Int128.
+_FIXED_BITS = 96
+
+
+def _scaled(column: str) -> tuple[pl.Expr, pl.Expr]:
+    """``column`` in fixed point: the integer ``round(v · 2^s)`` and the exponent ``s``.
+
+    ``s`` is one per call, from the column's largest magnitude m: ``m · 2^s < 2^96``.
+    An integer sum is exact and the same in any order; each term is off by at most
+    ``2^-(s+1)``, about ``m · 2^-96`` (a float sum of the same terms loses ``2^-53`` of
+    the sum at each addition).
+    """
+    v = pl.col(column)
+    top = v.abs().max()
+    # floor(log2(m)) + 2 > log2(m) even when log2 rounds up: m < 2^e.
+    e = pl.when(top > 0).then(top.log(2).floor() + 2).otherwise(0.0)
+    s = (pl.lit(float(_FIXED_BITS)) - e).clip(-1000.0, 1000.0).cast(pl.Int64)
+    half = s // 2  # two power-of-two factors, each finite: the product is exact
+    scaled = v * pl.lit(2.0).pow(half) * pl.lit(2.0).pow(s - half)
+    # Not strict: a NaN or infinite term (a pscore of 0) is null here, and the input
+    # checks collected with the query report its cause.
+    fixed = scaled.round().cast(pl.Int128, strict=False)
+    return fixed, s
+
+
+def _unscaled(fixed: pl.Expr, s: pl.Expr) -> pl.Expr:
+    """A fixed-point sum back as a float: ``fixed · 2^-s`` (the scaling exact)."""
+    half = s // 2
+    return fixed.cast(pl.Float64) * pl.lit(2.0).pow(-half) * pl.lit(2.0).pow(half - s)
+
+
+def _direct_method(policy: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+    """Per user: Σ_a π_e(a|u) q̂(u, a), summed in fixed point (the same in any order)."""
+    fixed, s = _scaled(_DM)
+    terms = policy.with_columns((pl.col(_PI) * pl.col(_Q)).alias(_DM))
+    per_user = terms.with_columns(fixed.alias(_DM), s.alias("_fm_s")).group_by(keys)
+    return per_user.agg(_unscaled(pl.col(_DM).sum(), pl.col("_fm_s").first()).alias(_DM))
+
+
 def _per_user(
     rows: pl.LazyFrame, keys: list[str], estimator: str, max_weight: float | None
 ) -> pl.LazyFrame:
-    """Per user: the estimator's numerator and denominator sums, Σw, Σw², counts, max w.
+    """Per user: fixed-point sums of the terms, of w and w²; counts; the largest w.
 
-    Each sum over a user's rows adds the values sorted (then left to right), so it is
-    the same whatever order the rows came in.
+    The estimator's numerator and denominator terms (A, B) and w, w² are summed in
+    fixed point, each column with its exponent (see :func:`_scaled`).
     """
     w = pl.col(_PI) / pl.col(_PB)
     clipped = pl.col(_W) if max_weight is None else pl.min_horizontal(pl.col(_W), max_weight)
@@ -675,18 +739,23 @@ def _per_user(
     else:
         a, b = pl.col(_DM) + clipped * (r - pl.col(_Q)), pl.lit(1.0)
     terms = rows.with_columns(w.alias(_W)).select(
-        *keys, a.alias(_A), b.alias(_B), pl.col(_W), (pl.col(_PI) > 0).alias(_SHOWN)
+        *keys,
+        a.alias(_A),
+        b.alias(_B),
+        pl.col(_W),
+        (pl.col(_W) * pl.col(_W)).alias(_SW2),
+        (pl.col(_PI) > 0).alias(_SHOWN),
     )
-
-    def ordered(expr: pl.Expr) -> pl.Expr:
-        # cum_sum, not sum: polars drops a sort right before a sum.
-        return expr.sort().cum_sum().last()
-
+    fixed = {
+        name: _scaled(source) for name, source in zip(_SUMMED, (_A, _B, _W, _SW2), strict=True)
+    }
+    terms = terms.with_columns(
+        *(f.alias(name) for name, (f, _) in fixed.items()),
+        *(e.alias(f"{name}.s") for name, (_, e) in fixed.items()),
+    )
     return terms.group_by(keys).agg(
-        ordered(pl.col(_A)).alias(_A),
-        ordered(pl.col(_B)).alias(_B),
-        ordered(pl.col(_W)).alias(_SW),
-        ordered(pl.col(_W) * pl.col(_W)).alias(_SW2),
+        *(pl.col(name).sum() for name in _SUMMED),
+        *(pl.col(f"{name}.s").first() for name in _SUMMED),
         pl.len().cast(pl.Int64).alias(_N),
         pl.col(_SHOWN).sum().cast(pl.Int64).alias(_SHOWN),
         pl.col(_W).max().alias(_MAXW),
@@ -694,48 +763,61 @@ def _per_user(
 
 
 def _totals(per_user: pl.LazyFrame, by: list[str]) -> pl.LazyFrame:
-    """Per ``by`` group: exact sums of the per-user sums, counts and the largest weight."""
-    exact = exact_totals(exact_partials(per_user, by, _SUMMED), by, _SUMMED)
-    counts = [
+    """Per ``by`` group: the users' fixed-point sums added up, counts, the largest weight."""
+    sums = [
         pl.len().cast(pl.Int64).alias("n_users"),
         pl.col(_N).sum().alias("n_rows"),
         pl.col(_SHOWN).sum().alias(_SHOWN),
         pl.col(_MAXW).max().alias(_MAXW),
+        *(pl.col(name).sum() for name in _SUMMED),
+        *(pl.col(f"{name}.s").first() for name in _SUMMED),
     ]
-    grouped = per_user.group_by(by).agg(counts) if by else per_user.select(counts)
-    if by:
-        return grouped.join(exact, on=by, how="left", nulls_equal=True)
-    return grouped.join(exact, how="cross")
+    return per_user.group_by(by).agg(sums) if by else per_user.select(sums)
 
 
 def _result(
-    per_user: pl.DataFrame,
     sums: pl.DataFrame,
+    resampled: list[pl.DataFrame],
     by: list[str],
-    users: list[str],
     estimator: str,
     level: float,
     n_resamples: int,
     seed: int,
 ) -> pl.DataFrame:
-    """One row per group: the value from the exact sums, the interval from resamples."""
-    schema = {**{b: per_user.schema[b] for b in by}, **COLUMNS}
+    """One row per group: the value from the exact sums, the interval from resamples.
+
+    ``resampled``: with resamples, the users' sums A and B (fixed point) in key order.
+    """
+    schema = {**{b: sums.schema[b] for b in by}, **COLUMNS}
     sums = sums.filter(pl.col("n_users") > 0)
     if by:
         sums = sums.sort(by, nulls_last=True)
+    # The users' sums as floats, for the resamples.
+    users_ab = (
+        resampled[0].with_columns(
+            _unscaled(pl.col(name), pl.col(f"{name}.s")).alias(name) for name in (_A, _B)
+        )
+        if resampled
+        else None
+    )
     rows: list[dict[str, Any]] = []
     for p, total in enumerate(sums.iter_rows(named=True)):
+        exact = {
+            name: Fraction(int(total[name])) / 2 ** int(total[f"{name}.s"]) for name in _SUMMED
+        }
         n_rows = int(total["n_rows"])
-        a, b = float(total[_A]), float(total[_B])
         ratio = estimator in ("snips", "matching")
-        value = (a / b if b != 0.0 else None) if ratio else a / n_rows
-        sw, sw2 = float(total[_SW]), float(total[_SW2])
+        if ratio:
+            value = float(exact[_A] / exact[_B]) if exact[_B] != 0 else None
+        else:
+            value = float(exact[_A] / n_rows)
         low = high = None
-        if n_resamples > 0 and value is not None:
-            part = per_user
+        if users_ab is not None and value is not None:
+            part = users_ab
             for col in by:
                 part = part.filter(pl.col(col).eq_missing(total[col]))
             low, high = _interval(part, level, n_resamples, seed, p)
+        sw, sw2 = exact[_SW], exact[_SW2]
         rows.append(
             {
                 **{col: total[col] for col in by},
@@ -744,7 +826,7 @@ def _result(
                 "value": value,
                 "ci_low": low,
                 "ci_high": high,
-                "ess": sw * sw / sw2 if sw2 > 0.0 else None,
+                "ess": float(sw * sw / sw2) if sw2 != 0 else None,
                 "share_shown": int(total[_SHOWN]) / n_rows,
                 "largest_weight": float(total[_MAXW]),
             }
@@ -758,8 +840,7 @@ def _interval(
     """The percentile interval of the estimator over resamples of the group's users.
 
     The users are in key order (``part`` is sorted); each estimator is Σ A / Σ B over
-    the drawn users (B: the users' rows for ips and dr), so a chunk of resamples is a
-    matrix of draw counts times the users' (A, B).
+    the drawn users (B: the users' rows for ips and dr).
     """
     import numpy
 
@@ -777,20 +858,42 @@ def _resampled_ratios(
 ) -> npt.NDArray[np.float64]:
     """Σ A / Σ B of ``n_resamples`` resamples of the rows of ``values`` (users x (A, B)).
 
-    NaN where a resample's Σ B is 0.
+    NaN where a resample's Σ B is 0. The resamples come in blocks of
+    ``max(1, 4_000_000 // n)`` (the last one shorter); block b draws its n user
+    indices per resample as ``rng.integers(0, n, size=(size, n), dtype=numpy.int32)``
+    with ``rng = numpy.random.default_rng(numpy.random.SeedSequence(seed, spawn_key=(p,
+    b)))``, so the blocks run on several threads and give the same numbers.
     """
     import numpy
 
-    rng = numpy.random.default_rng(numpy.random.SeedSequence(seed, spawn_key=(p,)))
     n_users = values.shape[0]
     out = numpy.empty(n_resamples)
-    chunk = max(1, min(n_resamples, _CHUNK_CELLS // n_users))
-    for start in range(0, n_resamples, chunk):
+    chunk = max(1, _CHUNK_CELLS // n_users)
+
+    def block(b: int) -> None:
+        start = b * chunk
         size = min(chunk, n_resamples - start)
+        rng = numpy.random.default_rng(numpy.random.SeedSequence(seed, spawn_key=(p, b)))
         draws = rng.integers(0, n_users, size=(size, n_users), dtype=numpy.int32)
-        counts = numpy.stack([numpy.bincount(row, minlength=n_users) for row in draws])
+        if n_users <= _ONE_BINCOUNT_USERS:
+            # Resample r's draws offset by r * n: one bincount counts them all.
+            draws += numpy.arange(size, dtype=numpy.int32)[:, None] * n_users
+            flat = numpy.bincount(draws.ravel(), minlength=size * n_users)
+            counts = flat.reshape(size, n_users)
+        else:
+            counts = numpy.stack([numpy.bincount(row, minlength=n_users) for row in draws])
         sums = counts.astype(numpy.float64) @ values
         with numpy.errstate(invalid="ignore", divide="ignore"):
             ratio = sums[:, 0] / sums[:, 1]
         out[start : start + size] = numpy.where(sums[:, 1] != 0.0, ratio, numpy.nan)
+
+    n_blocks = -(-n_resamples // chunk)
+    if n_blocks == 1:
+        block(0)
+    else:
+        # numpy releases the GIL while drawing, counting and multiplying.
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(n_blocks, os.cpu_count() or 1)) as pool:
+            list(pool.map(block, range(n_blocks)))
     return cast("npt.NDArray[np.float64]", out)

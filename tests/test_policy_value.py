@@ -7,6 +7,7 @@ bootstrap interval is checked against the draw scheme its docstring documents.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import re
@@ -30,6 +31,9 @@ from frame_metrics.errors import (
     MissingColumnsError,
 )
 from tests.conftest import Constructor, assert_kind, recmetrics, to_polars
+
+#: The module (fm.policy_value is the function of the same name).
+pv_module = importlib.import_module("frame_metrics.policy_value")
 
 # Two users. The logging policy showed user 1 items a (pscore 0.5, reward 1) and b
 # (0.25, 0); user 2 items a (0.2, 1) and c (0.8, 0). The evaluated policy ranks
@@ -364,26 +368,30 @@ def test_dask_frames_give_a_dask_result() -> None:
 
 
 def _documented_interval(
-    a: list[float], b: list[float], level: float, n_resamples: int, seed: int, p: int
+    a: list[float],
+    b: list[float],
+    level: float,
+    n_resamples: int,
+    seed: int,
+    p: int,
+    cells: int = 4_000_000,
 ) -> tuple[float, float]:
     """The interval as policy_value's Notes describe it, one resample at a time.
 
-    Users in key order; resamples drawn in chunks of max(1, 4_000_000 // n) as
-    ``rng.integers(0, n, size=(chunk, n), dtype=int32)``; each resample's estimate
-    Σ A / Σ B over the drawn users (fsum here); numpy's linear percentiles.
+    Users in key order; resamples in blocks of max(1, 4_000_000 // n), block b drawn as
+    ``rng.integers(0, n, size=(block size, n), dtype=int32)`` with its own seed
+    sequence ``(seed, spawn_key=(p, b))``; each resample's estimate Σ A / Σ B over the
+    drawn users (fsum here); numpy's linear percentiles of the defined ones.
     """
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(p,)))
     n = len(a)
-    chunk = max(1, min(n_resamples, 4_000_000 // n))
+    chunk = max(1, cells // n)
     estimates: list[float] = []
-    while len(estimates) < n_resamples:
-        size = min(chunk, n_resamples - len(estimates))
+    for block, start in enumerate(range(0, n_resamples, chunk)):
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(p, block)))
+        size = min(chunk, n_resamples - start)
         for row in rng.integers(0, n, size=(size, n), dtype=np.int32):
             den = math.fsum(b[i] for i in row)
-            if den != 0.0:
-                estimates.append(math.fsum(a[i] for i in row) / den)
-            else:
-                estimates.append(math.nan)
+            estimates.append(math.fsum(a[i] for i in row) / den if den != 0.0 else math.nan)
     defined = np.array([e for e in estimates if not math.isnan(e)])
     low, high = np.quantile(defined, [(1 - level) / 2, (1 + level) / 2])
     return float(low), float(high)
@@ -403,7 +411,7 @@ def test_the_interval_is_the_documented_bootstrap_over_users() -> None:
     assert (ips["ci_low"].item(), ips["ci_high"].item()) == pytest.approx((low, high), rel=1e-12)
 
 
-def test_the_interval_on_a_larger_sample() -> None:
+def test_the_interval_on_a_larger_sample(monkeypatch: pytest.MonkeyPatch) -> None:
     logs, recs = _bigger(8)
     recs = recs.filter(pl.col("model") == "m1")
     out = fm.policy_value(logs, recs, k=3, estimator="ips", n_resamples=200, seed=4)
@@ -424,6 +432,13 @@ def test_the_interval_on_a_larger_sample() -> None:
     assert out["ci_low"].item() == pytest.approx(low, rel=1e-12)
     assert out["ci_high"].item() == pytest.approx(high, rel=1e-12)
     assert out["ci_low"].item() <= out["value"].item() <= out["ci_high"].item()
+    # Many blocks (of 3 resamples here), run on several threads: the same numbers.
+    monkeypatch.setattr(pv_module, "_CHUNK_CELLS", 3 * len(users))
+    blocks = fm.policy_value(logs, recs, k=3, estimator="ips", n_resamples=200, seed=4)
+    low, high = _documented_interval(a, b, 0.95, 200, 4, 0, cells=3 * len(users))
+    assert blocks["ci_low"].item() == pytest.approx(low, rel=1e-12)
+    assert blocks["ci_high"].item() == pytest.approx(high, rel=1e-12)
+    monkeypatch.undo()
     again = fm.policy_value(logs, recs, k=3, estimator="ips", n_resamples=200, seed=4)
     assert again.equals(out)
     other = fm.policy_value(logs, recs, k=3, estimator="ips", n_resamples=200, seed=5)
