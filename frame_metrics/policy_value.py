@@ -26,6 +26,7 @@ frame kind.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import replace
@@ -532,22 +533,28 @@ def _policy_value(
     policy = _policy(
         recs_lf, top, keys, item, k, probability, reward_model, rank if score is None else None
     )
+    dm = None
+    if estimator == "dr":
+        # The direct method's term per user first (a sum in fixed point needs its
+        # terms' largest magnitude before it starts), with the input checks.
+        (dm_terms,) = run_checks(checks, with_queries=[_direct_method_terms(policy, keys)])
+        dm, checks = _direct_method(dm_terms, keys).lazy(), []
     packed = _packing([logs_lf, recs_lf], [*keys, item])
     rows = _logged_rows(
-        logs_lf, recs_lf, policy, top, by_cols, logs_by, users, item, estimator, packed
+        logs_lf, recs_lf, policy, top, by_cols, logs_by, users, item, estimator, packed, dm
     )
     rows = rows.with_columns(
         pl.col(reward).cast(pl.Float64).alias(_R), pl.col(pscore).cast(pl.Float64).alias(_PB)
     )
-    terms = _terms(rows, keys, estimator, max_weight)
+    (raw,) = run_checks(checks, with_queries=[_terms(rows, keys, estimator, max_weight)])
+    terms = _fixed_point(raw, _SOURCES)
     if n_resamples:
         # The resamples read each user's sums of A and B, in key order.
         per_user = _per_user(terms, keys)
-        totals = _totals(per_user, by_cols, None)
-        resampled = [per_user.select(*keys, *_RESAMPLED).sort(keys)]
+        queries = [_totals(per_user, by_cols, None), per_user.select(*keys, *_RESAMPLED).sort(keys)]
     else:
-        totals, resampled = _totals(terms, by_cols, users), []
-    (sums, *users_ab) = run_checks(checks, with_queries=[totals, *resampled])
+        queries = [_totals(terms, by_cols, users)]
+    (sums, *users_ab) = pl.collect_all(queries)
     out = _result(sums, users_ab, by_cols, estimator, level, n_resamples, seed)
     return logs_src.give_back(out)
 
@@ -661,12 +668,14 @@ def _logged_rows(
     item: str,
     estimator: str,
     packed: pl.Expr | None,
+    dm: pl.LazyFrame | None,
 ) -> pl.LazyFrame:
     """Every logged row in its group(s), with its π_e (0 when not shown) and q̂ terms.
 
     Logs without some ``by`` columns apply to every value of them in recs (every policy
     is evaluated on the same logged rows). ``packed``: the (keys, item) columns as one
-    integer (see :func:`_packing`), which joins twice as fast as several columns.
+    integer (see :func:`_packing`), which joins twice as fast as several columns;
+    ``dm``: for dr, the direct method's term per user.
     """
     keys = [*by, *users]
     missing_by = [b for b in by if b not in logs_by]
@@ -674,7 +683,6 @@ def _logged_rows(
     if missing_by:
         rows = rows.join(recs.select(missing_by).unique(), how="cross")
     on: list[str] = [*keys, item]
-    dm = _direct_method(policy, keys) if estimator == "dr" else None
     if packed is not None:
         on = [_KEY]
         rows = rows.with_columns(packed.alias(_KEY))
@@ -745,48 +753,72 @@ def _packing(frames: Sequence[pl.LazyFrame], columns: list[str]) -> pl.Expr | No
 _FIXED_BITS = 96
 
 
-def _scaled(column: str) -> tuple[pl.Expr, pl.Expr]:
-    """``column`` in fixed point: the integer ``round(v · 2^s)`` and the exponent ``s``.
+def _exponent(top: float | None) -> int:
+    """The s of fixed point for a column whose largest magnitude is ``top``: top · 2^s < 2^96.
 
-    ``s`` is one per call, from the column's largest magnitude m: ``m · 2^s < 2^96``.
-    An integer sum is exact and the same in any order; each term is off by at most
-    ``2^-(s+1)``, about ``m · 2^-96`` (a float sum of the same terms loses ``2^-53`` of
-    the sum at each addition).
+    Examples
+    --------
+    >>> _exponent(1.0), _exponent(0.75), _exponent(1e300), _exponent(0.0), _exponent(None)
+    (95, 96, -901, 0, 0)
     """
-    v = pl.col(column)
-    top = v.abs().max()
-    # floor(log2(m)) + 2 > log2(m) even when log2 rounds up: m < 2^e.
-    e = pl.when(top > 0).then(top.log(2).floor() + 2).otherwise(0.0)
-    s = (pl.lit(float(_FIXED_BITS)) - e).clip(-1000.0, 1000.0).cast(pl.Int64)
-    half = s // 2  # two power-of-two factors, each finite: the product is exact
-    scaled = v * pl.lit(2.0).pow(half) * pl.lit(2.0).pow(s - half)
-    # Not strict: a NaN or infinite term (a pscore of 0) is null here, and the input
-    # checks collected with the query report its cause.
-    fixed = scaled.round().cast(pl.Int128, strict=False)
-    return fixed, s
+    if top is None or not math.isfinite(top) or top == 0.0:
+        return 0  # no values, all 0, or a NaN or ±inf the input checks report
+    # top = m · 2^e with 0.5 <= m < 1, exactly: top < 2^e.
+    return max(-1000, min(1000, _FIXED_BITS - math.frexp(top)[1]))
 
 
-def _unscaled(fixed: pl.Expr, s: pl.Expr) -> pl.Expr:
-    """A fixed-point sum back as a float: ``fixed · 2^-s`` (the scaling exact)."""
-    half = s // 2
-    return fixed.cast(pl.Float64) * pl.lit(2.0).pow(-half) * pl.lit(2.0).pow(half - s)
+def _fixed_point(frame: pl.DataFrame, sources: dict[str, str]) -> pl.LazyFrame:
+    """``frame`` with the terms to sum in fixed point, as Int128 integers.
+
+    Each ``name`` is ``round(v · 2^s)`` of its source column v, and ``name.s`` the
+    exponent s (one per column and call, see :func:`_exponent`). An integer sum is exact and the same in any order; each term is off by at most
+    ``2^-(s+1)``, under ``2^-96`` of the column's largest magnitude (a float sum of the
+    same terms loses up to ``2^-53`` of the running sum at each addition). The scaling
+    by a power of two is exact.
+    """
+    tops = frame.select(pl.col(src).abs().max().alias(name) for name, src in sources.items()).row(
+        0, named=True
+    )
+    exps = {name: _exponent(tops[name]) for name in sources}
+    return frame.lazy().with_columns(
+        # Not strict: a NaN or infinite term (a pscore of 0) is null here, and the input
+        # checks collected before report its cause (or validate=False gives a null).
+        *(
+            (pl.col(src) * 2.0 ** exps[name]).round().cast(pl.Int128, strict=False).alias(name)
+            for name, src in sources.items()
+        ),
+        *(pl.lit(exps[name], pl.Int64).alias(f"{name}.s") for name in sources),
+    )
 
 
-def _direct_method(policy: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+def _unscaled(frame: pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
+    """Fixed-point sums back as floats, ``fixed · 2^-s`` (the scaling exact)."""
+    if frame.height == 0:
+        return frame.with_columns(pl.col(names).cast(pl.Float64))
+    return frame.with_columns(
+        pl.col(name).cast(pl.Float64) * 2.0 ** -int(frame[f"{name}.s"][0]) for name in names
+    )
+
+
+def _direct_method_terms(policy: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+    """The policy's rows: π_e(a|u) q̂(u, a), to sum per user."""
+    return policy.select(*keys, (pl.col(_PI) * pl.col(_Q)).alias(_DM))
+
+
+def _direct_method(terms: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     """Per user: Σ_a π_e(a|u) q̂(u, a), summed in fixed point (the same in any order)."""
-    fixed, s = _scaled(_DM)
-    terms = policy.with_columns((pl.col(_PI) * pl.col(_Q)).alias(_DM))
-    per_user = terms.with_columns(fixed.alias(_DM), s.alias("_fm_s")).group_by(keys)
-    return per_user.agg(_unscaled(pl.col(_DM).sum(), pl.col("_fm_s").first()).alias(_DM))
+    fixed = _fixed_point(terms, {_DM: _DM})
+    per_user = fixed.group_by(keys).agg(pl.col(_DM).sum(), pl.col(f"{_DM}.s").first()).collect()
+    return _unscaled(per_user, [_DM]).drop(f"{_DM}.s")
 
 
 def _terms(
     rows: pl.LazyFrame, keys: list[str], estimator: str, max_weight: float | None
 ) -> pl.LazyFrame:
-    """Per logged row: the terms to sum, in fixed point, and whether π_e > 0.
+    """Per logged row: the terms to sum and whether π_e > 0.
 
-    The estimator's numerator and denominator terms (A, B), w and w², each with its
-    exponent (see :func:`_scaled`); w itself stays, for the largest weight.
+    The estimator's numerator and denominator terms (A, B), w and w²: the sums are
+    taken in fixed point (:func:`_fixed_point`); w itself stays, for the largest weight.
     """
     w = pl.col(_PI) / pl.col(_PB)
     clipped = pl.col(_W) if max_weight is None else pl.min_horizontal(pl.col(_W), max_weight)
@@ -800,7 +832,7 @@ def _terms(
         b = pl.col(_TOP).cast(pl.Float64)
     else:
         a, b = pl.col(_DM) + clipped * (r - pl.col(_Q)), pl.lit(1.0)
-    terms = rows.with_columns(w.alias(_W)).select(
+    return rows.with_columns(w.alias(_W)).select(
         *keys,
         a.alias(_A),
         b.alias(_B),
@@ -808,12 +840,10 @@ def _terms(
         (pl.col(_W) * pl.col(_W)).alias(_SW2),
         (pl.col(_PI) > 0).alias(_SHOWN),
     )
-    sources = (_A, _B, _W, _SW2)
-    fixed = {name: _scaled(source) for name, source in zip(_SUMMED, sources, strict=True)}
-    return terms.with_columns(
-        *(f.alias(name) for name, (f, _) in fixed.items()),
-        *(e.alias(f"{name}.s") for name, (_, e) in fixed.items()),
-    )
+
+
+#: Each fixed-point sum and the term it sums.
+_SOURCES = {_A: _A, _B: _B, _SW: _W, _SW2: _SW2}
 
 
 def _sums(n_users: pl.Expr, n_rows: pl.Expr, shown: pl.Expr, largest: pl.Expr) -> list[pl.Expr]:
@@ -882,13 +912,7 @@ def _result(
     if by:
         sums = sums.sort(by, nulls_last=True)
     # The users' sums as floats, for the resamples.
-    users_ab = (
-        resampled[0].with_columns(
-            _unscaled(pl.col(name), pl.col(f"{name}.s")).alias(name) for name in (_A, _B)
-        )
-        if resampled
-        else None
-    )
+    users_ab = _unscaled(resampled[0], [_A, _B]) if resampled else None
     rows: list[dict[str, Any]] = []
     for p, total in enumerate(sums.iter_rows(named=True)):
         exact = {
