@@ -923,3 +923,29 @@ def test_integer_and_text_ids_give_the_same_bits() -> None:
         # only when their order is: compare the values, which do not depend on it.
         cols = ["model", "n_users", "n_rows", "value", "ess", "share_shown", "largest_weight"]
         assert ints.select(cols).rows() == text.select(cols).rows(), estimator
+
+
+def test_spark_frames_give_a_spark_result() -> None:
+    sql = pytest.importorskip("pyspark.sql", reason="the spark extra is part of the dev install")
+    from frame_metrics.distributed.spark import _arrow
+
+    session = (
+        sql.SparkSession.builder.master("local[2]")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    logs, recs = _bigger()
+    want = fm.policy_value(logs, recs, k=3, by="model", estimator="dr", reward_model="q")
+    got = fm.policy_value(
+        session.createDataFrame(_arrow(logs)),
+        session.createDataFrame(_arrow(recs)),
+        k=3,
+        by="model",
+        estimator="dr",
+        reward_model="q",
+    )
+    assert isinstance(got, sql.DataFrame)
+    back = pl.from_arrow(got.toArrow())
+    assert isinstance(back, pl.DataFrame)
+    assert back.rows() == want.rows()
