@@ -40,6 +40,7 @@ from frame_metrics.exposure_table import exposure
 from frame_metrics.gaps import gaps
 from frame_metrics.metrics import REGISTRY
 from frame_metrics.namespace import register_all as _register_all
+from frame_metrics.policy_value import policy_value
 
 try:
     __version__ = _metadata.version("frame_metrics")
@@ -71,6 +72,7 @@ __all__ = [
     "exprs",
     "gaps",
     "plot",
+    "policy_value",
 ]
 
 

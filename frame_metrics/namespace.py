@@ -73,6 +73,12 @@ class RecMetricsNamespace:
 
         return exposure(self._frame, truth, **kwargs)
 
+    def policy_value(self, recs: object, **kwargs: Any) -> Any:
+        """The off-policy value of ``recs`` from these logs; see :func:`frame_metrics.policy_value`."""
+        from frame_metrics.policy_value import policy_value
+
+        return policy_value(self._frame, recs, **kwargs)
+
     def diagnostics(self, truth: object | None = None, **kwargs: Any) -> Diagnostics:
         """Explain the evaluation; see :func:`frame_metrics.diagnose`."""
         return api.diagnose(self._frame, truth, **kwargs)

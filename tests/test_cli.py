@@ -621,7 +621,7 @@ ERRORS: list[tuple[str, ArgsOf, int, str]] = [
         lambda f: ["frobnicate"],
         2,
         "COMMAND: invalid choice: 'frobnicate' (choose from 'evaluate', 'compare', 'demo', 'gaps', "
-        "'exposure') "
+        "'exposure', 'policy-value') "
         "(see 'frame-metrics --help')",
     ),
     # columns and options the metrics judge

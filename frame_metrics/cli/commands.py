@@ -1,4 +1,4 @@
-"""The commands: ``evaluate``, ``compare``, ``demo``, ``gaps`` and ``exposure``, each run on the parsed arguments."""
+"""The commands: ``evaluate``, ``compare``, ``demo``, ``gaps``, ``exposure`` and ``policy-value``, each run on the parsed arguments."""
 
 from __future__ import annotations
 
@@ -314,6 +314,35 @@ def run_exposure(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_policy_value(args: argparse.Namespace) -> int:
+    """``frame-metrics policy-value``: the off-policy value of the policies of a file."""
+    fmt = output_format(args)
+    user: list[str] = args.user_col
+    ids = [*user, args.item_col] if args.ids_as_text else []
+    result = fm.policy_value(
+        read_frame(args.logs, "LOGS", ids),
+        read_frame(args.recs, "RECS", ids),
+        k=args.k,
+        estimator=args.estimator,
+        reward=args.reward_col,
+        pscore=args.pscore_col,
+        probability=args.probability_col,
+        reward_model=args.reward_model_col,
+        max_weight=args.max_weight,
+        by=args.by,
+        level=args.level,
+        n_resamples=args.resamples,
+        seed=args.seed,
+        user=user[0] if len(user) == 1 else user,
+        item=args.item_col,
+        rank=args.rank_col,
+        score=args.score_col,
+        ties=args.ties,
+    )
+    write_result(result, fmt, args.output, args.precision)
+    return 0
+
+
 #: Each command of the parser and what runs it.
 RUNS: dict[str, Command] = {
     "evaluate": run_evaluate,
@@ -321,6 +350,11 @@ RUNS: dict[str, Command] = {
     "demo": run_demo,
     "gaps": run_gaps,
     "exposure": run_exposure,
+    "policy-value": run_policy_value,
 }
 #: The optional modules a command imports, checked before it reads any input.
-NEEDS: dict[str, tuple[str, ...]] = {"compare": ("numpy",), "gaps": ("numpy",)}
+NEEDS: dict[str, tuple[str, ...]] = {
+    "compare": ("numpy",),
+    "gaps": ("numpy",),
+    "policy-value": ("numpy",),
+}

@@ -220,6 +220,10 @@ _OWN_FLAGS = {
     "n_resamples": "--resamples",
     "sample": "--sample-col",
     "group": "--group-col",
+    "reward": "--reward-col",
+    "pscore": "--pscore-col",
+    "probability": "--probability-col",
+    "reward_model": "--reward-model-col",
 }
 
 
@@ -256,6 +260,8 @@ _SUBJECTS = frozenset(
         "level",
         "n_resamples",
         "correction",
+        "max_weight",
+        "reward_model",
     }
 )
 
@@ -284,6 +290,10 @@ def _column_hint(missing: Sequence[str], args: argparse.Namespace) -> str:
         "--group-col": [getattr(args, "group_col", None)],
         "--by": getattr(args, "by", None) or [],
         "--sample-col": [getattr(args, "sample_col", None)],
+        "--reward-col": [getattr(args, "reward_col", None)],
+        "--pscore-col": [getattr(args, "pscore_col", None)],
+        "--probability-col": [getattr(args, "probability_col", None)],
+        "--reward-model-col": [getattr(args, "reward_model_col", None)],
     }
     flags = [flag for flag, names in options.items() if (set(names) - {None}) & set(missing)]
     if "--rank-col" in flags and args.score_col is None:

@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_demo(commands)
     _add_gaps(commands)
     _add_exposure(commands)
+    _add_policy_value(commands)
     return parser
 
 
@@ -691,29 +692,7 @@ def _add_exposure(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="comma-separated columns (model, segment), each with its own table",
     )
     cols = p.add_argument_group("columns")
-    cols.add_argument(
-        "--user-col",
-        type=_names,
-        default=_DEFAULTS["user"],
-        metavar="COLS",
-        help="user key; comma-separated for a composite key (default: %(default)s)",
-    )
-    cols.add_argument(
-        "--item-col",
-        default=_DEFAULTS["item"],
-        metavar="COL",
-        help="item id (default: %(default)s)",
-    )
-    ranked = cols.add_mutually_exclusive_group()
-    ranked.add_argument(
-        "--rank-col",
-        default=_DEFAULTS["rank"],
-        metavar="COL",
-        help="rank, 1 = top (default: %(default)s)",
-    )
-    ranked.add_argument(
-        "--score-col", metavar="COL", help="score, higher = better: ranks are derived"
-    )
+    _add_ranking_columns(cols)
     cols.add_argument(
         "--relevance-col",
         default=_DEFAULTS["relevance"],
@@ -754,4 +733,154 @@ def _add_exposure(commands: argparse._SubParsersAction[_Parser]) -> None:
     )
     # read_inputs reads every extra file's option: those this command has not are None.
     p.set_defaults(item_features=None, baseline=None)
+    _add_output_options(p)
+
+
+def _add_ranking_columns(cols: argparse._ArgumentGroup) -> None:
+    """The user key, item, and rank or score columns of RECS (exposure, policy-value)."""
+    cols.add_argument(
+        "--user-col",
+        type=_names,
+        default=_DEFAULTS["user"],
+        metavar="COLS",
+        help="user key; comma-separated for a composite key (default: %(default)s)",
+    )
+    cols.add_argument(
+        "--item-col",
+        default=_DEFAULTS["item"],
+        metavar="COL",
+        help="item id (default: %(default)s)",
+    )
+    ranked = cols.add_mutually_exclusive_group()
+    ranked.add_argument(
+        "--rank-col",
+        default=_DEFAULTS["rank"],
+        metavar="COL",
+        help="rank, 1 = top (default: %(default)s)",
+    )
+    ranked.add_argument(
+        "--score-col", metavar="COL", help="score, higher = better: ranks are derived"
+    )
+
+
+_POLICY_VALUE_DESCRIPTION = """The off-policy value of a recommender (spec section 9.5): what it would earn if
+deployed, estimated from the feedback logged under another policy. LOGS holds one row
+per impression with the user, the item shown, its reward and its pscore (the logging
+policy's probability of showing that item); RECS holds the evaluated policy's ranked
+lists (its top k, each item with probability 1/k) or --probability-col.
+
+One row per --by group (policy): n_users, n_rows, the value, its bootstrap interval
+over users, the effective sample size of the weights, the share of logged rows the
+policy could have shown and the largest weight."""
+
+
+_POLICY_VALUE_EPILOG = """examples:
+  frame-metrics policy-value logs.parquet recs.parquet -k 10 --by model
+  frame-metrics policy-value logs.parquet recs.parquet --estimator dr --reward-model-col q_hat
+  frame-metrics policy-value logs.csv policy.csv --probability-col p --max-weight 20 -o value.csv"""
+
+
+def _add_policy_value(commands: argparse._SubParsersAction[_Parser]) -> None:
+    from frame_metrics.policy_value import ESTIMATORS
+
+    defaults = {
+        name: p.default for name, p in inspect.signature(fm.policy_value).parameters.items()
+    }
+    p = commands.add_parser(
+        "policy-value",
+        formatter_class=_HelpFormatter,
+        help="the off-policy value of a recommender from logged feedback (ips, snips, dr)",
+        description=_POLICY_VALUE_DESCRIPTION,
+        epilog=_POLICY_VALUE_EPILOG,
+    )
+    p.add_argument("logs", metavar="LOGS", help="logged feedback: user, item, reward, pscore")
+    p.add_argument(
+        "recs",
+        metavar="RECS",
+        help="the evaluated policy: user, item and rank (or --score-col, or --probability-col)",
+    )
+    what = p.add_argument_group("what to compute")
+    what.add_argument(
+        "-k",
+        type=_integer,
+        default=defaults["k"],
+        metavar="K",
+        help="the policy shows each user its top K, each with probability 1/K "
+        "(default: %(default)s)",
+    )
+    what.add_argument(
+        "--estimator",
+        choices=ESTIMATORS,
+        default=defaults["estimator"],
+        help="snips (Σ w·reward / Σ w), ips (mean of w·reward), matching (mean reward of "
+        "the logged rows in the top K) or dr (doubly robust: --reward-model-col) "
+        "(default: %(default)s)",
+    )
+    what.add_argument(
+        "--max-weight",
+        type=_number,
+        metavar="X",
+        help="clip every weight w = π_e / π_b at X (dr: the correction's weight only)",
+    )
+    what.add_argument(
+        "--by",
+        type=_names,
+        metavar="COLS",
+        help="comma-separated columns of RECS telling apart the policies evaluated",
+    )
+    cols = p.add_argument_group("columns")
+    _add_ranking_columns(cols)
+    cols.add_argument(
+        "--reward-col",
+        default=defaults["reward"],
+        metavar="COL",
+        help="the reward in LOGS (default: %(default)s)",
+    )
+    cols.add_argument(
+        "--pscore-col",
+        default=defaults["pscore"],
+        metavar="COL",
+        help="π_b(item | user) in LOGS, in (0, 1] (default: %(default)s)",
+    )
+    cols.add_argument(
+        "--probability-col",
+        metavar="COL",
+        help="π_e(item | user) in RECS, in [0, 1], instead of the top K rule",
+    )
+    cols.add_argument(
+        "--reward-model-col",
+        metavar="COL",
+        help="q̂(user, item) in RECS, a reward model's estimate, for --estimator dr",
+    )
+    cols.add_argument(
+        "--ids-as-text",
+        action="store_true",
+        help="read the user and item columns of both files as text",
+    )
+    opts = p.add_argument_group("options")
+    for row in OPTIONS:
+        if row.name == "ties":
+            _add_option(opts, row)
+    stats = p.add_argument_group("statistics")
+    stats.add_argument(
+        "--level",
+        type=_number,
+        default=defaults["level"],
+        metavar="X",
+        help="confidence level of the interval (default: %(default)s)",
+    )
+    stats.add_argument(
+        "--resamples",
+        type=_integer,
+        default=defaults["n_resamples"],
+        metavar="N",
+        help="bootstrap resamples over users; 0: no interval (default: %(default)s)",
+    )
+    stats.add_argument(
+        "--seed",
+        type=_integer,
+        default=defaults["seed"],
+        metavar="N",
+        help="seed of the resampling (default: %(default)s)",
+    )
     _add_output_options(p)
