@@ -14,6 +14,13 @@ estimators' arithmetic is transcribed below from ``obp/ope/estimators.py`` (0.5.
 that the comparison runs without it too, on bandit feedback generated here as
 ``SyntheticBanditDataset`` generates it (a softmax logging policy over linear logits,
 Bernoulli rewards); where obp is installed, the transcription is checked against it.
+
+obp's own output is checked everywhere too: ``tests/data/obp/record.py``, run once with obp
+installed, stored obp's ``SyntheticBanditDataset`` feedback, its regression model's q̂ and
+the evaluated policies' top actions (``feedback.npz``) and obp's estimates on exactly those
+arrays (``estimates.json``, with the versions and the command); the last tests rebuild the
+frames from the arrays and compare with the recorded numbers, and where obp is installed,
+re-run obp on them.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import polars as pl
 import pytest
 
 import frame_metrics as fm
+from tests.data.obp import record
 
 REL = 1e-12
 
@@ -196,7 +204,8 @@ def _obp() -> Any:
         "obp",
         reason="obp 0.5.7 declares Python < 3.11 and pins numpy/pandas/torch: install it with "
         "--no-deps --ignore-requires-python beside torch to run it; its estimators are "
-        "transcribed above, so the comparison runs without it",
+        "transcribed above and its output recorded in tests/data/obp, so the comparison "
+        "runs without it",
     )
 
 
@@ -265,3 +274,131 @@ def test_obp_synthetic_bandit_feedback(k: int) -> None:
         got = fm.policy_value(logs, recs, k=1, estimator="matching", n_resamples=0)
         assert math.isclose(got["value"].item(), replay, rel_tol=REL)
         assert obp_replay(bf["reward"], bf["action"], action_dist) == replay
+
+
+# -- obp's own output, recorded -------------------------------------------------------------
+# Where obp cannot be installed (CI), the tests above compare with the transcription only; the
+# ones below compare with numbers obp itself computed, on data obp itself generated.
+
+RECORDED, FEEDBACK = record.load()
+#: obp's estimator_name -> policy_value's estimator.
+FM_ESTIMATOR = {"ipw": "ips", "snipw": "snips", "dr": "dr", "rm": "matching"}
+RECORDED_CASES = [(s.name, k) for s in record.SETTINGS for k in record.KS]
+
+
+def _recorded(name: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(s for s in RECORDED["settings"] if s["name"] == name)
+    return found
+
+
+def _recorded_frames(name: str, k: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """logs and recs of one recorded setting, with the top k's ``p`` column.
+
+    recs ranks every action of every round: the stored top actions first (ranks 1, 2, 3,
+    best first), then the others in action order; only whether a rank is <= k is read.
+    """
+    arrays = FEEDBACK[name]
+    n_actions = record.setting(name).n_actions
+    top = arrays["top"].astype(np.int64)  # stored as int16 to keep the file small
+    n = top.shape[0]
+    rows = np.arange(n)[:, None]
+    rest = np.ones((n, n_actions), dtype=bool)
+    rest[rows, top] = False
+    order = np.concatenate([top, np.nonzero(rest)[1].reshape(n, -1)], axis=1)
+    ranks = np.empty_like(order)
+    ranks[rows, order] = np.arange(1, n_actions + 1)
+    bf = {
+        "action": arrays["action"].astype(np.int64),  # the recs' item dtype, for the join
+        "reward": arrays["reward"],
+        "pscore": arrays["pscore"],
+    }
+    qhat = arrays["qhat"].astype(np.float64)[:, :, None]  # exact: float32 -> float64
+    return _frames(bf, ranks, record.action_dist(top, n_actions, k), qhat)
+
+
+def test_obp_recorded_fixture_is_complete() -> None:
+    """The recorded files hold what the comparison needs, and stay small.
+
+    Every setting of ``record.SETTINGS`` has its arrays (``n_rounds`` rounds, q̂ for each
+    action) and, for each top k, each estimator with and without ``lambda_``; the clipping
+    binds in some of them (a ``lambda_`` that never clips would test nothing).
+    """
+    assert RECORDED["obp"] == "0.5.7"
+    assert set(FEEDBACK) == {s.name for s in record.SETTINGS}
+    clipped = 0
+    for s in record.SETTINGS:
+        arrays = FEEDBACK[s.name]
+        n = RECORDED["n_rounds"]
+        assert arrays["action"].shape == arrays["reward"].shape == arrays["pscore"].shape == (n,)
+        assert arrays["top"].shape == (n, max(record.KS))
+        assert arrays["qhat"].shape == (n, s.n_actions)
+        estimates = _recorded(s.name)["estimates"]
+        for k in record.KS:
+            want = {(e, None) for e in ("ipw", "snipw", "dr")} | {
+                (e, lam) for e in ("ipw", "dr") for lam in s.lambdas(k)
+            }
+            if k == 1:
+                want.add(("rm", None))
+            got = {(e["estimator"], e["lambda_"]) for e in estimates if e["k"] == k}
+            assert got == want, (s.name, k)
+            value = {(e["estimator"], e["lambda_"]): e["value"] for e in estimates if e["k"] == k}
+            clipped += sum(value["ipw", lam] != value["ipw", None] for lam in s.lambdas(k))
+    assert clipped >= len(record.SETTINGS)
+    size = record.FEEDBACK.stat().st_size + record.ESTIMATES.stat().st_size
+    assert size < 600_000  # a test fixture in the sdist, not a data set
+
+
+@pytest.mark.parametrize(
+    ("name", "k"), RECORDED_CASES, ids=[f"{n}-top{k}" for n, k in RECORDED_CASES]
+)
+def test_obp_recorded_estimates(name: str, k: int) -> None:
+    """policy_value equals obp 0.5.7's own estimates, recorded, to 1e-12 relative.
+
+    The numbers are in ``tests/data/obp/estimates.json``: obp's IPW (``lambda_`` = max_weight,
+    or none), SNIPW, DR (with and without ``lambda_``) and, for the top 1, Replay, run by
+    obp on the arrays of ``tests/data/obp/feedback.npz`` (obp's SyntheticBanditDataset, its
+    RegressionModel's q̂, the deterministic top 1 and top 3 of a noisy expected reward).
+    ``tests/data/obp/record.py`` made both files (its docstring has the command; the JSON the
+    versions); regenerate them by running it again with obp installed. Each value is checked
+    by ``probability=`` and by the top k of the ranks (matching: by the ranks).
+    """
+    logs, recs = _recorded_frames(name, k)
+    estimates = [e for e in _recorded(name)["estimates"] if e["k"] == k]
+    assert estimates
+    for e in estimates:
+        estimator = FM_ESTIMATOR[e["estimator"]]
+        if estimator == "matching":  # Replay: the rounds whose logged action is the top 1
+            got = fm.policy_value(logs, recs, k=k, estimator="matching", n_resamples=0)
+            assert math.isclose(got["value"].item(), e["value"], rel_tol=REL), e
+            continue
+        kwargs: dict[str, Any] = {"estimator": estimator}
+        if e["lambda_"] is not None:
+            kwargs["max_weight"] = e["lambda_"]
+        _agree(_ours(logs, recs, k, **kwargs), e["value"])
+
+
+@pytest.mark.parametrize("name", [s.name for s in record.SETTINGS])
+def test_obp_reproduces_recorded_fixture(name: str) -> None:
+    """Where obp is installed: it gives the recorded files again, so they cannot drift.
+
+    obp's estimators re-run on the stored arrays give the recorded numbers (to 1e-12: the
+    same arithmetic; a numpy of another build may sum in another order); obp's generator
+    re-run gives the stored feedback and policy (its RandomState streams are fixed), and
+    its regression model q̂ to 1e-5 (the solver of another scikit-learn may stop elsewhere).
+    """
+    _obp()
+    s = record.setting(name)
+    stored = FEEDBACK[name]
+    want = _recorded(name)["estimates"]
+    got = record.estimate(stored, s)
+    assert [(e["k"], e["estimator"], e["lambda_"]) for e in got] == [
+        (e["k"], e["estimator"], e["lambda_"]) for e in want
+    ]
+    for g, w in zip(got, want, strict=True):
+        assert math.isclose(g["value"], w["value"], rel_tol=REL), (g, w)
+    fresh = record.generate(s)
+    for field in ("action", "reward", "top"):
+        np.testing.assert_array_equal(fresh[field], stored[field], err_msg=field)
+        assert fresh[field].dtype == stored[field].dtype
+    np.testing.assert_allclose(fresh["pscore"], stored["pscore"], rtol=REL, atol=0)
+    np.testing.assert_allclose(fresh["qhat"], stored["qhat"], rtol=0, atol=1e-5)
