@@ -114,63 +114,186 @@ def prepare_fm(
 RANKING = ["precision", "recall", "ap", "ndcg", "mrr"]
 
 
-def handwritten_per_user(recs: Any, truth: Any, k: int) -> Any:
-    """The obvious hand-written polars query: one row per user with truth, lazily.
+def as_polars(frame: Any) -> Any:
+    """A polars frame as it is (eager or lazy); anything else through ``pl.from_pandas``.
 
-    Linear gain, relevant = relevance > 0, AP divided by min(|R|, k), as frame_metrics'
-    defaults; users with relevant truth but no hit in the top k score 0.
+    What a user of the hand-written query does with the frames ``pd.read_parquet``
+    returns (numpy or pyarrow dtypes), so the conversion is part of the timed query.
     """
     import polars as pl
 
-    top = recs.lazy().filter(pl.col("rank") <= k)
-    relevant = truth.lazy().filter(pl.col("relevance") > 0)
-    hits = (
-        top.join(relevant, on=["user", "item"], how="inner")
-        .group_by("user")
-        .agg(
-            pl.len().alias("hits"),
-            (pl.col("relevance") / (pl.col("rank") + 1).log(2)).sum().alias("dcg"),
-            (pl.int_range(1, pl.len() + 1) / pl.col("rank").sort()).sum().alias("ap_sum"),
-            pl.col("rank").min().alias("first_hit"),
-        )
-    )
-    ideal = relevant.group_by("user").agg(
-        pl.len().alias("n_relevant"),
-        (pl.col("relevance").sort(descending=True) / pl.int_range(2, pl.len() + 2).log(2))
-        .head(k)
-        .sum()
-        .alias("idcg"),
-    )
-    return (
-        ideal.join(hits, on="user", how="left")
-        .with_columns(pl.col("hits", "dcg", "ap_sum").fill_null(0))
-        .select(
-            "user",
-            (pl.col("hits") / k).alias("precision"),
-            (pl.col("hits") / pl.col("n_relevant")).alias("recall"),
-            (pl.col("ap_sum") / pl.min_horizontal("n_relevant", pl.lit(k))).alias("ap"),
-            (pl.col("dcg") / pl.col("idcg")).alias("ndcg"),
-            (1 / pl.col("first_hit")).fill_null(0).alias("mrr"),
-        )
-    )
+    if isinstance(frame, pl.DataFrame | pl.LazyFrame):
+        return frame
+    return pl.from_pandas(frame)
 
 
-def handwritten_means(recs: Any, truth: Any, k: int) -> Any:
-    """The means of :func:`handwritten_per_user` and the number of users (lazily)."""
+def top_from_score(recs: Any, k: int, keys: Sequence[str], score: str) -> Any:
+    """Each list's best ``k`` rows by ``score`` with their rank 1..k, lazily.
+
+    polars' own top-k primitive (``top_k_by``): score descending, equal scores by item
+    ascending, as frame_metrics' ``score=`` with its default ``ties="item"``.
+    ``top_k_by`` does not order what it returns, so the k kept rows are sorted (a sort
+    of k rows per list, not of the whole list) before the ranks are numbered.
+    """
     import polars as pl
 
-    per_user = handwritten_per_user(recs, truth, k)
-    return per_user.select(pl.len().alias("n_users"), pl.col(RANKING).mean())
+    order = [pl.col(score), pl.col("item")]
+    item = pl.col("item").top_k_by(order, k, reverse=[False, True])
+    kept = pl.col(score).top_k_by(order, k, reverse=[False, True])
+    return (
+        recs.lazy()
+        .group_by(*keys)
+        .agg(item.sort_by([kept, item], descending=[True, False]))
+        .with_columns(pl.int_ranges(1, pl.col("item").list.len() + 1).alias("rank"))
+        .explode("item", "rank")
+    )
 
 
-def prepare_handwritten(recs: Any, truth: Any, k: int, collect: Engine | None = None) -> Prepared:
-    """The hand-written query on the start frames; ``collect``: the engine passed to
-    ``collect()`` (None: polars' own default, in-memory)."""
+def handwritten_per_user(
+    recs: Any,
+    truth: Any,
+    k: int | Sequence[int],
+    *,
+    by: Sequence[str] = (),
+    score: str | None = None,
+) -> Any:
+    """The obvious hand-written polars query: one row per list with truth, lazily.
+
+    Hits only (the top rows inner-joined with the relevant truth), one group-by per
+    side (the hits per list, the truth per user), the metrics per list from the two.
+    Linear gain, relevant = relevance > 0, AP divided by min(|R|, k), as frame_metrics'
+    defaults; users with relevant truth but no hit in the top k score 0.
+
+    Parameters
+    ----------
+    recs
+        Recommendations (``user``, ``item``, and ``rank`` unless ``score`` is given),
+        eager or lazy.
+    truth
+        ``user``, ``item``, ``relevance``.
+    k
+        One cutoff (metric columns named ``precision``, ...) or several computed in one
+        query (named ``precision@k``, ...): the rows within the largest are kept, and
+        each smaller cutoff is a filter inside the aggregations.
+    by
+        Columns of ``recs`` whose every value is a model evaluated on the whole truth:
+        each user with truth gets a row per model (0 without hits), as ``by=`` does.
+    score
+        Rank by this column (:func:`top_from_score`) instead of the ``rank`` column.
+    """
+    import polars as pl
+
+    ks = [k] if isinstance(k, int) else list(k)
+    deepest = max(ks)
+    keys = [*by, "user"]
+    if score is None:
+        top = recs.lazy().filter(pl.col("rank") <= deepest)
+    else:
+        top = top_from_score(recs, deepest, keys, score)
+    relevant = truth.lazy().filter(pl.col("relevance") > 0)
+
+    def within(expr: pl.Expr, cut: int, rank: pl.Expr | None = None) -> pl.Expr:
+        # Every kept row is within the largest cutoff: a filter only below it.
+        return (
+            expr
+            if cut == deepest
+            else expr.filter((pl.col("rank") if rank is None else rank) <= cut)
+        )
+
+    def name(metric: str, cut: int) -> str:
+        return metric if isinstance(k, int) else f"{metric}@{cut}"
+
+    ranks = pl.col("rank").sort()
+    gains = pl.col("relevance") / (pl.col("rank") + 1).log(2)
+    precisions = pl.int_range(1, pl.len() + 1) / ranks
+    hits = (
+        top.join(relevant, on=["user", "item"], how="inner")
+        .group_by(keys)
+        .agg(
+            expr.alias(name(stat, cut))
+            for cut in ks
+            for stat, expr in (
+                ("hits", pl.len() if cut == deepest else (pl.col("rank") <= cut).sum()),
+                ("dcg", within(gains, cut).sum()),
+                ("ap_sum", within(precisions, cut, ranks).sum()),
+                ("first_hit", within(pl.col("rank"), cut).min()),
+            )
+        )
+    )
+    ideal_gains = pl.col("relevance").sort(descending=True) / pl.int_range(2, pl.len() + 2).log(2)
+    ideal = relevant.group_by("user").agg(
+        pl.len().alias("n_relevant"),
+        *(ideal_gains.head(cut).sum().alias(name("idcg", cut)) for cut in ks),
+    )
+    if by:
+        # Every model is judged on every user with truth, hits or not.
+        ideal = ideal.join(recs.lazy().select(*by).unique(), how="cross")
+    counts = [name(stat, cut) for cut in ks for stat in ("hits", "dcg", "ap_sum")]
+    return (
+        ideal.join(hits, on=keys, how="left")
+        .with_columns(pl.col(counts).fill_null(0))
+        .select(
+            *keys,
+            *(
+                expr.alias(name(metric, cut))
+                for cut in ks
+                for metric, expr in (
+                    ("precision", pl.col(name("hits", cut)) / cut),
+                    ("recall", pl.col(name("hits", cut)) / pl.col("n_relevant")),
+                    (
+                        "ap",
+                        pl.col(name("ap_sum", cut)) / pl.min_horizontal("n_relevant", pl.lit(cut)),
+                    ),
+                    ("ndcg", pl.col(name("dcg", cut)) / pl.col(name("idcg", cut))),
+                    ("mrr", (1 / pl.col(name("first_hit", cut))).fill_null(0)),
+                )
+            ),
+        )
+    )
+
+
+def handwritten_means(
+    recs: Any,
+    truth: Any,
+    k: int | Sequence[int],
+    *,
+    by: Sequence[str] = (),
+    score: str | None = None,
+) -> Any:
+    """The means of :func:`handwritten_per_user` and the number of users (lazily), one
+    row per model with ``by``."""
+    import polars as pl
+
+    per_user = handwritten_per_user(recs, truth, k, by=by, score=score)
+    metrics = pl.exclude(*by, "user").mean()
+    if by:
+        return per_user.group_by(*by).agg(pl.len().alias("n_users"), metrics)
+    return per_user.select(pl.len().alias("n_users"), metrics)
+
+
+def first_row(out: Any) -> Values:
+    """The one row of a result of :func:`handwritten_means`, as floats."""
+    return {name: float(v) for name, v in out.row(0, named=True).items()}
+
+
+def prepare_handwritten(
+    recs: Any,
+    truth: Any,
+    k: int | Sequence[int],
+    collect: Engine | None = None,
+    *,
+    by: Sequence[str] = (),
+    score: str | None = None,
+    read: Callable[[Any], Values] = first_row,
+) -> Prepared:
+    """The hand-written query on the start frames (pandas ones converted with
+    ``pl.from_pandas``, timed); ``collect``: the engine passed to ``collect()`` (None:
+    polars' own default, in-memory); ``read``: the values of the collected means."""
 
     def run() -> Values:
-        query = handwritten_means(recs, truth, k)
+        query = handwritten_means(as_polars(recs), as_polars(truth), k, by=by, score=score)
         out = query.collect() if collect is None else query.collect(engine=collect)
-        return {name: float(v) for name, v in out.row(0, named=True).items()}
+        return read(out)
 
     return Prepared(run)
 

@@ -4,18 +4,20 @@ Run ``python bench/ranking.py --users 100000`` (see ``--help`` and ``bench/READM
 
 Every job (a tool and a variant) runs on the harness (``harness.py``): fresh processes
 that load the same generated data (``generate.py``, cached as parquet in ``--data-dir``)
-into the job's start frames *untimed*, with ``pl.read_parquet`` (polars eager frames) or
-``pd.read_parquet`` (pandas, numpy dtypes, for the pandas-based tools), then time the
-first call: converting into the tool's own format, computing precision, recall, AP, NDCG
-and MRR at k=10, and reducing them to one mean per metric.
+into the job's start frames *untimed*, as the readers return them: ``pl.read_parquet``
+(polars eager frames), ``pd.read_parquet`` with numpy dtypes (the pandas-based tools)
+or with ``dtype_backend="pyarrow"``, or ``pl.scan_parquet`` (LazyFrames of the files:
+there the timed call includes the read). Then each times the first call: converting
+into the tool's own format, computing precision, recall, AP, NDCG and MRR at k=10, and
+reducing them to one mean per metric.
 
 The means of every tool are compared with frame_metrics under the matching convention
 (AP denominator, binary or graded gain, cutoff); the exit code is 1 on a mismatch.
 Besides the peers, every size times the obvious hand-written polars query
-(``polars-handwritten*``) and frame_metrics' other call shapes (``fm-shape-*``:
-``score=``, k=100, several k, ``by=``, lazy results), and ends with a table of the
-speed, memory and shape targets, each marked PASS or FAIL.
-"""
+(``polars-handwritten*``) on each reader's frames, and frame_metrics' other call shapes
+(``fm-shape-*``: ``score=``, k=100, several k, ``by=``, lazy results) each beside the
+hand-written query of the same shape. It ends with a table of the speed, memory and
+shape targets, each marked PASS or FAIL."""
 
 from __future__ import annotations
 
@@ -58,7 +60,8 @@ PROPENSITY_LIMIT = 1.5
 
 @dataclass
 class Inputs:
-    """The start frames of a job: polars eager frames or pandas frames (numpy dtypes)."""
+    """The start frames of a job, of one of :data:`KINDS`: polars eager frames or
+    LazyFrames of the parquet files, or pandas frames (numpy or pyarrow dtypes)."""
 
     kind: str
     recs: Any
@@ -75,41 +78,64 @@ def make_data(data_dir: Path, params: harness.Params) -> dict[str, Any]:
     return {"rec_rows": recs.height, "truth_rows": truth.height}
 
 
-def stack_models(recs: Any, n_recs: int) -> Any:
-    """``recs`` once per model of :data:`MODEL_SHIFTS`, with a String ``model`` column.
+def shift_ranks(recs: Any, n_recs: int, shift: int) -> Any:
+    """``recs`` with the ranks permuted within each user: ``((rank - 1 + shift) % n_recs) + 1``.
 
-    Model ``a`` is ``recs`` as is; the others permute the ranks within each user,
-    ``rank' = ((rank - 1 + shift) % n_recs) + 1``, and keep every other column (so their
-    scores no longer follow their ranks: only the rank column is used).
+    Every other column is kept (so the scores no longer follow the ranks: only the rank
+    column is used).
     """
     import polars as pl
 
-    rank = recs.schema["rank"]
+    rank = pl.col("rank")
+    return recs.with_columns(((rank - 1 + shift) % n_recs + 1).cast(recs.schema["rank"]))
+
+
+def stack_models(recs: Any, n_recs: int) -> Any:
+    """``recs`` once per model of :data:`MODEL_SHIFTS`, with a String ``model`` column.
+
+    Model ``a`` is ``recs`` as is; the others are :func:`shift_ranks` by their shift.
+    """
+    import polars as pl
+
     frames = [
-        recs.with_columns(
-            ((pl.col("rank") - 1 + shift) % n_recs + 1).cast(rank).alias("rank"),
-            pl.lit(model).alias("model"),
-        )
+        shift_ranks(recs, n_recs, shift).with_columns(pl.lit(model).alias("model"))
         for model, shift in MODEL_SHIFTS.items()
     ]
     return pl.concat(frames)
 
 
-#: Start-frame kinds: polars eager, pandas (numpy dtypes), and the polars frames of two
-#: shapes: without the rank column (``score=``) and three stacked models (``by="model"``).
-KINDS = ("polars", "pandas", "polars-no-rank", "polars-3-models", "polars-propensity")
+#: Start-frame kinds. As the readers return them: ``pl.read_parquet`` (polars eager),
+#: ``pd.read_parquet`` with numpy dtypes (pandas) and with ``dtype_backend="pyarrow"``
+#: (pandas-pyarrow), ``pl.scan_parquet`` (polars-scan: LazyFrames of the files, so the
+#: timed call includes the read). And the polars eager frames of the shapes: without the
+#: rank column (``score=``), three stacked models (``by="model"``), truth with propensities.
+KINDS = (
+    "polars",
+    "pandas",
+    "pandas-pyarrow",
+    "polars-scan",
+    "polars-no-rank",
+    "polars-3-models",
+    "polars-propensity",
+)
 
 
 def load(data_dir: Path, kind: str, params: harness.Params) -> Inputs:
     """The start frames of ``kind`` (one of :data:`KINDS`), read as users read them."""
     recs_path, truth_path = data_dir / "recs.parquet", data_dir / "truth.parquet"
     n_recs = int(params["recs"])
-    if kind == "pandas":
+    if kind in ("pandas", "pandas-pyarrow"):
         import pandas as pd
 
-        return Inputs(kind, pd.read_parquet(recs_path), pd.read_parquet(truth_path), n_recs)
+        # The default (numpy dtypes), or Arrow-backed columns as pandas 2+ can return them.
+        opts: dict[str, Any] = {"dtype_backend": "pyarrow"} if kind == "pandas-pyarrow" else {}
+        recs_pd, truth_pd = pd.read_parquet(recs_path, **opts), pd.read_parquet(truth_path, **opts)
+        return Inputs(kind, recs_pd, truth_pd, n_recs)
     import polars as pl
 
+    if kind == "polars-scan":
+        # Nothing is read yet: the query plan of each file, read by the timed call.
+        return Inputs(kind, pl.scan_parquet(recs_path), pl.scan_parquet(truth_path), n_recs)
     truth = pl.read_parquet(truth_path)
     if kind == "polars":
         return Inputs(kind, pl.read_parquet(recs_path), truth, n_recs)
@@ -182,13 +208,23 @@ def prepare_reference(inputs: Inputs) -> Prepared:
         n = np.minimum(joined["n_relevant"].to_numpy(), K)
         scaled = joined[f"ndcg@{K}"].to_numpy() * idcg[n] / idcg[K]
         out = fm.evaluate(recs, truth, metrics=METRICS, k=K, aggregate=True)
+        # Every metric at every cutoff of the k=100 and several-k shapes (@10 as above),
+        # and at k=10 for each shifted model of the by-model shape, one model at a time.
+        multi = fm.evaluate(recs, truth, metrics=METRICS, k=MULTI_K, aggregate=True)
+        models: Values = {}
+        for model, shift in MODEL_SHIFTS.items():
+            if shift:
+                shifted = shift_ranks(recs, inputs.n_recs, shift)
+                got = fm.evaluate(shifted, truth, metrics=METRICS, k=K, aggregate=True)
+                models |= {f"{model}:{n}": v for n, v in peers.fm_floats(got, K).items()}
         return {
+            **peers.fm_floats(multi, K),
             **peers.fm_floats(out, K),
+            **models,
             "ap_relevant": mean("ap", ap_denominator="relevant"),
             "ndcg_binary": mean("ndcg", t=binary),
             "ndcg_binary_idcg_k": float(scaled.mean()),
             "mrr_full": mean("mrr", k=inputs.n_recs),
-            "mrr@100": mean("mrr", k=100),
         }
 
     return Prepared(None, extras)
@@ -198,11 +234,17 @@ def prepare_reference(inputs: Inputs) -> Prepared:
 # The jobs
 # --------------------------------------------------------------------------------------
 
+#: The models of the by-model shape other than ``a`` (the data as generated).
+SHIFTED = [model for model, shift in MODEL_SHIFTS.items() if shift]
+#: The reference's values at the cutoffs other than k: ``precision@100``, ...
+AT_K = [f"{m}@{k}" for k in MULTI_K if k != K for m in METRICS]
 #: Names of the frame_metrics reference values, as shown in the agreement table.
 REF_NAMES = {
     **{m: f"{m}@{K}" for m in METRICS},
+    **{name: name for name in AT_K},
+    **{f"{model}:{m}": f"model {model}: {m}@{K}" for model in SHIFTED for m in METRICS},
+    **{f"{model}:n_users": "n_users" for model in SHIFTED},
     "n_users": "n_users",
-    "mrr@100": "mrr@100",
     "ap": f"ap@{K} (min_k)",
     "ap_relevant": f"ap@{K} (relevant)",
     "ndcg_binary": f"ndcg@{K} (binary gain)",
@@ -211,7 +253,9 @@ REF_NAMES = {
 }
 #: Which column of the largest-difference table a reference value belongs to.
 METRIC_OF = {"precision": "P", "recall": "R", "ap": "AP", "ap_relevant": "AP", "ndcg": "NDCG"}
-METRIC_OF |= {"ndcg_binary": "NDCG", "mrr": "MRR", "mrr_full": "MRR", "mrr@100": "MRR"}
+METRIC_OF |= {"ndcg_binary": "NDCG", "mrr": "MRR", "mrr_full": "MRR"}
+METRIC_OF |= {name: METRIC_OF[name.split("@")[0]] for name in AT_K}
+METRIC_OF |= {f"{model}:{m}": METRIC_OF[m] for model in SHIFTED for m in METRICS}
 
 
 def differs(label: str, ref: str, note: str) -> Check:
@@ -253,16 +297,24 @@ RECOMMENDERS = (
 )
 BY_MODEL = (
     *(Check(m, m, "model a = the data as generated") for m in METRICS),
-    *(Check(f"{m}:n_users", "n_users", f"model {m}: the same users") for m in "bc"),
+    *(Check(f"{m}:n_users", f"{m}:n_users", f"model {m}: the same users") for m in SHIFTED),
     *(
-        differs(f"{model}:{m}", m, f"model {model}: ranks shifted by {MODEL_SHIFTS[model]}")
-        for model in "bc"
-        for m in ("ndcg", "mrr")
+        Check(
+            f"{model}:{m}",
+            f"{model}:{m}",
+            f"model {model}: ranks shifted by {MODEL_SHIFTS[model]}, evaluated alone",
+        )
+        for model in SHIFTED
+        for m in METRICS
     ),
 )
-MRR100 = Check("mrr@100", "mrr@100")
+K100 = tuple(Check(f"{m}@100", f"{m}@100") for m in METRICS)
+MULTIK = (*SAME, *(Check(name, name) for name in AT_K))
+SCORED = tuple(Check(m, m, "the scores descend with the ranks") for m in METRICS)
 FM, HAND, SHAPE_BASE = "frame_metrics", "polars (hand-written)", "fm-shape-k10"
 FAST, SLOW, SHAPE = frozenset({"fast-peer"}), frozenset({"slow-peer"}), frozenset({"shape"})
+#: The hand-written queries of the shapes (run with the shapes) and of the readers.
+HAND_SHAPE, HAND_READER = frozenset({"hand-shape"}), frozenset({"hand-reader"})
 
 
 def fm_job(name: str, label: str, kind: str = "polars", **call: Any) -> Job:
@@ -279,6 +331,36 @@ def shape(
     return Job(
         name, FM, f"shape: {label}", prepare, kind, SHAPE_BASE, checks=checks, rows=rows, tags=SHAPE
     )
+
+
+def strip_k(out: Any) -> Values:
+    """The one row of a hand-written result, ``metric@k`` named ``metric`` for k=10 (as
+    frame_metrics' values and the reference's are named)."""
+    return {n.removesuffix(f"@{K}"): v for n, v in peers.first_row(out).items()}
+
+
+def hand(
+    name: str,
+    label: str,
+    kind: str = "polars",
+    checks: tuple[Check, ...] = SAME,
+    *,
+    k: int | Sequence[int] = K,
+    collect: peers.Engine | None = None,
+    tags: frozenset[str] = frozenset(),
+    **query: Any,
+) -> Job:
+    """A hand-written polars query (:func:`peers.prepare_handwritten`): ``query`` are its
+    ``by`` and ``score``; a shape's ratio is taken against the k=10 query's, per input row."""
+    by = query.get("by", ())
+    read = by_model_values if by else strip_k
+    vs = "polars-handwritten" if tags == HAND_SHAPE else ""
+
+    def prepare(i: Inputs) -> Prepared:
+        return peers.prepare_handwritten(i.recs, i.truth, k, collect, read=read, **query)
+
+    rows = len(MODEL_SHIFTS) if by else 1
+    return Job(name, HAND, label, prepare, kind, vs, checks=checks, rows=rows, tags=tags)
 
 
 def peer(
@@ -311,21 +393,58 @@ JOBS = harness.job_table(
     ),
     fm_job("fm-pandas-in-memory", "pandas, in-memory", "pandas", engine="in-memory"),
     fm_job("fm-pandas-streaming", "pandas, streaming", "pandas", engine="streaming"),
-    Job(
-        "polars-handwritten",
-        HAND,
-        "LazyFrame query, collect() (in-memory)",
-        lambda i: peers.prepare_handwritten(i.recs, i.truth, K),
-        "polars",
-        checks=SAME,
+    # The readers' other layouts: pandas with Arrow dtypes, and the files' LazyFrames
+    # (pl.scan_parquet), whose read is part of the call.
+    fm_job(
+        "fm-pandas-pyarrow",
+        "pandas (dtype_backend='pyarrow'), streaming",
+        "pandas-pyarrow",
+        engine="streaming",
     ),
-    Job(
+    fm_job(
+        "fm-scan-in-memory",
+        "pl.scan_parquet, in-memory: the call includes the read",
+        "polars-scan",
+        engine="in-memory",
+        collect="in-memory",
+    ),
+    fm_job(
+        "fm-scan-streaming",
+        "pl.scan_parquet, streaming: the call includes the read",
+        "polars-scan",
+        engine="streaming",
+        collect="streaming",
+    ),
+    hand("polars-handwritten", "LazyFrame query, collect() (in-memory)"),
+    hand(
         "polars-handwritten-streaming",
-        HAND,
         "LazyFrame query, collect(engine='streaming')",
-        lambda i: peers.prepare_handwritten(i.recs, i.truth, K, "streaming"),
-        "polars",
-        checks=SAME,
+        collect="streaming",
+    ),
+    hand(
+        "polars-handwritten-pandas",
+        "pl.from_pandas + the query, collect()",
+        "pandas",
+        tags=HAND_READER,
+    ),
+    hand(
+        "polars-handwritten-pandas-pyarrow",
+        "pl.from_pandas (pyarrow dtypes) + the query, collect()",
+        "pandas-pyarrow",
+        tags=HAND_READER,
+    ),
+    hand(
+        "polars-handwritten-scan",
+        "the query on pl.scan_parquet, collect(): includes the read",
+        "polars-scan",
+        tags=HAND_READER,
+    ),
+    hand(
+        "polars-handwritten-scan-streaming",
+        "the query on pl.scan_parquet, collect(engine='streaming'): includes the read",
+        "polars-scan",
+        collect="streaming",
+        tags=HAND_READER,
     ),
     peer(
         "pytrec_eval-full",
@@ -379,11 +498,11 @@ JOBS = harness.job_table(
         "fm-shape-score",
         "score= (score descending, ties by item), no rank column",
         "polars-no-rank",
-        tuple(Check(m, m, "the scores descend with the ranks") for m in METRICS),
+        SCORED,
         score="score",
     ),
-    shape("fm-shape-k100", "k=100", checks=(MRR100,), k=100),
-    shape("fm-shape-multik", f"k={MULTI_K} in one call", checks=(*SAME, MRR100), k=MULTI_K),
+    shape("fm-shape-k100", "k=100", checks=K100, k=100),
+    shape("fm-shape-multik", f"k={MULTI_K} in one call", checks=MULTIK, k=MULTI_K),
     shape(
         "fm-shape-by-model",
         f"by='model', {len(MODEL_SHIFTS)} stacked models",
@@ -400,6 +519,32 @@ JOBS = harness.job_table(
         "fm-shape-lazy-streaming",
         "LazyFrame result, collect(engine='streaming')",
         collect="streaming",
+    ),
+    # The hand-written query of each shape (the LazyFrame shapes' are polars-handwritten
+    # and polars-handwritten-streaming: that query is a LazyFrame collected on an engine).
+    hand("polars-handwritten-k100", "shape: k=100", checks=K100, k=[100], tags=HAND_SHAPE),
+    hand(
+        "polars-handwritten-multik",
+        f"shape: k={MULTI_K} in one query (cutoffs as filters in the aggregations)",
+        checks=MULTIK,
+        k=MULTI_K,
+        tags=HAND_SHAPE,
+    ),
+    hand(
+        "polars-handwritten-score",
+        "shape: top k by score (top_k_by, ties by item), no rank column",
+        "polars-no-rank",
+        SCORED,
+        score="score",
+        tags=HAND_SHAPE,
+    ),
+    hand(
+        "polars-handwritten-by-model",
+        f"shape: group-bys by model and user, {len(MODEL_SHIFTS)} stacked models",
+        "polars-3-models",
+        BY_MODEL,
+        by=["model"],
+        tags=HAND_SHAPE,
     ),
     # Propensity-scored P/R/NDCG@10 (spec 9.4) beside the same call unweighted, on the
     # same frames (truth with a propensity column p).
@@ -425,7 +570,25 @@ REFERENCE = "fm-reference"
 SHAPES = [name for name, job in JOBS.items() if "shape" in job.tags]
 FAST_PEERS = [name for name, job in JOBS.items() if job.tags == FAST]
 SLOW_PEERS = [name for name, job in JOBS.items() if job.tags == SLOW]
-HANDWRITTEN = ["polars-handwritten", "polars-handwritten-streaming"]
+HAND_SHAPES = [name for name, job in JOBS.items() if job.tags == HAND_SHAPE]
+HANDWRITTEN = [name for name, job in JOBS.items() if job.tool == HAND and name not in HAND_SHAPES]
+#: Each frame_metrics shape and the hand-written query of the same shape.
+SAME_SHAPE = {
+    SHAPE_BASE: "polars-handwritten",
+    "fm-shape-k100": "polars-handwritten-k100",
+    "fm-shape-multik": "polars-handwritten-multik",
+    "fm-shape-score": "polars-handwritten-score",
+    "fm-shape-by-model": "polars-handwritten-by-model",
+    "fm-shape-lazy-in-memory": "polars-handwritten",
+    "fm-shape-lazy-streaming": "polars-handwritten-streaming",
+}
+#: Each reader's frame_metrics job and the hand-written query on the same start frames.
+SAME_READER = {
+    "fm-pandas-streaming": "polars-handwritten-pandas",
+    "fm-pandas-pyarrow": "polars-handwritten-pandas-pyarrow",
+    "fm-scan-in-memory": "polars-handwritten-scan",
+    "fm-scan-streaming": "polars-handwritten-scan-streaming",
+}
 FM_VARIANTS = [n for n, j in JOBS.items() if j.tool == FM and j.timed and n not in SHAPES]
 #: The requirement's targets: speed against the peers at >= 100k users (>= 6x) and >= 1M
 #: users (>= 10x); against the hand-written query and pandas vs polars input at >= 100k
@@ -482,6 +645,37 @@ TARGETS = [
         applies=BIG,
     ),
 ]
+
+
+def same_query_targets(pairs: dict[str, str], prefix: str, same: str) -> list[harness.Target]:
+    """Per pair of :data:`SAME_SHAPE` or :data:`SAME_READER`: the frame_metrics job no
+    slower than the hand-written query (from 100k users) and with no more peak memory
+    (from 1M users, where the memory is the data's and not the interpreter's)."""
+    targets = []
+    for fm_name, hand_name in pairs.items():
+        if fm_name == SHAPE_BASE:  # k=10: the baseline's own targets above
+            continue
+        name = f"fm {fm_name.removeprefix(prefix)} / hand-written query, {same}"
+        targets += [
+            harness.Target(name, (fm_name,), hand_name, 1.0, applies=MID),
+            harness.Target(
+                f"peak RSS {name}", (fm_name,), hand_name, 1.0, applies=BIG, memory=True
+            ),
+        ]
+    return targets
+
+
+TARGETS += [
+    harness.Target(
+        "fm pandas (pyarrow dtypes) input / polars input",
+        ("fm-pandas-pyarrow",),
+        BASELINE,
+        1.10,
+        applies=MID,
+    ),
+    *same_query_targets(SAME_SHAPE, "fm-shape-", "same shape"),
+    *same_query_targets(SAME_READER, "fm-", "same start frames"),
+]
 SUITE = harness.Suite(
     "Ranking-metric benchmark: frame_metrics vs peers, k=10.",
     Path(__file__).resolve(),
@@ -505,9 +699,10 @@ SUITE = harness.Suite(
 def plan(args: argparse.Namespace) -> list[Stage]:
     """Which jobs run at which size.
 
-    Every size of ``--users`` runs every frame_metrics variant, the hand-written polars
-    query, the fast peers (plus ranx and Recommenders with ``--slow-peers``) and the
-    call shapes (unless ``--no-shapes``); pytrec_eval on the full run only up to
+    Every size of ``--users`` runs every frame_metrics variant (the readers' layouts
+    among them), the hand-written polars query on each reader's frames, the fast peers
+    (plus ranx and Recommenders with ``--slow-peers``) and the call shapes with the
+    hand-written query of each (unless ``--no-shapes``); pytrec_eval on the full run only up to
     ``--full-run-max`` users (it needs ~2 GB per 100k users). ``--slow-size`` runs every
     peer on a smaller data set. ``--only`` narrows all of it (naming a slow peer runs it
     at the main sizes too, naming pytrec_eval-full runs it at every size). The untimed
@@ -526,7 +721,7 @@ def plan(args: argparse.Namespace) -> list[Stage]:
         return Stage(users, Path(f"u{users}-r{args.recs}-s{args.seed}"), params, keep(names))
 
     slow_main = SLOW_PEERS if args.slow_peers or wanted else []
-    shapes = [] if args.no_shapes else SHAPES
+    shapes = [] if args.no_shapes else [*SHAPES, *HAND_SHAPES]
     sizes = harness.parse_sizes(args.users)
     stages = []
     for users in sizes:
@@ -655,6 +850,32 @@ def shapes_table(results: Sequence[Result]) -> list[list[str]]:
     return rows
 
 
+def pairs_table(results: Sequence[Result], pairs: dict[str, str]) -> list[list[str]]:
+    """Each frame_metrics job of ``pairs`` beside its hand-written query: both medians and
+    peaks, and frame_metrics' time and peak memory over the query's (<= 1.00x: the goal)."""
+    done = {(r.users, r.job): r for r in results if r.side == harness.AFTER}
+    head = ["users", "frame_metrics job", "median s", "peak MiB", "hand-written query"]
+    rows = [[*head, "median s", "peak MiB", "fm / query time", "fm / query peak"]]
+    for users in dict.fromkeys(r.users for r in results):
+        for fm_name, hand_name in pairs.items():
+            ours, theirs = done.get((users, fm_name)), done.get((users, hand_name))
+            if ours is None or theirs is None:
+                continue
+            cells = [f"{users:,}", fm_name, "", "", hand_name, "", "", "", ""]
+            if ours.error or theirs.error:
+                cells[-1] = "FAILED: " + "; ".join(r.error[:80] for r in (ours, theirs) if r.error)
+            elif ours.times and theirs.times:
+                cells[2:4] = [fmt_s(ours.median), f"{ours.peak_mib:,.0f}"]
+                cells[5:] = [
+                    fmt_s(theirs.median),
+                    f"{theirs.peak_mib:,.0f}",
+                    f"{ours.median / theirs.median:.2f}x",
+                    f"{ours.peak_mib / theirs.peak_mib:.2f}x",
+                ]
+            rows.append(cells)
+    return rows
+
+
 def default_engine_note(results: Sequence[Result]) -> str:
     """Which default engine the package reported, and whether the baseline used it."""
     seen = {r.info["default_engine"] for r in results if "default_engine" in r.info}
@@ -682,6 +903,21 @@ def report(results: list[Result], stages: list[Stage], args: argparse.Namespace)
             f"has {len(MODEL_SHIFTS)}x the rows: its ratio uses median / {len(MODEL_SHIFTS)})"
         )
         print(harness.render(shapes_table(results), args.markdown))
+    same_shape = pairs_table(results, SAME_SHAPE)
+    if len(same_shape) > 1:
+        print(
+            "\nEach shape against the hand-written polars query of the same shape (hits only, "
+            "one group-by per side, cutoffs as filters inside the aggregations; the same start "
+            "frames, fresh processes)"
+        )
+        print(harness.render(same_shape, args.markdown))
+    readers = pairs_table(results, SAME_READER)
+    if len(readers) > 1:
+        print(
+            "\nEach reader's frames: frame_metrics against the hand-written query on the same "
+            "start frames (pandas: pl.from_pandas in the query; scan_parquet: both include the read)"
+        )
+        print(harness.render(readers, args.markdown))
     print(f"\nTargets ({default_engine_note(results)})")
     print(harness.render(harness.targets_table(SUITE, results, TARGETS), args.markdown))
     return harness.mismatches(agreement)
@@ -703,7 +939,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--no-shapes",
         action="store_true",
-        help="skip the call-shape jobs (fm-shape-*: score=, k=100, several k, by, lazy)",
+        help="skip the call-shape jobs (fm-shape-*: score=, k=100, several k, by, lazy) "
+        "and their hand-written queries (polars-handwritten-k100, ...)",
     )
     p.add_argument(
         "--full-run-max",

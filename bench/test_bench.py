@@ -5,6 +5,7 @@ Run with ``python -m pytest bench -q``. The peer checks skip when a peer is not 
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,40 @@ def test_handwritten_query_scores_users_without_hits_zero() -> None:
     ]
 
 
+def _agree_per_user(hand: pl.LazyFrame, ours: pl.DataFrame, names: dict[str, str]) -> None:
+    """``hand``'s columns equal ``ours``' (hand-written name -> fm name), row for row."""
+    keys = [c for c in ("model", "user") if c in ours.columns]
+    got = hand.collect().sort(keys)
+    ours = ours.sort(keys)
+    assert got.select(keys).equals(ours.select(keys))
+    for h, o in names.items():
+        diff = (got[h] - ours[o]).abs().max()
+        assert isinstance(diff, float)
+        assert diff <= 1e-12, h
+
+
+def test_handwritten_shapes_agree_per_user() -> None:
+    fm = pytest.importorskip("frame_metrics")
+    recs, truth = make_data(1500, seed=7)
+    metrics = ranking.METRICS
+    ks = ranking.MULTI_K
+    multi = fm.evaluate(recs, truth, metrics=metrics, k=ks)
+    at_k = {f"{m}@{k}": f"{m}@{k}" for m in metrics for k in ks}
+    _agree_per_user(peers.handwritten_per_user(recs, truth, ks), multi, at_k)
+    single = {f"{m}@100": f"{m}@100" for m in metrics}
+    _agree_per_user(peers.handwritten_per_user(recs, truth, [100]), multi, single)
+    # Scores rounded to one decimal: many ties within a user, broken by item ascending.
+    tied = recs.drop("rank").with_columns(pl.col("score").round(1))
+    assert tied.select(pl.struct("user", "score").is_duplicated().any()).item()
+    plain = {m: f"{m}@{K}" for m in metrics}
+    ours = fm.evaluate(tied, truth, metrics=metrics, k=K, score="score")
+    _agree_per_user(peers.handwritten_per_user(tied, truth, K, score="score"), ours, plain)
+    stacked = ranking.stack_models(recs, 100)
+    ours = fm.evaluate(stacked, truth, metrics=metrics, k=K, by="model")
+    hand = peers.handwritten_per_user(stacked, truth, K, by=["model"])
+    _agree_per_user(hand, ours, plain)
+
+
 def test_stack_models_permutes_ranks_within_users(data: tuple[pl.DataFrame, pl.DataFrame]) -> None:
     recs, _ = data
     stacked = ranking.stack_models(recs, 30)
@@ -213,7 +248,9 @@ def test_plan_sizes_shapes_and_only() -> None:
     assert list(both) == [1000, 2000, 500]
     for users in (1000, 2000):
         assert set(ranking.SHAPES) <= set(both[users])
+        assert set(ranking.HAND_SHAPES) <= set(both[users])
         assert set(ranking.HANDWRITTEN) <= set(both[users])
+        assert set(ranking.SAME_READER) <= set(both[users])
         assert both[users][:2] == [ranking.REFERENCE, ranking.BASELINE]
     assert "pytrec_eval-full" in both[1000]
     assert "pytrec_eval-full" not in both[2000]
@@ -221,6 +258,8 @@ def test_plan_sizes_shapes_and_only() -> None:
 
     plain = stages("--users", "1000", "--slow-size", "0", "--no-shapes")
     assert not set(ranking.SHAPES) & set(plain[1000])
+    assert not set(ranking.HAND_SHAPES) & set(plain[1000])
+    assert set(ranking.SAME_READER.values()) <= set(plain[1000])
     only = stages("--users", "1000", "--slow-size", "1000", "--only", "fm-shape-score")
     assert only == {1000: [ranking.REFERENCE, ranking.BASELINE, "fm-shape-k10", "fm-shape-score"]}
     with pytest.raises(SystemExit):
@@ -286,6 +325,31 @@ def test_end_to_end_shapes_and_handwritten(capsys: pytest.CaptureFixture[str]) -
     assert "\nTargets (package default engine" in out
     worst = [line.split()[0] for line in out.splitlines() if "worst shape / fm-shape-k10" in line]
     assert worst == ["300", "400"]
+
+
+def test_end_to_end_same_shape_and_reader_jobs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Every pair of a frame_metrics job and its hand-written query runs at a tiny size,
+    every check of each is made (its value and the reference's exist) and passes."""
+    pytest.importorskip("frame_metrics")
+    pairs = {**ranking.SAME_SHAPE, **ranking.SAME_READER}
+    jobs = sorted({*pairs, *pairs.values()})
+    results = tmp_path / "results.json"
+    argv = ["--users", "300", "--slow-size", "0", "--repeats", "1", "--json", str(results)]
+    out = clean_run_output(ranking.main([*argv, "--only", ",".join(jobs)]), capsys)
+    assert "\nEach shape against the hand-written polars query of the same shape" in out
+    assert "\nEach reader's frames: " in out
+    done = {r["job"]: r for r in json.loads(results.read_text())["results"]}
+    assert set(jobs) <= set(done)
+    ref = {**done[ranking.REFERENCE]["values"], **done[ranking.REFERENCE]["extras"]}
+    for name in jobs:
+        got = done[name]["values"]
+        for check in ranking.JOBS[name].checks:
+            assert check.label in got, (name, check.label)
+            assert check.ref in ref, (name, check.ref)
+    targets = [line for line in out.splitlines() if "hand-written query, same " in line]
+    assert len(targets) == 2 * (len(pairs) - 1)  # speed and memory; k=10 has its own rows
 
 
 def test_against_runs_the_fm_jobs_on_both_checkouts(capsys: pytest.CaptureFixture[str]) -> None:
