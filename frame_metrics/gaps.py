@@ -41,7 +41,7 @@ from frame_metrics.exact_sums import exact_partials, exact_totals
 from frame_metrics.frames import to_lazy
 from frame_metrics.options import is_int, is_real
 from frame_metrics.progress import Progress
-from frame_metrics.stats import welch_t_test
+from frame_metrics.stats import draw_counts, welch_t_test
 from frame_metrics.validation import Check, CheckedFrame, duplicate_check, null_checks, run_checks
 
 if TYPE_CHECKING:
@@ -61,9 +61,6 @@ ACTIVE, INACTIVE = "active", "inactive"
 _GROUP = "_fm_group"
 #: Draw-count cells (resamples x users) held in memory at once.
 _CHUNK_CELLS = 5_000_000
-#: Up to this many users a chunk's counts come from one bincount over the whole chunk;
-#: above, one per resample (each resample's counts then fit in cache on their own).
-_ONE_BINCOUNT_USERS = 65_536
 #: Above this many draws (resamples x users), show progress unless told not to.
 _PROGRESS_DRAWS = 200_000_000
 #: The most bootstrap resamples drawn (as compare).
@@ -365,15 +362,7 @@ def _resampled_means(
     chunk = max(1, min(n_resamples, _CHUNK_CELLS // n_users))
     for start in range(0, n_resamples, chunk):
         size = min(chunk, n_resamples - start)
-        # int32 draws: faster to draw and to count than int64, and n_users < 2**31.
-        draws = rng.integers(0, n_users, size=(size, n_users), dtype=np_.int32)
-        if n_users <= _ONE_BINCOUNT_USERS:
-            # Resample r's draws offset by r * n_users: one bincount counts them all.
-            draws += np_.arange(size, dtype=np_.int32)[:, None] * n_users
-            counts = np_.bincount(draws.ravel(), minlength=size * n_users).reshape(size, n_users)
-        else:
-            counts = np_.stack([np_.bincount(row, minlength=n_users) for row in draws])
-        out[start : start + size] = (counts @ values) / n_users
+        out[start : start + size] = (draw_counts(rng, size, n_users) @ values) / n_users
         bar.update(size)
     return cast("npt.NDArray[np.float64]", out)
 

@@ -49,6 +49,7 @@ from frame_metrics.errors import (
 from frame_metrics.frames import to_lazy
 from frame_metrics.options import MetricOptions, is_int, is_real
 from frame_metrics.prepare import RANK, prepare
+from frame_metrics.stats import draw_counts
 from frame_metrics.validation import (
     Check,
     CheckedFrame,
@@ -86,8 +87,6 @@ COLUMNS: Final[dict[str, pl.DataType]] = {
 MAX_RESAMPLES: Final = 10_000_000
 #: Draw-count cells (resamples x users) of one block of resamples.
 _CHUNK_CELLS: Final = 4_000_000
-#: Up to this many users a block's counts come from one bincount (as in gaps).
-_ONE_BINCOUNT_USERS: Final = 65_536
 
 # Working columns (the reserved prefix: no caller's column can clash).
 _PI = "_fm_pi"
@@ -987,15 +986,7 @@ def _resampled_ratios(
         start = b * chunk
         size = min(chunk, n_resamples - start)
         rng = numpy.random.default_rng(numpy.random.SeedSequence(seed, spawn_key=(p, b)))
-        draws = rng.integers(0, n_users, size=(size, n_users), dtype=numpy.int32)
-        if n_users <= _ONE_BINCOUNT_USERS:
-            # Resample r's draws offset by r * n: one bincount counts them all.
-            draws += numpy.arange(size, dtype=numpy.int32)[:, None] * n_users
-            flat = numpy.bincount(draws.ravel(), minlength=size * n_users)
-            counts = flat.reshape(size, n_users)
-        else:
-            counts = numpy.stack([numpy.bincount(row, minlength=n_users) for row in draws])
-        sums = counts.astype(numpy.float64) @ values
+        sums = draw_counts(rng, size, n_users).astype(numpy.float64) @ values
         with numpy.errstate(invalid="ignore", divide="ignore"):
             ratio = sums[:, 0] / sums[:, 1]
         out[start : start + size] = numpy.where(sums[:, 1] != 0.0, ratio, numpy.nan)
