@@ -52,14 +52,26 @@ def _cutoffs(text: str | None) -> list[int] | None:
     return cutoffs
 
 
-def _evaluate_options(args: argparse.Namespace, frames: dict[str, pl.LazyFrame]) -> dict[str, Any]:
-    """The keywords of ``fm.evaluate`` the options set: columns, metric options, extras."""
+def _user(args: argparse.Namespace) -> str | list[str]:
+    """``--user-col`` as the calls take it: one name, or the names of a composite key."""
     user: list[str] = args.user_col
+    return user[0] if len(user) == 1 else user
+
+
+def _ranking_columns(args: argparse.Namespace) -> dict[str, Any]:
+    """The keywords of the flags ``parser._add_ranking_columns`` adds: user, item, rank, score."""
     return {
-        "user": user[0] if len(user) == 1 else user,
+        "user": _user(args),
         "item": args.item_col,
         "rank": args.rank_col,
         "score": args.score_col,
+    }
+
+
+def _evaluate_options(args: argparse.Namespace, frames: dict[str, pl.LazyFrame]) -> dict[str, Any]:
+    """The keywords of ``fm.evaluate`` the options set: columns, metric options, extras."""
+    return {
+        **_ranking_columns(args),
         "relevance": args.relevance_col,
         "prediction": args.prediction_col,
         **{row.name: getattr(args, row.name) for row in OPTIONS},
@@ -261,7 +273,6 @@ def run_demo(args: argparse.Namespace) -> int:
 def run_gaps(args: argparse.Namespace) -> int:
     """``frame-metrics gaps``: the gaps between user groups of a per-user file."""
     fmt = output_format(args)
-    user: list[str] = args.user_col
     per_user = read_frame(args.per_user, "PER_USER")
     group: object = args.group_col
     if args.groups is not None:
@@ -274,7 +285,7 @@ def run_gaps(args: argparse.Namespace) -> int:
         level=args.level,
         n_resamples=args.resamples,
         seed=args.seed,
-        user=user[0] if len(user) == 1 else user,
+        user=_user(args),
         by=args.by,
         progress=False if args.no_progress else None,
     )
@@ -286,7 +297,6 @@ def run_exposure(args: argparse.Namespace) -> int:
     """``frame-metrics exposure``: the exposure table of the item groups of a file."""
     fmt = output_format(args)
     frames = read_inputs(args)
-    user: list[str] = args.user_col
     # Options not given stay fm.exposure's defaults.
     options = {
         name: value
@@ -301,13 +311,10 @@ def run_exposure(args: argparse.Namespace) -> int:
         by=args.by,
         train=frames.get("train"),
         catalog=frames.get("catalog"),
-        user=user[0] if len(user) == 1 else user,
-        item=args.item_col,
-        rank=args.rank_col,
-        score=args.score_col,
         relevance=args.relevance_col,
         group=args.group_col,
         head_share=args.head_share,
+        **_ranking_columns(args),
         **options,
     )
     write_result(result, fmt, args.output, args.precision)
@@ -333,11 +340,8 @@ def run_policy_value(args: argparse.Namespace) -> int:
         level=args.level,
         n_resamples=args.resamples,
         seed=args.seed,
-        user=user[0] if len(user) == 1 else user,
-        item=args.item_col,
-        rank=args.rank_col,
-        score=args.score_col,
         ties=args.ties,
+        **_ranking_columns(args),
     )
     write_result(result, fmt, args.output, args.precision)
     return 0
