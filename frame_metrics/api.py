@@ -417,6 +417,17 @@ def evaluate(
     >>> fm.evaluate(two, zeros, metrics="ndcg@1", threshold=0, aggregate=True,
     ...             zero_ideal="skip").row(0)
     (1, 1.0)
+
+    Propensity-scored (debiased) metrics: a relevant item observed with probability P
+    counts 1/P times. Here a (P = 1/2) is hit and b (P = 1/4) missed, so recall@1 is
+    (1/0.5) / (1/0.5 + 1/0.25) = 2/6 rather than 1/2.
+
+    >>> observed = pl.DataFrame({"user": 1, "item": ["a", "b"], "relevance": 1,
+    ...                          "p": [0.5, 0.25]})
+    >>> fm.evaluate(recs, observed, metrics="recall@1").row(0)
+    (1, 0.5)
+    >>> fm.evaluate(recs, observed, metrics="recall@1", propensity="p").row(0)
+    (1, 0.3333333333333333)
     """
     aggregate = _flag("aggregate", aggregate)
     # Read twice (metric names and warnings): a generator must not run dry.
