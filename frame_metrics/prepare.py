@@ -22,6 +22,7 @@ from frame_metrics.validation import (
     CheckedFrame,
     Parts,
     duplicate_check,
+    duplicate_checks,
     finite_check,
     magnitude_check,
     nan_check,
@@ -449,20 +450,24 @@ def _prepare_pair(
     checks: list[CheckedFrame] = []
     if validate:
         roles = {*lists, item, order_col}
-        dup_checks = []
-        if options.on_duplicate == "error":
-            check = duplicate_check([*lists, item], pair, _dedup_hint("best-ranked"))
-            dup_checks.append(
-                replace(check, explain=lambda: _likely_by(hint_rows(), [*lists, item], roles))
-            )
-        rank_checks = []
+        # The checks of the rows within the cutoff: one row per list and item, and per
+        # list and rank; one pass counts both (duplicate_checks).
+        wanted: list[tuple[str, str, Parts]] = []
         if c.score is None:
             within_what = (
                 "rank within a user" if c.sample is None else "rank within a user's sample"
             )
-            check = duplicate_check([*lists, c.rank], within_what, "", often_sorted=True)
-            rank_key = [*lists, c.rank]
-            rank_checks = [replace(check, explain=lambda: _likely_by(hint_rows(), rank_key, roles))]
+            wanted.append((c.rank, within_what, ()))
+        if options.on_duplicate == "error":
+            wanted.append((item, pair, _dedup_hint("best-ranked")))
+
+        def likely_by(key: list[str]) -> Callable[[], Parts]:
+            return lambda: _likely_by(hint_rows(), key, roles)
+
+        dup_checks = [
+            replace(check, explain=likely_by([*lists, value]))
+            for check, (value, _, _) in zip(duplicate_checks(lists, wanted), wanted, strict=True)
+        ]
         show_recs = [*lists, item, order_col]
         # Score-ranked duplicates are looked for among the ranked rows, which carry no score.
         show_dups = [*lists, item] if c.score is not None else show_recs
@@ -483,7 +488,7 @@ def _prepare_pair(
             )
         checks = [
             CheckedFrame("recs", recs, recs_checks, show_recs),
-            CheckedFrame("recs", recs_dup_frame, [*rank_checks, *dup_checks], show_dups),
+            CheckedFrame("recs", recs_dup_frame, dup_checks, show_dups),
             CheckedFrame("truth", truth, truth_checks, show_truth),
         ]
 
@@ -696,18 +701,21 @@ def _prepare_long(
             checks += propensity_checks(propensity, pl.col(c.relevance).is_not_null())
         # Stacked models' tables without by= repeat ranks and items: say which column differs.
         roles = {*keys, item, c.rank, c.relevance}
-        rank_key, pair_key = [*keys, c.rank], [*keys, item]
-        rank_check = duplicate_check(rank_key, "rank within a user", often_sorted=True)
         # The hint reads the columns the call does not (converted only now it failed).
         hint_rows: Callable[[], pl.LazyFrame] = (
             (lambda: long) if every_column is None else every_column
         )
-        checks.append(replace(rank_check, explain=lambda: _likely_by(hint_rows(), rank_key, roles)))
+        unique: list[tuple[str, str, Parts]] = [(c.rank, "rank within a user", ())]
         if options.on_duplicate == "error":
-            pair_check = duplicate_check(pair_key, "(user, item) pair", _dedup_hint("best-ranked"))
-            checks.append(
-                replace(pair_check, explain=lambda: _likely_by(hint_rows(), pair_key, roles))
-            )
+            unique.append((item, "(user, item) pair", _dedup_hint("best-ranked")))
+
+        def likely_by(key: list[str]) -> Callable[[], Parts]:
+            return lambda: _likely_by(hint_rows(), key, roles)
+
+        checks += [
+            replace(check, explain=likely_by([*keys, value]))
+            for check, (value, _, _) in zip(duplicate_checks(keys, unique), unique, strict=True)
+        ]
         shown_cols = [*keys, item, c.rank, c.relevance, *([propensity] if propensity else [])]
         checked = [CheckedFrame("long table", long, checks, shown_cols)]
     rows = long.select(
