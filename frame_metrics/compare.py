@@ -34,6 +34,7 @@ from frame_metrics.validation import (
     CheckedFrame,
     duplicate_check,
     null_checks,
+    row_check,
     run_checks,
 )
 
@@ -202,8 +203,7 @@ def _per_user_checks(
         if not per_user.schema[c].is_float():
             continue
         bad = pl.col(c).is_nan() | pl.col(c).is_infinite()
-        check = Check(
-            bad.sum(),
+        check = row_check(
             bad,
             InvalidValueError,
             f"expected finite numbers or nulls in metric column {c!r}, found {{n}} NaN or "

@@ -26,7 +26,7 @@ import polars as pl
 from polars._typing import TimeUnit
 
 from frame_metrics.errors import InvalidValueError
-from frame_metrics.validation import Check
+from frame_metrics.validation import Check, row_check
 
 __all__ = ["FloatKey", "common_key_dtype", "type_null_columns", "unify_keys", "whole_number_check"]
 
@@ -230,8 +230,7 @@ def whole_number_check(key: FloatKey) -> Check:
     col = pl.col(key.column)
     lo, hi = (-(2.0**63), 2.0**63) if key.target == pl.Int64() else (-(2.0**127), 2.0**127)
     bad = col.is_not_null() & ~col.is_nan() & ((col != col.floor()) | (col < lo) | (col >= hi))
-    return Check(
-        bad.sum(),
+    return row_check(
         bad,
         InvalidValueError,
         f"expected whole-number ids in float key column {key.column!r} (matched as "

@@ -42,7 +42,13 @@ from frame_metrics.frames import to_lazy
 from frame_metrics.options import is_int, is_real
 from frame_metrics.progress import Progress
 from frame_metrics.stats import draw_counts, welch_t_test
-from frame_metrics.validation import Check, CheckedFrame, duplicate_check, null_checks, run_checks
+from frame_metrics.validation import (
+    CheckedFrame,
+    duplicate_check,
+    null_checks,
+    row_check,
+    run_checks,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -312,8 +318,7 @@ def _value_checks(
             "per_user",
             frame.with_columns(pl.col(_GROUP).alias(group)),
             [
-                Check(
-                    no_group.sum(),
+                row_check(
                     no_group,
                     InvalidValueError,
                     f"expected a group for every user, found {{n}} row(s) without one "
@@ -328,8 +333,7 @@ def _value_checks(
         if not per_user.schema[c].is_float():
             continue
         bad = pl.col(c).is_nan() | pl.col(c).is_infinite()
-        check = Check(
-            bad.sum(),
+        check = row_check(
             bad,
             InvalidValueError,
             f"expected finite numbers or nulls in metric column {c!r}, found {{n}} NaN or "

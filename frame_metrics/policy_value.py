@@ -56,6 +56,7 @@ from frame_metrics.validation import (
     duplicate_check,
     finite_check,
     null_checks,
+    row_check,
     run_checks,
 )
 
@@ -171,8 +172,7 @@ def _outside(column: str, low: float, high: float, low_open: bool, what: str) ->
     v = pl.col(column).cast(pl.Float64, strict=False)
     bad = ((v <= low) if low_open else (v < low)) | (v > high) | v.is_nan()
     interval = f"({low:g}, {high:g}]" if low_open else f"[{low:g}, {high:g}]"
-    return Check(
-        bad.sum(),
+    return row_check(
         bad,
         InvalidValueError,
         f"expected {what} in {interval} in column {column!r}, found {{n}} other value(s), "

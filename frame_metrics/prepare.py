@@ -30,6 +30,7 @@ from frame_metrics.validation import (
     nonintegral_check,
     null_checks,
     rank_below_one_check,
+    row_check,
     upper_bound_check,
 )
 
@@ -211,15 +212,13 @@ def propensity_checks(column: str, where: pl.Expr | None = None) -> list[Check]:
     null = rows & pl.col(column).is_null()
     outside = (rows & ~((p > 0.0) & (p <= 1.0))).fill_null(False) & ~null
     return [
-        Check(
-            null.sum(),
+        row_check(
             null,
             InvalidValueError,
             f"expected a propensity in (0, 1] on every truth row in column {column!r}, "
             "found {n} null row(s), e.g. {example}",
         ),
-        Check(
-            outside.sum(),
+        row_check(
             outside,
             InvalidValueError,
             f"expected a propensity in (0, 1] on every truth row in column {column!r}, "

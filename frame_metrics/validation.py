@@ -47,6 +47,7 @@ __all__ = [
     "rank_below_one_check",
     "repeats_per_group",
     "repeats_within_runs",
+    "row_check",
     "run_checks",
     "unsorted_count",
 ]
@@ -97,6 +98,23 @@ class Check:
     explain: Callable[[], Parts] | None = None
     #: Said after the message on failure, before ``explain``'s (a way out that always applies).
     advice: Parts = ()
+    #: ``count`` is the number of rows ``offending`` holds for, and ``offending`` reads
+    #: each row alone: the batch then counts only the rows some such check of the frame
+    #: offends (see :func:`row_check`).
+    row_wise: bool = False
+
+
+def row_check(
+    offending: pl.Expr, error: type[FrameMetricsError], message: str, advice: Parts = ()
+) -> Check:
+    """A check of each row on its own: ``count`` is the number of rows ``offending`` holds for.
+
+    The batch counts such checks over ``frame.filter(any of them offends)``: on valid
+    data nothing passes the filter, and on a parquet scan polars answers the filter from
+    the files' statistics (null counts, minima and maxima per row group) without reading
+    the column values at all (1M users x 100: 0.001 s instead of 0.3 s).
+    """
+    return Check(offending.sum(), offending, error, message, advice=advice, row_wise=True)
 
 
 @dataclass(frozen=True)
@@ -112,8 +130,7 @@ class CheckedFrame:
 def null_checks(columns: Sequence[str], role: str) -> list[Check]:
     """No nulls in the given columns."""
     return [
-        Check(
-            pl.col(c).null_count(),
+        row_check(
             pl.col(c).is_null(),
             InvalidValueError,
             f"expected no nulls in {role} column {c!r}, found {{n}} null row(s), e.g. {{example}}",
@@ -124,8 +141,7 @@ def null_checks(columns: Sequence[str], role: str) -> list[Check]:
 
 def negative_check(column: str) -> Check:
     """Relevance must be >= 0."""
-    return Check(
-        (pl.col(column) < 0).sum(),
+    return row_check(
         pl.col(column) < 0,
         InvalidValueError,
         f"expected relevance >= 0 in column {column!r}, found {{n}} negative value(s), "
@@ -138,8 +154,7 @@ def nan_check(column: str, dtype: pl.DataType) -> list[Check]:
     if not dtype.is_float():
         return []
     return [
-        Check(
-            pl.col(column).is_nan().sum(),
+        row_check(
             pl.col(column).is_nan(),
             InvalidValueError,
             f"expected numbers in column {column!r}, found {{n}} NaN value(s), e.g. {{example}}",
@@ -153,8 +168,7 @@ def finite_check(column: str, dtype: pl.DataType) -> list[Check]:
         return []
     bad = ~pl.col(column).is_finite()
     return [
-        Check(
-            bad.sum(),
+        row_check(
             bad,
             InvalidValueError,
             f"expected finite numbers in column {column!r}, found {{n}} NaN or infinite "
@@ -169,8 +183,7 @@ def magnitude_check(column: str, bound: float, shown: str, why: str) -> Check:
     ``shown`` is how the message writes the bound, ``why`` what it protects.
     """
     bad = pl.col(column).cast(pl.Float64, strict=False).abs() > bound
-    return Check(
-        bad.sum(),
+    return row_check(
         bad,
         InvalidValueError,
         f"expected values of magnitude at most {shown} in column {column!r} ({why}), "
@@ -184,8 +197,7 @@ def upper_bound_check(column: str, bound: float, why: str, advice: Parts = ()) -
     ``why`` says whose bound it is; ``advice`` is said after the example (a way out).
     """
     bad = pl.col(column).cast(pl.Float64, strict=False) > bound
-    return Check(
-        bad.sum(),
+    return row_check(
         bad,
         InvalidValueError,
         f"expected values of at most {bound!r} in column {column!r} ({why}), "
@@ -196,8 +208,7 @@ def upper_bound_check(column: str, bound: float, why: str, advice: Parts = ()) -
 
 def rank_below_one_check(column: str) -> Check:
     """Ranks start at 1."""
-    return Check(
-        (pl.col(column) < 1).sum(),
+    return row_check(
         pl.col(column) < 1,
         InvalidValueError,
         f"expected ranks >= 1 in column {column!r} (1 = top), found {{n}} rank(s) below 1, "
@@ -211,8 +222,7 @@ def nonintegral_check(column: str, dtype: pl.DataType) -> list[Check]:
         return []
     bad = ~pl.col(column).is_finite() | (pl.col(column) != pl.col(column).floor())
     return [
-        Check(
-            bad.sum(),
+        row_check(
             bad,
             InvalidValueError,
             f"expected integer ranks in column {column!r}, found {{n}} non-integer value(s), "
@@ -449,8 +459,23 @@ def find_failures(
     slots: list[list[tuple[int, int]]] = []  # per frame, per check: (query, column)
     for cf in checked:
         firsts = [c.screens[0] if c.screens else c.count for c in cf.checks]
-        exprs = [(i, f) for i, f in enumerate(firsts) if isinstance(f, pl.Expr)]
+        rows = [(i, c.offending) for i, c in enumerate(cf.checks) if c.row_wise and not c.screens]
+        exprs = [
+            (i, f)
+            for i, f in enumerate(firsts)
+            if isinstance(f, pl.Expr) and not (cf.checks[i].row_wise and not cf.checks[i].screens)
+        ]
         where: dict[int, tuple[int, int]] = {}
+        if rows:
+            # Only the rows some check offends (none, on valid data; a filter parquet
+            # statistics can answer), each check's count over them.
+            offended = cf.frame.filter(pl.any_horizontal(bad for _, bad in rows))
+            queries.append(
+                offended.select(
+                    bad.fill_null(False).sum().cast(pl.Int64).alias(f"c{i}") for i, bad in rows
+                )
+            )
+            where |= {i: (len(queries) - 1, col) for col, (i, _) in enumerate(rows)}
         if exprs:
             queries.append(cf.frame.select(f.cast(pl.Int64).alias(f"c{i}") for i, f in exprs))
             where |= {i: (len(queries) - 1, col) for col, (i, _) in enumerate(exprs)}

@@ -52,7 +52,7 @@ from frame_metrics.metrics.registry import Requested
 from frame_metrics.options import CalibrationWeight
 from frame_metrics.prepare import RANK
 from frame_metrics.spec import Spec
-from frame_metrics.validation import Check, CheckedFrame, duplicate_check, null_checks
+from frame_metrics.validation import Check, CheckedFrame, duplicate_check, null_checks, row_check
 
 __all__ = [
     "DENSE_MAX_CATEGORIES",
@@ -102,8 +102,7 @@ def _bad_weights(column: str) -> pl.Expr:
 
 def _weight_check(column: str, frame: str) -> Check:
     bad = _bad_weights(column)
-    return Check(
-        bad.sum(),
+    return row_check(
         bad,
         InvalidValueError,
         f"expected a finite number >= 0 in weight column {column!r} of {frame}, found {{n}} "
@@ -160,8 +159,7 @@ def category_table(
         null_inside = values.list.eval(pl.element().is_null()).list.any().fill_null(False)
         checks = [
             *null_checks([*keys, column], "key or features"),
-            Check(
-                null_inside.sum(),
+            row_check(
                 null_inside,
                 InvalidValueError,
                 f"expected no null category in the lists of column {column!r}, found {{n}} "

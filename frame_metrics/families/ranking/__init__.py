@@ -36,7 +36,7 @@ from frame_metrics.metrics.registry import Requested
 from frame_metrics.options import COMBINATION_OPTIONS, MetricOptions
 from frame_metrics.prepare import RANK, REL, Prepared, prepare_baseline
 from frame_metrics.spec import Spec
-from frame_metrics.validation import Check, CheckedFrame
+from frame_metrics.validation import CheckedFrame, row_check
 
 __all__ = ["FAMILY", "RankingFamily", "global_popularity"]
 
@@ -55,8 +55,7 @@ def _nonempty_train_check(train: pl.LazyFrame, top: pl.LazyFrame) -> CheckedFram
         top.select(pl.len().alias("_fm_listed_rows")), how="cross"
     )
     empty = (pl.col("_fm_train_rows") == 0) & (pl.col("_fm_listed_rows") > 0)
-    check = Check(
-        empty.sum(),
+    check = row_check(
         empty,
         InvalidValueError,
         _EMPTY_TRAIN,
@@ -249,7 +248,7 @@ def _nonempty_train_for_propensity(train: pl.LazyFrame, truth: pl.LazyFrame) -> 
         truth.select(pl.len().alias("_fm_truth_rows")), how="cross"
     )
     empty = (pl.col("_fm_train_rows") == 0) & (pl.col("_fm_truth_rows") > 0)
-    check = Check(empty.sum(), empty, InvalidValueError, _EMPTY_TRAIN_PROPENSITY)
+    check = row_check(empty, InvalidValueError, _EMPTY_TRAIN_PROPENSITY)
     return CheckedFrame("train", counts, [check], [])
 
 
