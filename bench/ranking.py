@@ -415,11 +415,18 @@ JOBS = harness.job_table(
         engine="streaming",
         collect="streaming",
     ),
-    hand("polars-handwritten", "LazyFrame query, collect() (in-memory)"),
+    # collect() is polars' engine "auto", which runs the streaming engine in polars 2.x;
+    # the in-memory LazyFrame shapes are paired with the query on the in-memory engine.
+    hand("polars-handwritten", "LazyFrame query, collect() (polars' default engine)"),
     hand(
         "polars-handwritten-streaming",
         "LazyFrame query, collect(engine='streaming')",
         collect="streaming",
+    ),
+    hand(
+        "polars-handwritten-in-memory",
+        "LazyFrame query, collect(engine='in-memory')",
+        collect="in-memory",
     ),
     hand(
         "polars-handwritten-pandas",
@@ -437,6 +444,13 @@ JOBS = harness.job_table(
         "polars-handwritten-scan",
         "the query on pl.scan_parquet, collect(): includes the read",
         "polars-scan",
+        tags=HAND_READER,
+    ),
+    hand(
+        "polars-handwritten-scan-in-memory",
+        "the query on pl.scan_parquet, collect(engine='in-memory'): includes the read",
+        "polars-scan",
+        collect="in-memory",
         tags=HAND_READER,
     ),
     hand(
@@ -579,14 +593,14 @@ SAME_SHAPE = {
     "fm-shape-multik": "polars-handwritten-multik",
     "fm-shape-score": "polars-handwritten-score",
     "fm-shape-by-model": "polars-handwritten-by-model",
-    "fm-shape-lazy-in-memory": "polars-handwritten",
+    "fm-shape-lazy-in-memory": "polars-handwritten-in-memory",
     "fm-shape-lazy-streaming": "polars-handwritten-streaming",
 }
 #: Each reader's frame_metrics job and the hand-written query on the same start frames.
 SAME_READER = {
     "fm-pandas-streaming": "polars-handwritten-pandas",
     "fm-pandas-pyarrow": "polars-handwritten-pandas-pyarrow",
-    "fm-scan-in-memory": "polars-handwritten-scan",
+    "fm-scan-in-memory": "polars-handwritten-scan-in-memory",
     "fm-scan-streaming": "polars-handwritten-scan-streaming",
 }
 FM_VARIANTS = [n for n, j in JOBS.items() if j.tool == FM and j.timed and n not in SHAPES]
