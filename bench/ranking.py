@@ -309,6 +309,13 @@ BY_MODEL = (
     ),
 )
 K100 = tuple(Check(f"{m}@100", f"{m}@100") for m in METRICS)
+TREC_EVAL = (
+    Check("precision", "precision"),
+    Check("recall", "recall"),
+    Check("ap", "ap_relevant", "trec_eval's AP divides by |R|"),
+    Check("ndcg", "ndcg"),
+    Check("mrr", "mrr_full", "trec_eval's recip_rank reads the whole list"),
+)
 MULTIK = (*SAME, *(Check(name, name) for name in AT_K))
 SCORED = tuple(Check(m, m, "the scores descend with the ranks") for m in METRICS)
 FM, HAND, SHAPE_BASE = "frame_metrics", "polars (hand-written)", "fm-shape-k10"
@@ -578,6 +585,36 @@ JOBS = harness.job_table(
         "polars-propensity",
         "fm-prn-unweighted",
     ),
+    # The score shape's options whose cost the targets bound: trec_eval's conventions
+    # (whole lists ranked, its tie rule, AP over |R|, MRR over the whole list) beside the
+    # plain score call, and ties="average" (defined for P/R/NDCG) beside the same metrics
+    # under the default tie rule. The generated scores have no ties, so the values agree.
+    Job(
+        "fm-score-trec-eval",
+        FM,
+        "score=, convention='trec_eval'",
+        fm(score="score", convention="trec_eval"),
+        "polars-no-rank",
+        "fm-shape-score",
+        checks=TREC_EVAL,
+    ),
+    Job(
+        "fm-score-prn",
+        FM,
+        f"score=, P/R/NDCG@{K} (ties='item', the default)",
+        fm(score="score", metrics=PRN),
+        "polars-no-rank",
+        checks=tuple(Check(m, m) for m in PRN),
+    ),
+    Job(
+        "fm-score-average",
+        FM,
+        f"score=, P/R/NDCG@{K}, ties='average'",
+        fm(score="score", metrics=PRN, ties="average"),
+        "polars-no-rank",
+        "fm-score-prn",
+        checks=tuple(Check(m, m, "no tied scores: as ties='item'") for m in PRN),
+    ),
 )
 BASELINE = "fm-polars-streaming"  # the package default engine
 REFERENCE = "fm-reference"
@@ -686,6 +723,28 @@ TARGETS += [
         BASELINE,
         1.10,
         applies=MID,
+    ),
+    harness.Target(
+        "convention='trec_eval' / the same score call",
+        ("fm-score-trec-eval",),
+        "fm-shape-score",
+        3.0,
+        applies=BIG,
+    ),
+    harness.Target(
+        "ties='average' / the score call (P/R/NDCG)",
+        ("fm-score-average",),
+        "fm-score-prn",
+        3.0,
+        applies=BIG,
+    ),
+    harness.Target(
+        "peak RSS ties='average' / the score call (P/R/NDCG)",
+        ("fm-score-average",),
+        "fm-score-prn",
+        1.5,
+        applies=BIG,
+        memory=True,
     ),
     *same_query_targets(SAME_SHAPE, "fm-shape-", "same shape"),
     *same_query_targets(SAME_READER, "fm-", "same start frames"),
