@@ -48,9 +48,16 @@ def exact_partials(frame: pl.LazyFrame, by: Sequence[str], columns: Sequence[str
     [('a', 0.30000000000000004, 2, 0.15000000000000002), ('b', None, 0, None)]
     """
     by = list(by)
-    long = frame.select(*by, *columns).unpivot(
-        index=by, on=list(columns), variable_name=NAME, value_name=_VALUE
-    )
+    # The long form, one row per value, names a column by its position (UInt16) rather
+    # than by its name: the name of every row would be a string (of 30M rows for 30
+    # metric columns over 1M users); the per-bin rows get the names back at the end.
+    index = pl.UInt16 if len(columns) < 2**16 else pl.UInt32
+    parts = [
+        frame.select(*by, pl.lit(i, index).alias(NAME), pl.col(c).cast(pl.Float64).alias(_VALUE))
+        for i, c in enumerate(columns)
+    ]
+    empty = frame.select(*by).head(0).with_columns(pl.lit(0, index).alias(NAME), _VALUE=0.0)
+    long = pl.concat(parts) if parts else empty
     v = pl.col(_VALUE)
     finite = v.is_finite().fill_null(False)
     # NaN and ±inf have no mantissa: they are added as floats on their own (_NONFINITE;
@@ -76,9 +83,10 @@ def exact_partials(frame: pl.LazyFrame, by: Sequence[str], columns: Sequence[str
     )
     m = pl.col("_fm_m")
     high = m // (2**_LOW_BITS)  # floor division: the low part is in [0, 2^40)
+    names = pl.Series(list(columns), dtype=pl.String)
     return per_bin.select(
         *by,
-        NAME,
+        pl.lit(names).gather(pl.col(NAME)).alias(NAME),
         _BIN,
         high.cast(pl.Int64).alias(_HI),
         (m - high * (2**_LOW_BITS)).cast(pl.Int64).alias(_LO),
