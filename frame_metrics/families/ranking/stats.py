@@ -484,6 +484,19 @@ class NeededStats:
     weighted: bool = False
 
     @property
+    def ideal_columns(self) -> list[str]:
+        """The ideal DCG columns, one per cutoff of :attr:`ideal`."""
+        return [f"_fm_idcg@{k}" for k in sorted(self.ideal)]
+
+    @property
+    def ideal_alone(self) -> bool:
+        """Whether the ideal DCG is the only statistic the truth's lists make.
+
+        (No term of another metric is gathered from the truth rows.)
+        """
+        return bool(self.ideal) and not any(s == "truth" for s, _ in self.terms.values())
+
+    @property
     def wants_ideal(self) -> bool:
         """Whether an ideal DCG was asked for (the query then looks at the gains)."""
         return bool(self.ideal)
@@ -632,7 +645,7 @@ class NeededStats:
             names += [f"_fm_dcg@{k}" for k in sorted(self.dcg)]
             names += [f"_fm_ap_sum@{k}" for k in sorted(self.ap)]
         elif source == "truth":
-            names += [f"_fm_idcg@{k}" for k in sorted(self.ideal)]
+            names += self.ideal_columns
         names += [n for n, (lst, _) in self.prefix_sums.items() if self.terms[lst][0] == source]
         return names
 
