@@ -717,7 +717,9 @@ def _prepare_long(
 
         checks += [
             replace(check, explain=likely_by([*keys, value]))
-            for check, (value, _, _) in zip(duplicate_checks(keys, unique), unique, strict=True)
+            for check, (value, _, _) in zip(
+                duplicate_checks(keys, unique, nullable={c.rank}), unique, strict=True
+            )
         ]
         shown_cols = [*keys, item, c.rank, c.relevance, *([propensity] if propensity else [])]
         checked = [CheckedFrame("long table", long, checks, shown_cols)]
