@@ -86,6 +86,10 @@ class _Run:
     def _bucketed(self, name: str, frame: Any) -> Any:
         schema, user, n = self.schemas[name], list(self.job.spec.columns.user), self.n
         keep = self.keep if name == "recs" else None
+        if keep is not None:
+            # The rows below the largest cutoff left out in pandas first (dask may push
+            # the filter into the parquet read): only the rest is converted to polars.
+            frame = frame[self._coarse_keep(frame)]
 
         def add(part: pd.DataFrame) -> pd.DataFrame:
             polars_part = _to_polars(part, name)
@@ -93,6 +97,22 @@ class _Run:
 
         meta = add(frame._meta)
         return frame.map_partitions(add, meta=meta).shuffle(on=core.BUCKET, npartitions=n)
+
+    def _coarse_keep(self, frame: Any) -> Any:
+        """A dask mask of the recommendation rows ``core.row_filter`` keeps (at least).
+
+        The same rule in pandas' operations; polars' own is applied after, in ``add``.
+        """
+        spec = self.job.spec
+        c = spec.columns
+        rank = frame[c.rank]
+        keep = rank.isna() | (rank <= spec.max_k)
+        for col in [*c.keys, c.item]:
+            keep = keep | frame[col].isna()
+        if self.schemas["recs"][c.rank].is_float():
+            whole = rank == rank.round()  # False for NaN and ±inf (round keeps them)
+            keep = keep | ~whole | (rank.abs() == float("inf"))
+        return keep
 
     def per_partition(
         self,

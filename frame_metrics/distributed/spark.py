@@ -145,32 +145,36 @@ class _Run:
         self.job = core.Job(spec, aggregate, self.schemas, broadcast, shared)
 
     def _bucketed(self, name: str) -> Any:
-        """One user frame with its bucket and its columns prefixed by its position."""
+        """One user frame with its bucket and its columns prefixed by its position.
+
+        All in Spark: the key columns cast to the dtypes every frame shares (so one user
+        hashes alike in every frame), the bucket a hash of them, the recommendations
+        below the largest cutoff left out while reading. The rows cross into Python once,
+        in the per-partition run (``per_partition``), which applies the exact row rule.
+        """
         from pyspark.sql import functions as F
 
-        user, n, schema = list(self.job.spec.columns.user), _HASHES, self.schemas[name]
+        user, schema = list(self.job.spec.columns.user), self.schemas[name]
         index = list(self.frames).index(name)
-        keep = self.keep if name == "recs" else None
-
-        def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            for batch in batches:
-                part = pl.from_arrow(batch)
-                assert isinstance(part, pl.DataFrame)
-                yield from _arrow(core.with_bucket(part, user, schema, n, keep)).to_batches()
-
-        empty = core.with_bucket(pl.DataFrame(schema=schema), user, schema, n)
         frame = self.frames[name]
-        if keep is not None:
+        if name == "recs" and self.keep is not None:
             frame = frame.where(self._coarse_keep())
-        out = frame.mapInArrow(add, _spark_schema(empty))
-        renamed = [_column(c).alias(f"{index}|{c}") for c in schema]
-        return out.select(F.col(core.BUCKET), F.lit(index).alias(_TAG), *renamed)
+        # (Spark drops a cast to the column's own type.)
+        types = {f.name: f.dataType for f in _spark_schema(pl.DataFrame(schema=schema)).fields}
+        cast = {c: _column(c).cast(types[c]) for c in schema}
+        bucket = F.pmod(F.xxhash64(*(cast[c] for c in user)), F.lit(_HASHES))
+        return frame.select(
+            bucket.alias(core.BUCKET),
+            F.lit(index).alias(_TAG),
+            *(cast[c].alias(f"{index}|{c}") for c in schema),
+        )
 
     def _coarse_keep(self) -> Any:
-        """A Spark filter keeping at least the rows ``core.row_filter`` keeps.
+        """A Spark filter keeping the rows ``core.row_filter`` keeps (at least).
 
         Spark applies it while reading (its vectorised parquet reader), so the rows below
-        the largest cutoff never reach Python; the exact rule is polars', applied after.
+        the largest cutoff never reach Python; polars' rule is applied again in each
+        partition.
         """
         from pyspark.sql import functions as F
 
@@ -204,11 +208,17 @@ class _Run:
         # Only plain values in the closure: Spark pickles it for the workers.
         positions = {name: list(self.frames).index(name) for name in names}
         schemas = self.schemas
+        keep = self.keep
 
         def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             parts = [b for b in batches if b.num_rows]
             if parts:  # an empty partition has no user
-                out = fn(_unstack(pa.Table.from_batches(parts), positions, schemas))
+                frames = _unstack(pa.Table.from_batches(parts), positions, schemas)
+                if keep is not None and "recs" in frames:
+                    # polars' own row rule (Spark's filter while reading is the same rule
+                    # in Spark's expressions).
+                    frames["recs"] = frames["recs"].filter(keep)
+                out = fn(frames)
                 yield from _arrow(out.cast(meta.schema)).to_batches()
 
         # One polars run per partition, holding whole users: Spark's adaptive execution
