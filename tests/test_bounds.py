@@ -178,6 +178,27 @@ def test_ideal_order_with_tied_scores_under_every_tie_rule(
             assert value == 1.0, (ties, column, user, value)
 
 
+@pytest.mark.parametrize("engine", ["in-memory", "streaming"])
+def test_users_sharing_one_ideal_list_score_exactly_one(engine: Any) -> None:
+    """Every user's counts per gain alike: the ideal DCG is computed once (one distinct
+    vector of counts) and joined back to each user, and NDCG = DCG / IDCG is still
+    exactly 1.0 on both engines (the in-memory join once gave 0.9999999999999999)."""
+    rels = [4.0, 4.0, 4.0, 4.0, 2.0, 2.0, 0.1, 0.1]
+    users = [1, 2]
+    recs = pl.DataFrame(
+        {
+            "user": [u for u in users for _ in rels],
+            "item": [i for _ in users for i in range(len(rels))],
+            "rank": [i + 1 for _ in users for i in range(len(rels))],
+        }
+    )
+    truth = recs.select("user", "item", relevance=pl.Series(rels * len(users)))
+    lazy = fm.evaluate(recs.lazy(), truth.lazy(), metrics=["ndcg"], k=[3, 5, 10])
+    assert isinstance(lazy, pl.LazyFrame)
+    got = lazy.collect(engine=engine)
+    assert got.select(pl.exclude("user")).to_numpy().ravel().tolist() == [1.0] * 6
+
+
 @settings(max_examples=60, deadline=None)
 @given(perfect=perfect_lists(), ks=st.lists(st.integers(1, 20), min_size=1, max_size=3))
 def test_ideal_order_is_exact_in_the_expressions_and_in_buckets(

@@ -224,7 +224,13 @@ def _ideal_by_counts(
         table = table.with_columns(stage)
     table = table.select(*(pl.col(c).alias(capped[c]) for c in counts), *needed.ideal_columns)
     on = list(capped.values())
-    return grouped.join(table, on=on, how="left").drop(on)
+    joined = grouped.join(table, on=on, how="left").drop(on)
+    # A table of one row can come back from the in-memory engine's join as a column
+    # held as one value, which polars then divides by as a multiplication by its
+    # reciprocal (an ideal list's NDCG of 0.9999999999999999): each value is rebuilt
+    # on the user's own row (0.0 + v is v for every v >= 0).
+    own_row = pl.col(N_RELEVANT).cast(pl.Float64) * 0.0
+    return joined.with_columns((own_row + pl.col(c)).alias(c) for c in needed.ideal_columns)
 
 
 def user_statistics(
