@@ -56,8 +56,11 @@ def exact_partials(frame: pl.LazyFrame, by: Sequence[str], columns: Sequence[str
         frame.select(*by, pl.lit(i, index).alias(NAME), pl.col(c).cast(pl.Float64).alias(_VALUE))
         for i, c in enumerate(columns)
     ]
-    empty = frame.select(*by).head(0).with_columns(pl.lit(0, index).alias(NAME), _VALUE=0.0)
-    long = pl.concat(parts) if parts else empty
+    long = (
+        pl.concat(parts)
+        if parts
+        else frame.select(*by).head(0).with_columns(pl.lit(0, index).alias(NAME), _VALUE=0.0)
+    )
     v = pl.col(_VALUE)
     finite = v.is_finite().fill_null(False)
     # NaN and ±inf have no mantissa: they are added as floats on their own (_NONFINITE;

@@ -267,6 +267,29 @@ def _likely_by(recs: pl.LazyFrame, key: list[str], roles: set[str]) -> Parts:
     )
 
 
+def _duplicate_checks(
+    lists: list[str],
+    wanted: list[tuple[str, str, Parts]],
+    hint_rows: Callable[[], pl.LazyFrame],
+    roles: set[str],
+    nullable: Collection[str] = (),
+) -> list[Check]:
+    """The checks that (``lists``, value) repeats no row, per ``(value, what, advice)``.
+
+    One pass for all (:func:`~frame_metrics.validation.duplicate_checks`); on failure
+    each says which column would tell the repeated rows apart (:func:`_likely_by`).
+    """
+
+    def likely_by(key: list[str]) -> Callable[[], Parts]:
+        return lambda: _likely_by(hint_rows(), key, roles)
+
+    checks = duplicate_checks(lists, wanted, nullable)
+    return [
+        replace(check, explain=likely_by([*lists, value]))
+        for check, (value, _, _) in zip(checks, wanted, strict=True)
+    ]
+
+
 def _dedup_hint(keep: str) -> Parts:
     return (" (pass ", Keyword("on_duplicate", "first"), f" to keep the {keep} row)")
 
@@ -463,14 +486,7 @@ def _prepare_pair(
             wanted.append((c.rank, within_what, ()))
         if options.on_duplicate == "error":
             wanted.append((item, pair, _dedup_hint("best-ranked")))
-
-        def likely_by(key: list[str]) -> Callable[[], Parts]:
-            return lambda: _likely_by(hint_rows(), key, roles)
-
-        dup_checks = [
-            replace(check, explain=likely_by([*lists, value]))
-            for check, (value, _, _) in zip(duplicate_checks(lists, wanted), wanted, strict=True)
-        ]
+        dup_checks = _duplicate_checks(lists, wanted, hint_rows, roles)
         show_recs = [*lists, item, order_col]
         # Score-ranked duplicates are looked for among the ranked rows, which carry no score.
         show_dups = [*lists, item] if c.score is not None else show_recs
@@ -711,16 +727,7 @@ def _prepare_long(
         unique: list[tuple[str, str, Parts]] = [(c.rank, "rank within a user", ())]
         if options.on_duplicate == "error":
             unique.append((item, "(user, item) pair", _dedup_hint("best-ranked")))
-
-        def likely_by(key: list[str]) -> Callable[[], Parts]:
-            return lambda: _likely_by(hint_rows(), key, roles)
-
-        checks += [
-            replace(check, explain=likely_by([*keys, value]))
-            for check, (value, _, _) in zip(
-                duplicate_checks(keys, unique, nullable={c.rank}), unique, strict=True
-            )
-        ]
+        checks += _duplicate_checks(keys, unique, hint_rows, roles, nullable={c.rank})
         shown_cols = [*keys, item, c.rank, c.relevance, *([propensity] if propensity else [])]
         checked = [CheckedFrame("long table", long, checks, shown_cols)]
     rows = long.select(

@@ -193,11 +193,10 @@ def _aggregate(
         rows = rows.sort([*keys, RANK])
     grouped = rows.group_by(keys).agg(needed.aggregations(source, gain_levels=gain_levels))
     if source == "truth" and gain_levels is not None and needed.ideal_alone:
-        grouped = _ideal_by_counts(grouped, needed, gain_levels)
-    else:
-        for stage in needed.finish(source, gain_levels=gain_levels):
-            grouped = grouped.with_columns(stage)
-    return grouped.drop(needed.lists(source, gain_levels=gain_levels), strict=False)
+        return _ideal_by_counts(grouped, needed, gain_levels)
+    for stage in needed.finish(source, gain_levels=gain_levels):
+        grouped = grouped.with_columns(stage)
+    return grouped.drop(needed.lists(source, gain_levels=gain_levels))
 
 
 def _ideal_by_counts(
@@ -210,7 +209,8 @@ def _ideal_by_counts(
     others (at k=10 and 5 gains, a few thousand vectors for a million users). The lists
     of the ideal terms are built for the distinct vectors alone, by the same expressions
     (so with the same bits), and joined back: a list per user cost more than the rest of
-    the truth's statistics together.
+    the truth's statistics together. The counts are dropped after use, as
+    :func:`_aggregate` drops the lists of the other paths.
     """
     best = max(needed.ideal)
     counts = [*(f"_fm_level_{j}" for j in range(len(gain_levels))), N_RELEVANT]
@@ -230,7 +230,8 @@ def _ideal_by_counts(
     # reciprocal (an ideal list's NDCG of 0.9999999999999999): each value is rebuilt
     # on the user's own row (0.0 + v is v for every v >= 0).
     own_row = pl.col(N_RELEVANT).cast(pl.Float64) * 0.0
-    return joined.with_columns((own_row + pl.col(c)).alias(c) for c in needed.ideal_columns)
+    rebuilt = joined.with_columns((own_row + pl.col(c)).alias(c) for c in needed.ideal_columns)
+    return rebuilt.drop(counts[:-1])  # the per-gain counts (|R| is a statistic)
 
 
 def user_statistics(
