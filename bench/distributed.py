@@ -13,7 +13,16 @@ Jobs (P, R, MAP, NDCG, MRR at k=10 unless said; ``aggregate=True``):
 - ``fm-dask``: ``fm.evaluate`` on dask frames, a ``LocalCluster`` of 2 worker processes;
 - ``recommenders-spark``: ``SparkRankingEvaluation(..., k=10, relevancy_method="top_k")``
   precision, recall, NDCG and MAP (its conventions: binary relevance, MAP over the
-  relevant items, ranking by score).
+  relevant items, ranking by score);
+- ``spark-plumbing`` and ``dask-plumbing``: no metric, only what any per-user
+  computation on the engine must do first, written with the engine's own API: read the
+  same columns, keep the rows ranked within the cutoff, hash-partition recommendations
+  and truth by user, hand every partition's rows to Python (Spark: ``mapInArrow``; Dask:
+  ``map_partitions`` on the shuffled pandas frames), count them. What ``fm-spark`` and
+  ``fm-dask`` take beyond it is frame_metrics' own;
+- ``fm-spark-2000``: ``fm.evaluate`` on 2,000 recommendation rows (the first 200 users)
+  on a running session: the first call is timed, the second is reported apart
+  (``second call s``).
 
 Run ``python bench/distributed.py --users 1000000`` (data generated with
 ``bench/generate.py`` into ``--data-dir``, reused when present).
@@ -109,6 +118,58 @@ def prepare_spark(paths: Paths) -> Prepared:
     return Prepared(run, inner=inner, close=spark.stop)
 
 
+def prepare_spark_plumbing(paths: Paths) -> Prepared:
+    """Spark's own work under ``fm-spark``: read, filter, hash-partition, Arrow to Python."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    spark, inner = _timed_start(lambda: spark_session(paths[2]))
+
+    def count(batches: Any) -> Any:
+        n = sum(b.num_rows for b in batches)
+        yield pa.RecordBatch.from_pydict({"rows": [n]})
+
+    def run() -> Values:
+        recs = spark.read.parquet(paths[0]).select("user", "item", "rank")
+        recs = recs.where(F.col("rank") <= K).withColumn("tag", F.lit(0).cast("byte"))
+        truth = spark.read.parquet(paths[1]).withColumn("tag", F.lit(1).cast("byte"))
+        both = recs.unionByName(truth, allowMissingColumns=True)
+        bucket = F.pmod(F.xxhash64("user"), F.lit(1 << 30))
+        moved = both.repartition(bucket).mapInArrow(count, "rows long")
+        return {"rows": float(moved.agg(F.sum("rows")).first()[0])}
+
+    return Prepared(run, inner=inner, close=spark.stop)
+
+
+def prepare_spark_small(paths: Paths) -> Prepared:
+    """``fm.evaluate`` on the first 200 users' top 10 (2,000 rows) on a running session."""
+    import polars as pl
+
+    import frame_metrics as fm
+
+    spark, inner = _timed_start(lambda: spark_session(paths[2]))
+    recs_pl = pl.read_parquet(paths[0], columns=["user", "item", "rank"])
+    users = recs_pl["user"].unique().sort().head(200)
+    recs_pl = recs_pl.filter(pl.col("user").is_in(users.implode()), pl.col("rank") <= K)
+    truth_pl = pl.read_parquet(paths[1]).filter(pl.col("user").is_in(users.implode()))
+    recs, truth = (
+        spark.createDataFrame(recs_pl.to_arrow()),
+        spark.createDataFrame(truth_pl.to_arrow()),
+    )
+    inner["rows"] = float(recs_pl.height)
+
+    def call() -> Values:
+        out = fm.evaluate(recs, truth, metrics=METRICS, aggregate=True)
+        return peers.fm_floats(pl.from_arrow(out.toArrow()))
+
+    def second() -> Values:
+        t0 = time.perf_counter()
+        call()
+        return {"second call s": time.perf_counter() - t0}
+
+    return Prepared(call, extras=second, inner=inner, close=spark.stop)
+
+
 def prepare_dask(paths: Paths) -> Prepared:
     """``fm.evaluate`` on dask frames on a 2-process ``LocalCluster``."""
     import dask.dataframe as dd
@@ -129,6 +190,35 @@ def prepare_dask(paths: Paths) -> Prepared:
     return Prepared(run, inner=inner, close=client.close)
 
 
+def prepare_dask_plumbing(paths: Paths) -> Prepared:
+    """Dask's own work under ``fm-dask``: read, filter, shuffle by user, hand to Python."""
+    import dask.dataframe
+    from dask.distributed import Client, LocalCluster
+
+    dd: Any = dask.dataframe  # untyped
+
+    def start() -> Any:
+        return Client(LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="10GB"))
+
+    client, inner = _timed_start(start)
+
+    def run() -> Values:
+        recs = dd.read_parquet(paths[0], columns=["user", "item", "rank"])
+        recs = recs[recs["rank"] <= K]
+        truth = dd.read_parquet(paths[1])
+        n = recs.npartitions
+        parts = dd.map_partitions(
+            lambda r, t: len(r) + len(t),
+            recs.shuffle(on="user", npartitions=n),
+            truth.shuffle(on="user", npartitions=n),
+            align_dataframes=False,
+            meta=int,
+        )
+        return {"rows": float(sum(parts.compute()))}
+
+    return Prepared(run, inner=inner, close=client.close)
+
+
 def prepare_recommenders(paths: Paths) -> Prepared:
     """Recommenders' SparkRankingEvaluation (see :func:`peers.prepare_recommenders_spark`)."""
     spark, inner = _timed_start(lambda: spark_session(paths[2]))
@@ -142,6 +232,27 @@ JOBS = harness.job_table(
     Job("polars", FM, "fm.evaluate on pl.read_parquet frames", prepare_polars),
     Job("fm-spark", FM, "fm on Spark local[2]", prepare_spark, tree=True),
     Job("fm-dask", FM, "fm on Dask, 2 workers", prepare_dask, tree=True),
+    Job(
+        "spark-plumbing",
+        "pyspark",
+        "Spark: read, filter, hash-partition, Arrow to Python (no metric)",
+        prepare_spark_plumbing,
+        tree=True,
+    ),
+    Job(
+        "dask-plumbing",
+        "dask",
+        "Dask: read, filter, shuffle by user, to Python (no metric)",
+        prepare_dask_plumbing,
+        tree=True,
+    ),
+    Job(
+        "fm-spark-2000",
+        FM,
+        "fm on Spark, 2,000 rows, running session",
+        prepare_spark_small,
+        tree=True,
+    ),
     Job(
         "recommenders-spark",
         "Recommenders",
@@ -170,13 +281,13 @@ def plan(args: argparse.Namespace) -> list[Stage]:
 
 def report(results: list[Result], stages: list[Stage], args: argparse.Namespace) -> int:
     """The session or cluster start and every job's values."""
-    names = list(dict.fromkeys(n for r in results for n in r.values))
+    names = list(dict.fromkeys(n for r in results for n in r.all_values))
     rows = [["job", "start s", *names]]
     for r in results:
         label = r.job + (f" [{r.side}]" if r.side != harness.AFTER else "")
         start = harness.fmt_s(r.inner.get("start s", 0.0))
         rows.append(
-            [label, start, *(f"{r.values[n]:.12g}" if n in r.values else "" for n in names)]
+            [label, start, *(f"{r.all_values[n]:.12g}" if n in r.all_values else "" for n in names)]
         )
     print(f"\n{args.users:,} users; Spark local[2], {args.partitions} shuffle partitions")
     print(harness.render(rows, args.markdown))

@@ -275,6 +275,20 @@ def test_same_error(backend: Any) -> None:
     assert Keyword("on_duplicate", "first") in spread.value.parts
 
 
+def test_spark_checked_aggregate_leaves_nothing_cached(spark: Any) -> None:
+    # The checks read every row at the call; that pass gives the aggregate too, so the
+    # frame returned holds it: no plan is kept cached for a later action to read.
+    from frame_metrics.distributed.spark import _arrow
+
+    recs, truth = spark.createDataFrame(_arrow(RECS)), spark.createDataFrame(_arrow(TRUTH))
+    spark.catalog.clearCache()
+    result = fm.evaluate(recs, truth, k=[1, 3], by="model", aggregate=True)
+    assert spark._jsparkSession.sharedState().cacheManager().isEmpty()
+    expected = fm.evaluate(RECS, TRUTH, k=[1, 3], by="model", aggregate=True)
+    got = _spark_result(result).sort("model")
+    assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
+
+
 def test_error_counts_summed_over_partitions(backend: Any) -> None:
     to_backend, _, _ = backend
     bad = RECS.with_columns(
@@ -584,12 +598,32 @@ def test_spark_partitions_follow_the_data_not_the_shuffle_partitions(spark: Any)
             expected = fm.evaluate(RECS, TRUTH, k=2, aggregate=aggregate)
             got = _sorted(_spark_result(result), aggregate)
             assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
-        # The session's setting for cached plans is left as it was.
+        # The session's settings for cached plans and Arrow batches are left as they were.
         assert spark.conf.get(
             "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning", None
         ) in (None, "false")
+        assert spark.conf.get("spark.sql.execution.arrow.maxRecordsPerBatch", None) is None
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+def test_spark_keeps_the_users_arrow_batch_size(spark: Any) -> None:
+    # A call's own Spark jobs send rows to Python in batches of 100,000 rows unless the
+    # user chose a size: theirs is used (a batch of 2 rows here: the frames arrive in
+    # many batches and are put together whole) and kept.
+    from frame_metrics.distributed.spark import _arrow
+
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    spark.conf.set(key, "2")
+    try:
+        recs, truth = spark.createDataFrame(_arrow(RECS)), spark.createDataFrame(_arrow(TRUTH))
+        result = fm.evaluate(recs, truth, k=[1, 2], aggregate=False)
+        assert spark.conf.get(key, None) == "2"
+        expected = fm.evaluate(RECS, TRUTH, k=[1, 2], aggregate=False)
+        got = _sorted(_spark_result(result), False)
+        assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
+    finally:
+        spark.conf.unset(key)
 
 
 def test_spark_call_warns_nothing(spark: Any) -> None:

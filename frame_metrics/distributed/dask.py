@@ -3,8 +3,10 @@
 Every frame keyed by user gets the same bucket column and is shuffled into as many
 partitions as the recommendations have, so partition i of each holds the same users;
 ``map_partitions`` runs the engine on each (see :mod:`frame_metrics.distributed.core`).
-The result is a lazy dask DataFrame; the input checks and the few tables over every
-user (train popularity, ``by`` groups, the seen items) are computed when it is built.
+The few tables over every user (train popularity, ``by`` groups, the seen items) are
+computed when the call is made, and so are the input checks, in the one pass that also
+gives the result: an aggregate comes back computed (a one-partition frame), per-user rows
+lazy over that pass kept with ``persist()``; with ``validate=False`` the result is lazy.
 """
 
 from __future__ import annotations
@@ -166,6 +168,10 @@ def evaluate(
     run = _Run(spec, recs, truth, extras, aggregate=aggregate)
     job = run.job
     meta = pl.DataFrame(schema=core.result_schema(job))
+    if spec.validate and aggregate:
+        # The pass the checks need gives the sums too, a few rows per partition: they
+        # are added up here, with nothing persisted on the workers.
+        return like(recs, core.finish(_checked_rows(run, meta), job))
     if spec.validate:
         result = _checked(run, meta)
     else:
@@ -178,6 +184,21 @@ def evaluate(
 
     final_meta = _to_pandas(core.finish(meta, job))
     return result.repartition(npartitions=1).map_partitions(finish, meta=final_meta)
+
+
+def _checked_rows(run: _Run, meta: pl.DataFrame) -> pl.DataFrame:
+    """The checks and the (small) result in one computation: the result, here."""
+    job = run.job
+    combined_meta = core.partition_checked_result(job.empty(), job)
+    rows = _to_polars(
+        run.per_partition(
+            lambda frames: core.partition_checked_result(frames, job), combined_meta
+        ).compute(),
+        "checks",
+    )
+    is_failure = pl.col(core.TAG) == "failure"
+    core.raise_first(rows.filter(is_failure).select(core.failure_columns()))
+    return rows.filter(~is_failure).select(pl.col(c).cast(d) for c, d in meta.schema.items())
 
 
 def _checked(run: _Run, meta: pl.DataFrame) -> Any:

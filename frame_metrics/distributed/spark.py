@@ -1,13 +1,16 @@
 """Spark DataFrames: partition by a hash of the user key, the polars engine per partition.
 
 Every frame keyed by user gets the same bucket column (a hash of its user key); the
-frames are stacked into one (each column prefixed by its frame's name, so no two frames'
-columns clash) and repartitioned by bucket, and ``mapInArrow`` hands each partition's
-rows of every frame to the engine (:mod:`frame_metrics.distributed.core`): a partition
-holds whole users. Spark's adaptive execution sizes the partitions from the data
-(``spark.sql.adaptive.advisoryPartitionSizeInBytes``, 64 MB by default). The result is a
-lazy Spark DataFrame; the input checks and the few tables over every user (train
-popularity, ``by`` groups, the seen items) are computed when it is built.
+frames are stacked into one (a column of one name and dtype in several frames, as the
+user and item keys are once unified, is one stacked column; the others are prefixed by
+their frame's position, so no two frames' columns clash) and repartitioned by bucket,
+and ``mapInArrow`` hands each partition's rows of every frame to the engine
+(:mod:`frame_metrics.distributed.core`): a partition holds whole users. Spark's adaptive execution sizes the partitions from the data
+(``spark.sql.adaptive.advisoryPartitionSizeInBytes``, 64 MB by default). The few tables
+over every user (train popularity, ``by`` groups, the seen items) are computed when the
+call is made, and so are the input checks, in the one pass that also gives the result:
+an aggregate comes back computed (a small local DataFrame), per-user rows lazy over that
+pass kept with ``persist()``; with ``validate=False`` the result is a lazy DataFrame.
 """
 
 from __future__ import annotations
@@ -140,12 +143,13 @@ class _Run:
         core.refuse_row_order(spec, "Spark")
         self.schemas = dict(self.job.schemas)
         self.keep = None if for_diagnose else core.row_filter(self.job)
+        self.stacked_names = _stacked_names(self.schemas)
         self.bucketed = {name: self._bucketed(name) for name in self.frames}
         shared = core.global_tables(self.job, self.collect, self.distinct, has_recs=self.has_recs)
         self.job = core.Job(spec, aggregate, self.schemas, broadcast, shared)
 
     def _bucketed(self, name: str) -> Any:
-        """One user frame with its bucket and its columns prefixed by its position.
+        """One user frame with its bucket, a tag of its position and its stacked columns.
 
         All in Spark: the key columns cast to the dtypes every frame shares (so one user
         hashes alike in every frame), the bucket a hash of them, the recommendations
@@ -165,8 +169,8 @@ class _Run:
         bucket = F.pmod(F.xxhash64(*(cast[c] for c in user)), F.lit(_HASHES))
         return frame.select(
             bucket.alias(core.BUCKET),
-            F.lit(index).alias(_TAG),
-            *(cast[c].alias(f"{index}|{c}") for c in schema),
+            F.lit(index).cast("byte").alias(_TAG),
+            *(cast[c].alias(self.stacked_names[name][c]) for c in schema),
         )
 
     def _coarse_keep(self) -> Any:
@@ -208,12 +212,14 @@ class _Run:
         # Only plain values in the closure: Spark pickles it for the workers.
         positions = {name: list(self.frames).index(name) for name in names}
         schemas = self.schemas
+        stacked_names = {name: self.stacked_names[name] for name in names}
         keep = self.keep
 
         def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             parts = [b for b in batches if b.num_rows]
             if parts:  # an empty partition has no user
-                frames = _unstack(pa.Table.from_batches(parts), positions, schemas)
+                table = pa.Table.from_batches(parts)
+                frames = _unstack(table, positions, schemas, stacked_names)
                 if keep is not None and "recs" in frames:
                     # polars' own row rule (Spark's filter while reading is the same rule
                     # in Spark's expressions).
@@ -226,7 +232,8 @@ class _Run:
         # spark.sql.adaptive.advisoryPartitionSizeInBytes, so their number follows the
         # data (a group per bucket value ran polars once per handful of users: 200
         # groups of a few rows took 36 s for 2,320 rows).
-        stacked = self.stacked(names).repartition(core.BUCKET)
+        # The bucket only routes rows: dropped after the shuffle, it never reaches Python.
+        stacked = self.stacked(names).repartition(core.BUCKET).drop(core.BUCKET)
         return stacked.mapInArrow(run, _spark_schema(meta))
 
     def collect(
@@ -253,8 +260,27 @@ class _Run:
         return bool(self.frames["recs"].limit(1).count())
 
 
+def _stacked_names(schemas: Mapping[str, pl.Schema]) -> dict[str, dict[str, str]]:
+    """Each frame's column names in the stacked frame.
+
+    A column of the same name and dtype in several frames (the user and item keys, once
+    unified) is one stacked column, named after the first of them, so the rows of the
+    stack are no wider than they must be: each column is a cell per row of every frame
+    in the shuffle and in the Arrow batches, null in the rows of the frames without it.
+    Names are prefixed by a frame's position (``0|user``), which no name of ours starts with.
+    """
+    first: dict[tuple[str, pl.DataType], str] = {}
+    out: dict[str, dict[str, str]] = {}
+    for i, (name, schema) in enumerate(schemas.items()):
+        out[name] = {c: first.setdefault((c, d), f"{i}|{c}") for c, d in schema.items()}
+    return out
+
+
 def _unstack(
-    table: pa.Table, positions: Mapping[str, int], schemas: Mapping[str, pl.Schema]
+    table: pa.Table,
+    positions: Mapping[str, int],
+    schemas: Mapping[str, pl.Schema],
+    stacked_names: Mapping[str, Mapping[str, str]],
 ) -> dict[str, pl.DataFrame]:
     """One bucket's stacked rows as each frame's own rows and columns."""
     rows = pl.from_arrow(table)
@@ -262,8 +288,9 @@ def _unstack(
     frames = {}
     for name, i in positions.items():
         mine = rows.filter(pl.col(_TAG) == i)
+        names = stacked_names[name]
         frames[name] = mine.select(
-            pl.col(f"{i}|{c}").cast(d).alias(c) for c, d in schemas[name].items()
+            pl.col(names[c]).cast(d).alias(c) for c, d in schemas[name].items()
         )
     return frames
 
@@ -272,7 +299,7 @@ def evaluate(
     spec: Spec, recs: Any, truth: Any, extras: Mapping[str, object | None], *, aggregate: bool
 ) -> Any:
     """:func:`frame_metrics.evaluate` on Spark DataFrames; gives a Spark DataFrame."""
-    with _without_pandas_notice():
+    with _without_pandas_notice(), _our_actions(recs.sparkSession):
         return _evaluate(spec, recs, truth, extras, aggregate=aggregate)
 
 
@@ -284,6 +311,11 @@ def _evaluate(
     run = _Run(spec, recs, truth, extras, aggregate=aggregate)
     job = run.job
     meta = pl.DataFrame(schema=core.result_schema(job))
+    if spec.validate and aggregate:
+        # The pass the checks need gives the sums too, a few rows per partition: they
+        # are added up here, with no cached plan or second Spark job left behind.
+        sums = _checked_rows(run, meta)
+        return like(recs, core.finish(sums, job))
     if spec.validate:
         result = _checked(run, meta)
     else:
@@ -301,6 +333,21 @@ def _evaluate(
     # One partition holds the one group: no shuffle into 200 mostly empty partitions.
     one = result.withColumn(_ONE, F.lit(1)).repartition(1, _ONE)
     return one.groupBy(_ONE).applyInArrow(finish, _spark_schema(final_meta))
+
+
+def _checked_rows(run: _Run, meta: pl.DataFrame) -> pl.DataFrame:
+    """The checks and the (small) result in one Spark job: the result, on the driver."""
+    job = run.job
+    combined_meta = core.partition_checked_result(job.empty(), job)
+    rows = pl.from_arrow(
+        run.per_partition(
+            lambda frames: core.partition_checked_result(frames, job), combined_meta
+        ).toArrow()
+    )
+    assert isinstance(rows, pl.DataFrame)
+    is_failure = pl.col(core.TAG) == "failure"
+    core.raise_first(rows.filter(is_failure).select(core.failure_columns()))
+    return rows.filter(~is_failure).select(pl.col(c).cast(d) for c, d in meta.schema.items())
 
 
 def _checked(run: _Run, meta: pl.DataFrame) -> Any:
@@ -331,6 +378,36 @@ def _checked(run: _Run, meta: pl.DataFrame) -> Any:
 #: this is true when the plan is cached.
 _CACHED_PLAN_PARTITIONING = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
 
+#: Rows per Arrow batch between the JVM and the Python workers. Spark's default (10,000)
+#: makes the batches, not the data, the cost: 10M recommendation rows and 7.5M truth
+#: rows took 12-19 s to reach Python in batches of 10,000 and 9 s in batches of 100,000
+#: (1M users, local[2]); a batch of a few columns of 100,000 rows is a few MB.
+_ARROW_BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
+_OUR_BATCH_ROWS = 100_000
+
+
+@contextlib.contextmanager
+def _session_conf(session: Any, settings: Mapping[str, str]) -> Iterator[None]:
+    """The session's ``settings`` while the block runs, its own values restored after.
+
+    Only a setting the user has not made is changed (theirs is kept): Spark reads these
+    when a plan is executed or cached, so they hold for the actions run inside.
+    """
+    conf = session.conf
+    changed = {key: value for key, value in settings.items() if conf.get(key, None) is None}
+    for key, value in changed.items():
+        conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key in changed:
+            conf.unset(key)
+
+
+def _our_actions(session: Any) -> contextlib.AbstractContextManager[None]:
+    """Settings for the Spark jobs a call runs itself (checks, tables over every user)."""
+    return _session_conf(session, {_ARROW_BATCH_ROWS: str(_OUR_BATCH_ROWS)})
+
 
 def _persisted(frame: Any) -> Any:
     """``frame.persist()``, its shuffle's partitions still merged to the data's size.
@@ -338,21 +415,13 @@ def _persisted(frame: Any) -> Any:
     Without it each of the 200 shuffle partitions (Spark's default) would stay one
     polars run. The session's setting is set only while the plan is cached.
     """
-    conf = frame.sparkSession.conf
-    before = conf.get(_CACHED_PLAN_PARTITIONING, None)
-    conf.set(_CACHED_PLAN_PARTITIONING, "true")
-    try:
+    with _session_conf(frame.sparkSession, {_CACHED_PLAN_PARTITIONING: "true"}):
         return frame.persist()
-    finally:
-        if before is None:
-            conf.unset(_CACHED_PLAN_PARTITIONING)
-        else:
-            conf.set(_CACHED_PLAN_PARTITIONING, before)
 
 
 def diagnose(spec: Spec, recs: Any, truth: Any, extras: Mapping[str, object | None]) -> Diagnostics:
     """:func:`frame_metrics.diagnose` on Spark DataFrames."""
-    with _without_pandas_notice():
+    with _without_pandas_notice(), _our_actions(recs.sparkSession):
         run = _Run(spec, recs, truth, extras, aggregate=False, for_diagnose=True)
         return core.run_diagnostics(run.collect, run.job)
 
