@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import dask.dataframe
+import numpy as np
 import pandas as pd
 import polars as pl
 
@@ -108,9 +109,10 @@ class _Run:
         spec = self.job.spec
         c = spec.columns
         rank = frame[c.rank]
-        keep = rank.isna() | (rank <= spec.max_k)
-        for col in [*c.keys, c.item]:
-            keep = keep | frame[col].isna()
+        keep = rank <= spec.max_k
+        for col in [c.rank, *c.keys, c.item]:
+            if _may_be_missing(frame[col].dtype):
+                keep = keep | frame[col].isna()
         if self.schemas["recs"][c.rank].is_float():
             whole = rank == rank.round()  # False for NaN and ±inf (round keeps them)
             keep = keep | ~whole | (rank.abs() == float("inf"))
@@ -159,6 +161,15 @@ class _Run:
     def has_recs(self) -> bool:
         """Whether recs has a row."""
         return bool(len(self.frames["recs"].head(1, npartitions=-1)))
+
+
+def _may_be_missing(dtype: object) -> bool:
+    """Whether a pandas column of ``dtype`` can hold a missing value.
+
+    numpy's integer and boolean dtypes cannot: their ``isna()`` is a pass over every row
+    that is always False (0.3 s of 100M rows' filter).
+    """
+    return not (isinstance(dtype, np.dtype) and dtype.kind in "iub")
 
 
 def evaluate(
