@@ -275,17 +275,32 @@ def test_same_error(backend: Any) -> None:
     assert Keyword("on_duplicate", "first") in spread.value.parts
 
 
-def test_spark_checked_aggregate_leaves_nothing_cached(spark: Any) -> None:
-    # The checks read every row at the call; that pass gives the aggregate too, so the
-    # frame returned holds it: no plan is kept cached for a later action to read.
+@pytest.mark.parametrize("aggregate", [True, False])
+def test_spark_checked_call_leaves_nothing_cached(spark: Any, aggregate: bool) -> None:
+    # The checks read every row at the call, in the pass that gives the result: an
+    # aggregate is added up from it at once (nothing cached); per-user rows are read
+    # from that pass, persisted, until the DataFrame returned is dropped. Before, the
+    # session kept every call's cached result until it stopped: calls in a loop piled up.
+    import gc
+
     from frame_metrics.distributed.spark import _arrow
 
     recs, truth = spark.createDataFrame(_arrow(RECS)), spark.createDataFrame(_arrow(TRUTH))
     spark.catalog.clearCache()
-    result = fm.evaluate(recs, truth, k=[1, 3], by="model", aggregate=True)
-    assert spark._jsparkSession.sharedState().cacheManager().isEmpty()
-    expected = fm.evaluate(RECS, TRUTH, k=[1, 3], by="model", aggregate=True)
-    got = _spark_result(result).sort("model")
+    cache = spark._jsparkSession.sharedState().cacheManager()
+    result = fm.evaluate(recs, truth, k=[1, 3], by="model", aggregate=aggregate)
+    assert cache.isEmpty() is aggregate
+    keys = ["model"] if aggregate else ["model", "user"]
+    expected = fm.evaluate(RECS, TRUTH, k=[1, 3], by="model", aggregate=aggregate).sort(keys)
+    derived = result.select("*")
+    for frame in (result, result, derived):
+        got = _spark_result(frame).sort(keys)
+        assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
+    del result
+    gc.collect()
+    assert cache.isEmpty()
+    # A frame derived from the result is still right once the cache is gone.
+    got = _spark_result(derived).sort(keys)
     assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
 
 

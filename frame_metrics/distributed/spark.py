@@ -10,7 +10,7 @@ and ``mapInArrow`` hands each partition's rows of every frame to the engine
 over every user (train popularity, ``by`` groups, the seen items) are computed when the
 call is made, and so are the input checks, in the one pass that also gives the result:
 an aggregate comes back computed (a small local DataFrame), per-user rows lazy over that
-pass kept with ``persist()``; with ``validate=False`` the result is a lazy DataFrame.
+pass kept with ``persist()`` until that DataFrame is dropped; with ``validate=False`` the result is a lazy DataFrame.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import warnings
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -354,7 +355,11 @@ def _checked(run: _Run, meta: pl.DataFrame) -> Any:
     """The result after the checks, from one pass over the data.
 
     Every bucket's failures and result are computed together and kept (persisted);
-    the failures raise, the result stays.
+    the failures raise, the result reads the kept rows. The cached plan is unpersisted
+    when the DataFrame returned is no longer referenced (``weakref.finalize``): the
+    session would otherwise hold it until it stops, and calls in a loop would pile up
+    cached results. A frame derived from the result and kept longer is still right,
+    recomputed from its plan (the checks passed, they are not run again).
     """
     from pyspark.sql import functions as F
 
@@ -371,7 +376,16 @@ def _checked(run: _Run, meta: pl.DataFrame) -> Any:
     except Exception:
         combined.unpersist()
         raise
-    return combined.filter(~is_failure).select(*(_column(c) for c in meta.columns))
+    result = combined.filter(~is_failure).select(*(_column(c) for c in meta.columns))
+    # Not at interpreter exit: the session may be gone by then.
+    weakref.finalize(result, _unpersist, combined).atexit = False
+    return result
+
+
+def _unpersist(frame: Any) -> None:
+    """``frame.unpersist()``, unless its session has stopped (nothing is cached then)."""
+    with contextlib.suppress(Exception):
+        frame.unpersist()
 
 
 #: Spark caches a plan with adaptive execution's partition merging turned off, unless
