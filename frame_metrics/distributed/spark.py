@@ -393,9 +393,9 @@ def _unpersist(frame: Any) -> None:
 _CACHED_PLAN_PARTITIONING = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
 
 #: Rows per Arrow batch between the JVM and the Python workers. Spark's default (10,000)
-#: makes the batches, not the data, the cost: 10M recommendation rows and 7.5M truth
-#: rows took 12-19 s to reach Python in batches of 10,000 and 9 s in batches of 100,000
-#: (1M users, local[2]); a batch of a few columns of 100,000 rows is a few MB.
+#: makes the batches a cost: 10M recommendation rows and 7.5M truth rows, stacked, took
+#: 12.2-12.7 s to reach Python in batches of 10,000 and 9.0-9.1 s in batches of 100,000
+#: (1M users, local[2], no metric); a batch of a few columns of 100,000 rows is a few MB.
 _ARROW_BATCH_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
 _OUR_BATCH_ROWS = 100_000
 
