@@ -18,8 +18,9 @@ Jobs (P, R, MAP, NDCG, MRR at k=10 unless said; ``aggregate=True``):
   computation on the engine must do first, written with the engine's own API: read the
   same columns, keep the rows ranked within the cutoff, hash-partition recommendations
   and truth by user, hand every partition's rows to Python (Spark: ``mapInArrow``; Dask:
-  ``map_partitions`` on the shuffled pandas frames), count them. What ``fm-spark`` and
-  ``fm-dask`` take beyond it is frame_metrics' own;
+  ``map_partitions`` on the shuffled pandas frames), count them; Spark's Arrow batches of
+  100,000 rows, as in frame_metrics' own jobs. What ``fm-spark`` and ``fm-dask`` take
+  beyond it is frame_metrics' own;
 - ``fm-spark-2000``: ``fm.evaluate`` on 2,000 recommendation rows (the first 200 users)
   on a running session: the first call is timed, the second is reported apart
   (``second call s``).
@@ -124,6 +125,8 @@ def prepare_spark_plumbing(paths: Paths) -> Prepared:
     from pyspark.sql import functions as F
 
     spark, inner = _timed_start(lambda: spark_session(paths[2]))
+    # The batch size frame_metrics' own Spark jobs use (Spark's default is 10,000).
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
 
     def count(batches: Any) -> Any:
         n = sum(b.num_rows for b in batches)
