@@ -5,12 +5,15 @@ frames are stacked into one (a column of one name and dtype in several frames, a
 user and item keys are once unified, is one stacked column; the others are prefixed by
 their frame's position, so no two frames' columns clash) and repartitioned by bucket,
 and ``mapInArrow`` hands each partition's rows of every frame to the engine
-(:mod:`frame_metrics.distributed.core`): a partition holds whole users. Spark's adaptive execution sizes the partitions from the data
-(``spark.sql.adaptive.advisoryPartitionSizeInBytes``, 64 MB by default). The few tables
-over every user (train popularity, ``by`` groups, the seen items) are computed when the
-call is made, and so are the input checks, in the one pass that also gives the result:
-an aggregate comes back computed (a small local DataFrame), per-user rows lazy over that
-pass kept with ``persist()`` until that DataFrame is dropped; with ``validate=False`` the result is a lazy DataFrame.
+(:mod:`frame_metrics.distributed.core`): a partition holds whole users. Spark's
+adaptive execution sizes the partitions from the data
+(``spark.sql.adaptive.advisoryPartitionSizeInBytes``, 64 MB by default).
+
+The few tables over every user (train popularity, ``by`` groups, the seen items) are
+computed when the call is made, and so are the input checks, in the one pass that also
+gives the result: an aggregate comes back computed (a small local DataFrame), per-user
+rows lazy over that pass, kept with ``persist()`` until that DataFrame is dropped. With
+``validate=False`` the result is a lazy DataFrame.
 """
 
 from __future__ import annotations
