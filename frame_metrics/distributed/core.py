@@ -56,6 +56,7 @@ __all__ = [
     "partition_diagnostics",
     "partition_result",
     "raise_first",
+    "result_after_checks",
     "result_schema",
     "row_filter",
     "run_diagnostics",
@@ -307,6 +308,17 @@ def partition_checked_result(frames: Mapping[str, pl.DataFrame], job: Job) -> pl
         ],
         how="diagonal_relaxed",
     )
+
+
+def result_after_checks(rows: pl.DataFrame, schema: pl.Schema) -> pl.DataFrame:
+    """The result rows of every partition's :func:`partition_checked_result`, stacked.
+
+    Raises the first failure over the partitions (:func:`raise_first`) if any; for a
+    result small enough to come back whole (an aggregate's sums).
+    """
+    is_failure = pl.col(TAG) == "failure"
+    raise_first(rows.filter(is_failure).select(failure_columns()))
+    return rows.filter(~is_failure).select(pl.col(c).cast(d) for c, d in schema.items())
 
 
 def failure_columns() -> list[str]:

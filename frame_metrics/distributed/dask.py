@@ -142,6 +142,12 @@ class _Run:
             enforce_metadata=False,
         )
 
+    def checked_pass(self) -> Any:
+        """Every partition's failed checks and result (:func:`core.partition_checked_result`)."""
+        job = self.job
+        meta = core.partition_checked_result(job.empty(), job)
+        return self.per_partition(lambda frames: core.partition_checked_result(frames, job), meta)
+
     def collect(
         self,
         fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame],
@@ -199,17 +205,8 @@ def evaluate(
 
 def _checked_rows(run: _Run, meta: pl.DataFrame) -> pl.DataFrame:
     """The checks and the (small) result in one computation: the result, here."""
-    job = run.job
-    combined_meta = core.partition_checked_result(job.empty(), job)
-    rows = _to_polars(
-        run.per_partition(
-            lambda frames: core.partition_checked_result(frames, job), combined_meta
-        ).compute(),
-        "checks",
-    )
-    is_failure = pl.col(core.TAG) == "failure"
-    core.raise_first(rows.filter(is_failure).select(core.failure_columns()))
-    return rows.filter(~is_failure).select(pl.col(c).cast(d) for c, d in meta.schema.items())
+    rows = _to_polars(run.checked_pass().compute(), "checks")
+    return core.result_after_checks(rows, meta.schema)
 
 
 def _checked(run: _Run, meta: pl.DataFrame) -> Any:
@@ -218,11 +215,7 @@ def _checked(run: _Run, meta: pl.DataFrame) -> Any:
     Every partition's failures and result are computed together and kept (persisted);
     the failures raise, the result stays.
     """
-    job = run.job
-    combined_meta = core.partition_checked_result(job.empty(), job)
-    combined = run.per_partition(
-        lambda frames: core.partition_checked_result(frames, job), combined_meta
-    ).persist()
+    combined = run.checked_pass().persist()
     is_failure = combined[core.TAG] == "failure"
     failures = _to_polars(combined[is_failure][core.failure_columns()].compute(), "checks")
     core.raise_first(failures)

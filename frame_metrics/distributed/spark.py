@@ -240,6 +240,12 @@ class _Run:
         stacked = self.stacked(names).repartition(core.BUCKET).drop(core.BUCKET)
         return stacked.mapInArrow(run, _spark_schema(meta))
 
+    def checked_pass(self) -> Any:
+        """Every partition's failed checks and result (:func:`core.partition_checked_result`)."""
+        job = self.job
+        meta = core.partition_checked_result(job.empty(), job)
+        return self.per_partition(lambda frames: core.partition_checked_result(frames, job), meta)
+
     def collect(
         self,
         fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame],
@@ -341,17 +347,9 @@ def _evaluate(
 
 def _checked_rows(run: _Run, meta: pl.DataFrame) -> pl.DataFrame:
     """The checks and the (small) result in one Spark job: the result, on the driver."""
-    job = run.job
-    combined_meta = core.partition_checked_result(job.empty(), job)
-    rows = pl.from_arrow(
-        run.per_partition(
-            lambda frames: core.partition_checked_result(frames, job), combined_meta
-        ).toArrow()
-    )
+    rows = pl.from_arrow(run.checked_pass().toArrow())
     assert isinstance(rows, pl.DataFrame)
-    is_failure = pl.col(core.TAG) == "failure"
-    core.raise_first(rows.filter(is_failure).select(core.failure_columns()))
-    return rows.filter(~is_failure).select(pl.col(c).cast(d) for c, d in meta.schema.items())
+    return core.result_after_checks(rows, meta.schema)
 
 
 def _checked(run: _Run, meta: pl.DataFrame) -> Any:
@@ -366,11 +364,7 @@ def _checked(run: _Run, meta: pl.DataFrame) -> Any:
     """
     from pyspark.sql import functions as F
 
-    job = run.job
-    combined_meta = core.partition_checked_result(job.empty(), job)
-    combined = _persisted(
-        run.per_partition(lambda frames: core.partition_checked_result(frames, job), combined_meta)
-    )
+    combined = _persisted(run.checked_pass())
     is_failure = F.col(core.TAG) == "failure"
     failures = pl.from_arrow(combined.filter(is_failure).select(*core.failure_columns()).toArrow())
     assert isinstance(failures, pl.DataFrame)
