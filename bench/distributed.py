@@ -89,6 +89,13 @@ def spark_session(partitions: int) -> Any:
     )
 
 
+def dask_client() -> Any:
+    """A ``LocalCluster`` of 2 single-threaded worker processes, 10 GB each."""
+    from dask.distributed import Client, LocalCluster
+
+    return Client(LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="10GB"))
+
+
 def prepare_polars(paths: Paths) -> Prepared:
     """``fm.evaluate`` on ``pl.read_parquet`` frames (the reading is timed)."""
     import polars as pl
@@ -176,14 +183,10 @@ def prepare_spark_small(paths: Paths) -> Prepared:
 def prepare_dask(paths: Paths) -> Prepared:
     """``fm.evaluate`` on dask frames on a 2-process ``LocalCluster``."""
     import dask.dataframe as dd
-    from dask.distributed import Client, LocalCluster
 
     import frame_metrics as fm
 
-    def start() -> Any:
-        return Client(LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="10GB"))
-
-    client, inner = _timed_start(start)
+    client, inner = _timed_start(dask_client)
 
     def run() -> Values:
         recs = dd.read_parquet(paths[0], columns=["user", "item", "rank"])
@@ -196,14 +199,9 @@ def prepare_dask(paths: Paths) -> Prepared:
 def prepare_dask_plumbing(paths: Paths) -> Prepared:
     """Dask's own work under ``fm-dask``: read, filter, shuffle by user, hand to Python."""
     import dask.dataframe
-    from dask.distributed import Client, LocalCluster
 
     dd: Any = dask.dataframe  # untyped
-
-    def start() -> Any:
-        return Client(LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="10GB"))
-
-    client, inner = _timed_start(start)
+    client, inner = _timed_start(dask_client)
 
     def run() -> Values:
         recs = dd.read_parquet(paths[0], columns=["user", "item", "rank"])
