@@ -304,15 +304,18 @@ def test_spark_checked_call_leaves_nothing_cached(spark: Any, aggregate: bool) -
     assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
 
 
-def test_error_counts_summed_over_partitions(backend: Any) -> None:
+@pytest.mark.parametrize("aggregate", [False, True])
+def test_error_counts_summed_over_partitions(backend: Any, aggregate: bool) -> None:
+    # Per-user rows read the checked pass kept; an aggregate adds up the same pass's
+    # rows on the driver: both raise the failure summed over partitions.
     to_backend, _, _ = backend
     bad = RECS.with_columns(
         rank=pl.when(pl.col("user").is_in([1, 6])).then(0).otherwise(pl.col("rank"))
     )
     with pytest.raises(FrameMetricsError) as single:
-        fm.evaluate(bad, TRUTH, k=3)
+        fm.evaluate(bad, TRUTH, k=3, aggregate=aggregate)
     with pytest.raises(FrameMetricsError) as spread:
-        fm.evaluate(to_backend(bad, 3), to_backend(TRUTH, 2), k=3)
+        fm.evaluate(to_backend(bad, 3), to_backend(TRUTH, 2), k=3, aggregate=aggregate)
     assert type(spread.value) is type(single.value)
     # 5 rows have rank 0 (users 1 and 6), wherever they landed.
     assert "found 5 " in str(single.value)
