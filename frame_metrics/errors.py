@@ -28,8 +28,10 @@ __all__ = [
     "MissingColumnsError",
     "MissingDependencyError",
     "MissingInputError",
+    "NoRecommendationsWarning",
     "Part",
     "Pass",
+    "RelevanceWarning",
     "SmallSampleWarning",
     "UndefinedMetricWarning",
     "UnmatchedIdsWarning",
@@ -296,6 +298,25 @@ class SmallSampleWarning(FrameMetricsWarning):
     The effective sample size (Σw)²/Σw² of a user's relevant items is below 2 on
     average: a few heavily weighted items decide the user's values, whose variance is
     then large. Clipping the weights (``max_weight=``) trades that variance for bias.
+    """
+
+
+class RelevanceWarning(FrameMetricsWarning):
+    """The relevance column looks like star ratings, and no threshold says what is relevant.
+
+    With at least three levels, all multiples of 0.5 and the largest 3 or more, and
+    neither ``threshold=`` nor ``convention=`` given, every rating above 0 is relevant
+    (half a star too) and gains its stars (spec section 8). Passing ``threshold=``
+    (``None`` included, to keep ``rel > 0``) says what is meant and silences it.
+    """
+
+
+class NoRecommendationsWarning(FrameMetricsWarning):
+    """More than half of the evaluated users (or all) have no recommendation in the call.
+
+    They score 0 on every ranking metric (spec section 3), which is right for a system
+    that recommends nothing to them and wrong for recommendations filtered by mistake;
+    ``users="both"`` evaluates only the users in both frames.
     """
 
 

@@ -9,11 +9,17 @@ runs trec_eval for these), with the few options a name itself fixes: ir_measures
 (``threshold=`` as trec_eval's ``-l``, ``users="truth"`` as ``-c``) still apply; the
 call's ``convention`` does not (the name already says whose conventions hold).
 
-Names are matched exactly (``"nDCG"``, not ``"ndcg"``): a name the package itself uses,
-in any case (``ndcg``, ``map``, ``bpref``, ``rbp``, ``recall``; ir_measures' ``RBP``,
-which ir_measures computes only with ``rel=``), keeps the package's meaning;
-``"ndcg(convention=trec_eval)@10"`` is trec_eval's. A measure of either tool
-that the package does not compute gets an error naming it, rather than "unknown".
+One spelling, one meaning (spec section 8): a tool's name matches only as that tool
+writes it, case included (``"nDCG"``, ``"P_10"``, ``"RR"``); a name the package itself
+uses matches in any case and keeps the package's meaning (``"NDCG@10"``, ``"MAP@10"``,
+``"Mrr"``: the aliases ir_measures also accepts for its nDCG, AP and RR are the
+package's here, as users mean them); ``"ndcg(convention=trec_eval)@10"`` is
+trec_eval's. A tool's name in another case that is not the package's (``"p_10"``,
+``"Ndcg_Cut_10"``, ``"rr"``) is an error naming the exact spelling, and a measure of
+either tool that the package does not compute an error naming it, rather than
+"unknown". The three canonical ir_measures names that are also the package's in
+another case, ``ERR``, ``Bpref`` and ``Judged``, are ir_measures' as written (the
+sheet lists them as its names); ``err``, ``BPREF``, ``judged`` are the package's.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from typing import Any, Literal
 
 from frame_metrics.errors import InvalidOptionError
 
-__all__ = ["TOOL_CONVENTION", "ToolMeasure", "spellings", "tool_measure"]
+__all__ = ["TOOL_CONVENTION", "ToolMeasure", "possessive", "spellings", "tool_measure"]
 
 #: The conventions of every tool name: ir_measures computes these through trec_eval.
 TOOL_CONVENTION = "trec_eval"
@@ -60,6 +66,7 @@ _TREC_EVAL_CUT = {
     "ndcg_cut": "ndcg",
 }
 _TREC_EVAL_CUT_NAME = re.compile(r"(" + "|".join(_TREC_EVAL_CUT) + r")_(\d+)")
+_TREC_EVAL_CUT_NAME_ANY_CASE = re.compile(_TREC_EVAL_CUT_NAME.pattern, re.IGNORECASE)
 
 #: trec_eval measures without a cutoff. (``map``, ``ndcg``, ``bpref``, ``rbp`` are the
 #: package's own names and keep its meaning.)
@@ -69,23 +76,19 @@ _TREC_EVAL_WHOLE = {
     "Rprec_mult_1.00": ("r_precision", ()),
 }
 
-#: ir_measures' names (and aliases) with the metric; a cutoff is written ``"@k"``.
+#: ir_measures' names with the metric; a cutoff is written ``"@k"``. Its aliases that
+#: are the package's names in another case (``MAP``, ``NDCG``, ``MRR``, ``BPref``) are
+#: not here: they are the package's (spec section 8, one spelling one meaning).
 _IR_MEASURES = {
     "P": "precision",
-    "Precision": "precision",
     "R": "recall",
-    "Recall": "recall",
     "Success": "hit_rate",
     "AP": "ap",
-    "MAP": "ap",
     "nDCG": "ndcg",
-    "NDCG": "ndcg",
     "RR": "mrr",
-    "MRR": "mrr",
     "Rprec": "r_precision",
     "RPrec": "r_precision",
     "Bpref": "bpref",
-    "BPref": "bpref",
     "ERR": "err",
     "Judged": "judged",
 }
@@ -132,6 +135,11 @@ _IR_MEASURES_NOT_COMPUTED: dict[str, str] = {
 
 
 _POSSESSIVE = {"trec_eval": "'s", "ir_measures": "'"}
+
+
+def possessive(tool: str) -> str:
+    """``"trec_eval's"``, ``"ir_measures'"``: a tool's name as a message's possessive."""
+    return tool + _POSSESSIVE[tool]
 
 
 def _not_computed(name: str) -> tuple[Tool, str] | None:
@@ -190,6 +198,18 @@ def tool_measure(
         return ToolMeasure("ir_measures", name, metric, fixed=_IR_FIXED.get(name, ()))
     if name.lower() in package:
         return None
+    odd = _exact_spelling(name)
+    if odd is not None:
+        tool, spelling, metric = odd
+        written = spelling if cut is None else f"{spelling}@{cut}"
+        ours = metric if cut is None else f"{metric}@{cut}"
+        if cut is None and spelling != name and (tail := _cut_of(spelling)) is not None:
+            ours = f"{metric}@{tail}"
+        raise InvalidOptionError(
+            f"expected {possessive(tool)} spelling {written!r} (a tool's name matches only as the "
+            f"tool writes it, case included) or this package's {ours!r}, got {raw!r}",
+            option="metrics",
+        )
     if name in _TREC_EVAL_CUT:  # success, map_cut, ndcg_cut (P is ir_measures')
         raise InvalidOptionError(
             f"expected trec_eval's {name} with its cutoff ({name}_<k>, such as "
@@ -201,10 +221,41 @@ def tool_measure(
         tool, why = refused
         raise InvalidOptionError(
             f"expected a measure frame_metrics computes, got {raw!r}: "
-            f"{tool}{_POSSESSIVE[tool]} {name} is {why}",
+            f"{possessive(tool)} {name} is {why}",
             option="metrics",
         )
     return None
+
+
+def _exact_spelling(name: str) -> tuple[Tool, str, str] | None:
+    """The tool, exact spelling and metric of a tool name written in another case.
+
+    ``"p_10"`` is trec_eval's ``"P_10"`` (precision), ``"rr"`` ir_measures' ``"RR"``;
+    None when ``name`` is no tool's name in any case.
+
+    Examples
+    --------
+    >>> _exact_spelling("Ndcg_Cut_10"), _exact_spelling("rr")
+    (('trec_eval', 'ndcg_cut_10', 'ndcg'), ('ir_measures', 'RR', 'mrr'))
+    """
+    lowered = name.lower()
+    cut_in_name = _TREC_EVAL_CUT_NAME_ANY_CASE.fullmatch(name)
+    if cut_in_name:
+        stem = next(s for s in _TREC_EVAL_CUT if s.lower() == cut_in_name[1].lower())
+        return "trec_eval", f"{stem}_{cut_in_name[2]}", _TREC_EVAL_CUT[stem]
+    for spelling, (metric, _) in _TREC_EVAL_WHOLE.items():
+        if spelling.lower() == lowered:
+            return "trec_eval", spelling, metric
+    for spelling, metric in _IR_MEASURES.items():
+        if spelling.lower() == lowered:
+            return "ir_measures", spelling, metric
+    return None
+
+
+def _cut_of(spelling: str) -> str | None:
+    """The cutoff a trec_eval name carries (``"P_10"``: ``"10"``), else None."""
+    match = _TREC_EVAL_CUT_NAME.fullmatch(spelling)
+    return None if match is None else match[2]
 
 
 def spellings() -> list[str]:

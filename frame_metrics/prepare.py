@@ -17,6 +17,7 @@ import polars as pl
 from frame_metrics.columns import Columns
 from frame_metrics.errors import InvalidValueError, Keyword, MissingColumnsError
 from frame_metrics.options import MetricOptions
+from frame_metrics.spec import RelevanceCap
 from frame_metrics.validation import (
     Check,
     CheckedFrame,
@@ -147,7 +148,7 @@ _MAX_GAIN_EXPONENT = 1000
 
 
 def relevance_checks(
-    column: str, dtype: pl.DataType, gains: Collection[str], largest: float | None = None
+    column: str, dtype: pl.DataType, gains: Collection[str], largest: RelevanceCap | None = None
 ) -> list[Check]:
     """Relevance is a finite number >= 0 whose gain keeps every DCG sum finite.
 
@@ -161,14 +162,9 @@ def relevance_checks(
         checks.append(
             upper_bound_check(
                 column,
-                largest,
+                largest.value,
                 "err reads P = (2^rel - 1) / 2^max_relevance, a probability",
-                (
-                    "; give ",
-                    Keyword("max_relevance"),
-                    " the largest relevance or more, or leave it out to use the largest "
-                    "relevance in truth",
-                ),
+                largest.advice,
             )
         )
     if "linear" in gains:
@@ -325,7 +321,7 @@ def prepare(
     needs_relevance: bool = True,
     groups: pl.DataFrame | None = None,
     gains: Collection[str] = ("linear",),
-    largest_relevance: float | None = None,
+    largest_relevance: RelevanceCap | None = None,
     row_order: bool = False,
     every_column: Callable[[], pl.LazyFrame] | None = None,
     propensity: str | None = None,
@@ -384,7 +380,7 @@ def _prepare_pair(
     tie_cutoffs: tuple[int, ...],
     known_groups: pl.DataFrame | None,
     gains: Collection[str],
-    largest_relevance: float | None,
+    largest_relevance: RelevanceCap | None,
     row_order: bool,
     every_column: Callable[[], pl.LazyFrame] | None,
     propensity: str | None = None,
@@ -682,7 +678,7 @@ def _prepare_long(
     validate: bool,
     needs_relevance: bool,
     gains: Collection[str],
-    largest_relevance: float | None,
+    largest_relevance: RelevanceCap | None,
     every_column: Callable[[], pl.LazyFrame] | None,
     propensity: str | None = None,
 ) -> Prepared:

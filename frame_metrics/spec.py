@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from frame_metrics.columns import Columns, as_names
 from frame_metrics.conventions import METRIC_OPTIONS, OPTION_NAMES, preset_settings, resolve_options
@@ -28,9 +28,18 @@ from frame_metrics.errors import (
     MissingInputError,
     Part,
     Pass,
+    shown,
 )
+from frame_metrics.measure_names import TOOL_CONVENTION, ToolMeasure, possessive, tool_measure
 from frame_metrics.metrics import DEFAULT_RANKING
-from frame_metrics.metrics.registry import ALIASES, REGISTRY, Requested, resolve, split_names
+from frame_metrics.metrics.registry import (
+    ALIASES,
+    REGISTRY,
+    Metric,
+    Requested,
+    resolve,
+    split_names,
+)
 from frame_metrics.options import (
     DEFAULT_K,
     OPTIONS,
@@ -39,6 +48,9 @@ from frame_metrics.options import (
     other_tie_rules,
     validate_k,
 )
+
+#: Each option's default: a call option at its default is not reported as unread.
+_DEFAULT_OF: dict[str, Any] = {o.name: o.default for o in OPTIONS}
 
 #: The options a metric string may set (``"recall(ips=ips)@10"``): the table's per-metric ones.
 _PER_METRIC: tuple[str, ...] = tuple(o.name for o in OPTIONS if o.per_metric)
@@ -123,6 +135,13 @@ _SERENDIPITY_HINT: dict[tuple[str, str], tuple[Part, ...]] = {
         " instead",
     ),
 }
+
+
+class RelevanceCap(NamedTuple):
+    """The largest relevance err allows, and what a refusal of a larger one advises."""
+
+    value: float
+    advice: tuple[Part, ...]
 
 
 @dataclass(frozen=True)
@@ -228,14 +247,39 @@ class Spec:
         return frozenset(gains)
 
     @property
-    def largest_relevance(self) -> float | None:
-        """The smallest ``max_relevance`` err is given, which no relevance may exceed."""
-        given = [
-            q.options.max_relevance
+    def largest_relevance(self) -> RelevanceCap | None:
+        """The smallest ``max_relevance`` err is given, which no relevance may exceed.
+
+        With the advice a refusal gives, which depends on who set it: the call, a
+        metric string, or a tool's name (ir_measures' ``ERR`` is gdeval's, whose
+        ``max_relevance`` is 4 and cannot be set: this package's ``err`` can).
+        """
+        caps = [
+            q
             for q in self.requests
             if q.metric.name == "err" and q.options.max_relevance is not None
         ]
-        return min(given, default=None)
+        if not caps:
+            return None
+        q = min(caps, key=lambda q: cast("float", q.options.max_relevance))
+        value = cast("float", q.options.max_relevance)
+        advice: tuple[Part, ...]
+        if "max_relevance" in dict(q.fixed):
+            ours = f"err@{q.k}"
+            advice = (
+                f"; {q.column!r} is {possessive(cast('str', q.tool))} ERR (gdeval's), whose "
+                f"max_relevance is {value:g} and cannot be set: name {ours!r} for this "
+                f"package's err (max_relevance: the largest relevance in truth), or "
+                f"'err(max_relevance=<m>)@{q.k}'",
+            )
+        else:
+            advice = (
+                "; give ",
+                Keyword("max_relevance"),
+                " the largest relevance or more, or leave it out to use the largest "
+                "relevance in truth",
+            )
+        return RelevanceCap(value, advice)
 
     @property
     def propensity_column(self) -> str | None:
@@ -294,8 +338,11 @@ def build_spec(
             f"options: expected keywords among {', '.join(OPTION_NAMES)}, got {', '.join(unknown)}"
         )
     given = frozenset(frames)
+    by_tools: list[_Unread] = []
     requests = tuple(
-        resolve_requests(metrics, k, DEFAULT_RANKING, given=options, convention=convention)
+        resolve_requests(
+            metrics, k, DEFAULT_RANKING, given=options, convention=convention, ignored=by_tools
+        )
     )
     ignored = _ignored_options(
         metrics,
@@ -342,6 +389,7 @@ def build_spec(
         )
     if sample is not None:
         _check_samples(requests, long_table, sample)
+    ignored += _unread_warnings(by_tools)
     ignored += _check_propensity(call, requests, given)
     return Spec(columns, call, requests, given, validate, tuple(ignored))
 
@@ -468,6 +516,7 @@ def resolve_requests(
     *,
     given: Mapping[str, Any] | None = None,
     convention: str | None = None,
+    ignored: list[_Unread] | None = None,
 ) -> list[Requested]:
     """Turn ``metrics`` and ``k`` into the ordered, distinct metrics to compute.
 
@@ -477,6 +526,8 @@ def resolve_requests(
     (``given``, ``None`` = not given, and ``convention``) for that metric alone. The
     column is the string as written (surrounding spaces aside), ``"@<k>"`` appended for
     a name without its cutoff: two strings of one computation are two columns.
+    ``ignored`` collects the call's options a tool's name does not read (spec section
+    8: ``threshold=4`` with ir_measures' ``nDCG@10``), for one warning each.
 
     Examples
     --------
@@ -495,7 +546,6 @@ def resolve_requests(
     ...
     frame_metrics.errors.InvalidOptionError: metrics: expected options precision reads (convention, empty, ips, relevant_set, threshold, ties, users), got gain in 'precision(gain=binary)@5'
     """
-    from frame_metrics.measure_names import TOOL_CONVENTION, tool_measure
     from frame_metrics.metric_names import parse_name
 
     given = dict(given or {})
@@ -525,6 +575,34 @@ def resolve_requests(
         # A tool's name fixes its conventions and some options: those are not the caller's.
         readable = metric.reads() - ({"convention", *dict(tool.fixed)} if tool else set())
         unread = sorted(set(own) - readable)
+        if tool is not None and unread and set(unread) <= {"convention", *dict(tool.fixed)}:
+            # Options the tool's name fixes: the package's own name reads them.
+            inner = raw[raw.index("(") : raw.rindex(")") + 1]
+            ours = f"{metric.name}{inner}" + (f"@{parsed.cut}" if parsed.cut else "")
+            fixes = ", ".join(
+                f"{o}={dict(tool.fixed)[o]!r}"
+                if o in dict(tool.fixed)
+                else f"{o}={TOOL_CONVENTION!r}"
+                for o in unread
+            )
+            raise InvalidOptionError(
+                f"expected options {label} reads ({', '.join(sorted(readable)) or 'none'}), "
+                f"got {', '.join(unread)} in {raw!r}: {possessive(tool.tool)} {tool.name} "
+                f"fixes {fixes}; name {ours!r} for this package's {metric.name}, which reads "
+                f"{'them' if len(unread) > 1 else 'it'}",
+                option="metrics",
+            )
+        if unread == ["ties"]:
+            # Its top k is ranked once, by the call's tie rule, for every such metric.
+            raise InvalidOptionError(
+                f"expected options {label} reads in its string "
+                f"({', '.join(sorted(readable)) or 'none'}), got ties in {raw!r}: "
+                f"{metric.name} reads the call's tie rule (its top k is ranked once for "
+                "the call); pass ",
+                Keyword("ties", own["ties"]),
+                " to the call, or evaluate it in a call of its own",
+                option="metrics",
+            )
         if unread:
             raise InvalidOptionError(
                 f"expected options {label} reads ({', '.join(sorted(readable)) or 'none'}), "
@@ -542,6 +620,8 @@ def resolve_requests(
             layers |= {"convention": None, "metric_convention": TOOL_CONVENTION}
             layers["metric_given"] = own | dict(tool.fixed)
         options = metric.effective(resolve_options(given, **layers))
+        if tool is not None and ignored is not None:
+            ignored.extend(_ignored_by_tool(raw, tool, metric, given, convention, layers, options))
         named: dict[str, str | Keyword] = {
             "call": Keyword("convention", convention),
             "metric": repr(raw),
@@ -579,7 +659,15 @@ def resolve_requests(
             cuts = ks
         for kk in cuts:
             column = raw if as_written else f"{raw}@{kk}"
-            request = Requested(metric, kk, options, column, presets)
+            request = Requested(
+                metric,
+                kk,
+                options,
+                column,
+                presets,
+                None if tool is None else tool.tool,
+                () if tool is None else tool.fixed,
+            )
             if request not in out:
                 if any(r.column == column for r in out):
                     raise InvalidOptionError(
@@ -588,6 +676,87 @@ def resolve_requests(
                     )
                 out.append(request)
     return out
+
+
+class _Unread(NamedTuple):
+    """A call option a tool's measure name does not read: what, where, why, instead."""
+
+    option: str
+    value: Any
+    name: str
+    why: str
+    ours: str
+
+
+def _ignored_by_tool(
+    raw: str,
+    tool: ToolMeasure,
+    metric: Metric,
+    given: Mapping[str, Any],
+    convention: str | None,
+    layers: Mapping[str, Any],
+    options: MetricOptions,
+) -> list[_Unread]:
+    """The call's options that the tool's measure name ``raw`` does not read.
+
+    An option the call sets (to other than its default) is not read when the measure
+    comes out the same without it: the name fixes it (ir_measures' ``ERR`` fixes
+    ``max_relevance``), or trec_eval's conventions, which the name carries, do not read
+    it (its nDCG gains from every judged level, whatever ``threshold``). The call's
+    ``convention`` never applies to a tool's name. Each comes with the package's
+    spelling, which reads the option.
+    """
+    cut = tool.k if tool.k is not None else (raw.rpartition("@")[2] if "@" in raw else None)
+    ours = metric.name if cut is None else f"{metric.name}@{cut}"
+    fixed = dict(tool.fixed)
+    name = f"{possessive(tool.tool)} {tool.name}"
+    found: list[_Unread] = []
+    for option, value in given.items():
+        if value is None or value == _DEFAULT_OF.get(option) or option not in metric.reads():
+            continue
+        without = {**given, option: None}
+        if metric.effective(resolve_options(without, **layers)) != options:
+            continue
+        why = (
+            f"{name} fixes {option}={fixed[option]!r}"
+            if option in fixed
+            else f"{name} under {TOOL_CONVENTION}'s conventions does not read it"
+        )
+        found.append(_Unread(option, value, raw, why, ours))
+    if convention is not None and convention != TOOL_CONVENTION:
+        why = f"{name} carries {TOOL_CONVENTION}'s conventions"
+        found.append(_Unread("convention", convention, raw, why, ours))
+    return found
+
+
+def _unread_warnings(found: Sequence[_Unread]) -> list[IgnoredOptionWarning]:
+    """One warning per call option that tool names do not read, naming each name.
+
+    Examples
+    --------
+    >>> found = []
+    >>> _ = resolve_requests(["nDCG@10", "P_5"], None, [], given={"threshold": 4},
+    ...                      convention="rectools", ignored=found)
+    >>> for w in _unread_warnings(found):
+    ...     print(w)
+    threshold: 4 ignored by 'nDCG@10' (ir_measures' nDCG under trec_eval's conventions does not read it); name 'ndcg@10' for this package's meaning, which reads it
+    convention: 'rectools' ignored by 'nDCG@10' (ir_measures' nDCG carries trec_eval's conventions) and by 'P_5' (trec_eval's P_5 carries trec_eval's conventions); name 'ndcg@10' and 'precision@5' for this package's meaning, which reads it
+    """
+    options: dict[str, list[_Unread]] = {}
+    for one in found:
+        options.setdefault(one.option, []).append(one)
+    messages = []
+    for option, names in options.items():
+        by = " and by ".join(f"{u.name!r} ({u.why})" for u in names)
+        ours = " and ".join(repr(u.ours) for u in names)
+        messages.append(
+            IgnoredOptionWarning(
+                f"{shown(names[0].value)} ignored by {by}; name {ours} for this package's "
+                "meaning, which reads it",
+                option=option,
+            )
+        )
+    return messages
 
 
 def _ignored_options(

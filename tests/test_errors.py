@@ -273,7 +273,7 @@ CASES: list[Case] = [
         same,
         {"metrics": "nDCG(convention=rectools)@10"},
         InvalidOptionError,
-        "metrics: expected options nDCG reads (empty, gain, gain_scope, idcg, ips, relevant_set, threshold, ties, users, zero_ideal), got convention in 'nDCG(convention=rectools)@10'",
+        "metrics: expected options nDCG reads (empty, gain, gain_scope, idcg, ips, relevant_set, threshold, ties, users, zero_ideal), got convention in 'nDCG(convention=rectools)@10': ir_measures' nDCG fixes convention='trec_eval'; name 'ndcg(convention=rectools)@10' for this package's ndcg, which reads it",
     ),
     (
         "bad-metric-cutoff",

@@ -920,13 +920,9 @@ TOOL_VALUES: dict[str, float] = {
     "success_2": 1.0,
     "AP@5": (1 / 2 + 2 / 4) / 3,  # b at 2, d at 4, D = |R|
     "map_cut_5": (1 / 2 + 2 / 4) / 3,
-    "MAP@5": (1 / 2 + 2 / 4) / 3,
     "nDCG@3": (2 / LOG3) / (3 + 2 / LOG3 + 1 / 2),  # ideal f, b, d
     "ndcg_cut_3": (2 / LOG3) / (3 + 2 / LOG3 + 1 / 2),
-    "NDCG@2": (2 / LOG3) / (3 + 2 / LOG3),  # ir_measures' alias (nDCG@2 beside nDCG@3:
-    # DuckDB names are case-insensitive)
     "RR": 1 / 2,  # b at 2, no cutoff
-    "MRR": 1 / 2,
     "recip_rank": 1 / 2,
     "RR@1": 0.0,  # ir_measures' RR@k stops at k
     "Rprec": 1 / 3,  # R = 3: b among a, b, c
@@ -991,6 +987,139 @@ def test_the_package_names_keep_their_meaning(constructor: Constructor) -> None:
     assert_close(values(got, "AP@5"), {1: (1 / 2 + 2 / 4) / 3, 2: 0.0})
 
 
+#: The package's names in other cases, ir_measures' aliases among them (spec section 8: one
+#: spelling, one meaning): the package's definitions. User 1: R = every rel > 0 = {b, d, f, g}
+#: (|R| = 4), gains = relevance; user 4 (a relevant item, no list) scores 0; user 2 (no
+#: relevant item) is left out.
+PACKAGE_CASES: dict[str, float] = {
+    "MAP@5": (1 / 2 + 2 / 4) / 4,  # b at 2, d at 4, D = min(|R|, 5) = 4
+    "NDCG@3": (2 / LOG3) / (3 + 2 / LOG3 + 1 / 2),  # ideal f (3), b (2), d (1)
+    "Ndcg@2": (2 / LOG3) / (3 + 2 / LOG3),
+    "MRR@3": 1 / 2,
+    "Recall@5": 2 / 4,
+}
+
+
+@pytest.mark.parametrize("name", ["MAP@5", "NDCG@3", "Ndcg@2", "MRR@3", "Recall@5"])
+def test_package_names_match_in_any_case(constructor: Constructor, name: str) -> None:
+    got = run(constructor, TOOL_RECS, TOOL_TRUTH, metrics=[name], score="score")
+    assert got["user"].to_list() == [1, 4]
+    assert_close(values(got, name), {1: PACKAGE_CASES[name], 4: 0.0})
+    # The same computation as the lower-case name, to the bit.
+    lower = run(constructor, TOOL_RECS, TOOL_TRUTH, metrics=[name.lower()], score="score")
+    assert got[name].to_list() == lower[name.lower()].to_list()
+
+
+def test_ndcg_in_capitals_reads_the_threshold(constructor: Constructor) -> None:
+    # The issue's case: threshold=2 makes R = {b, f}; gains 2 and 3. "NDCG@3" is the
+    # package's, so it reads the threshold; ir_measures' "nDCG@3" does not (trec_eval's
+    # ndcg gains from every judged level) and the call says so.
+    want = (2 / LOG3) / (3 + 2 / LOG3)
+    got = run(constructor, TOOL_RECS, TOOL_TRUTH, metrics=["NDCG@3"], score="score", threshold=2)
+    assert_close(values(got, "NDCG@3"), {1: want})  # user 4's x (1) is not relevant
+    with pytest.warns(fm.IgnoredOptionWarning) as caught:
+        tool = run(
+            constructor, TOOL_RECS, TOOL_TRUTH, metrics=["nDCG@3"], score="score", threshold=2
+        )
+    assert_close(values(tool, "nDCG@3"), {1: TOOL_VALUES["nDCG@3"], 2: 0.0})
+    messages = [str(w.message) for w in caught if isinstance(w.message, fm.IgnoredOptionWarning)]
+    expected = (
+        "threshold: 2 ignored by 'nDCG@3' (ir_measures' nDCG under trec_eval's conventions does "
+        "not read it); name 'ndcg@3' for this package's meaning, which reads it"
+    )
+    assert expected in messages
+    # Doing what it says: the package's name reads the threshold (no warning).
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", fm.IgnoredOptionWarning)
+        ours = run(
+            constructor, TOOL_RECS, TOOL_TRUTH, metrics=["ndcg@3"], score="score", threshold=2
+        )
+    assert_close(values(ours, "ndcg@3"), {1: want})
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "p_10",
+            "metrics: expected trec_eval's spelling 'P_10' (a tool's name matches only as the "
+            "tool writes it, case included) or this package's 'precision@10', got 'p_10'",
+        ),
+        (
+            "Ndcg_Cut_10",
+            "metrics: expected trec_eval's spelling 'ndcg_cut_10' (a tool's name matches only "
+            "as the tool writes it, case included) or this package's 'ndcg@10', got 'Ndcg_Cut_10'",
+        ),
+        (
+            "rr@5",
+            "metrics: expected ir_measures' spelling 'RR@5' (a tool's name matches only as the "
+            "tool writes it, case included) or this package's 'mrr@5', got 'rr@5'",
+        ),
+    ],
+)
+def test_odd_spellings_of_tool_names_are_refused(name: str, message: str) -> None:
+    with raises_exactly(message):
+        fm.evaluate(TOOL_RECS, TOOL_TRUTH, metrics=[name], score="score")
+    # Both spellings the message proposes work.
+    proposed = re.findall(r"spelling '([^']+)' .* package's '([^']+)'", message)
+    assert len(proposed) == 1
+    for spelling in proposed[0]:
+        got = fm.evaluate(TOOL_RECS, TOOL_TRUTH, metrics=[spelling], score="score")
+        assert spelling in got.columns
+
+
+def test_a_call_convention_is_not_read_by_tool_names(constructor: Constructor) -> None:
+    with pytest.warns(fm.IgnoredOptionWarning, match="convention: 'rectools' ignored by 'P@3'"):
+        got = run(
+            constructor,
+            TOOL_RECS,
+            TOOL_TRUTH,
+            metrics=["P@3"],
+            score="score",
+            convention="rectools",
+        )
+    assert_close(values(got, "P@3"), {1: 1 / 3, 2: 0.0})
+
+
+def test_err_advice_works(constructor: Constructor) -> None:
+    # Relevance 5 is above gdeval's g_max 4: ir_measures' ERR@3 refuses it, and says what
+    # to name instead; the call's max_relevance does not reach it (a warning says so).
+    five = TOOL_TRUTH.with_columns(pl.col("relevance").replace(3.0, 5.0))
+    advice = (
+        "; 'ERR@3' is ir_measures' ERR (gdeval's), whose max_relevance is 4 and cannot be "
+        "set: name 'err@3' for this package's err (max_relevance: the largest relevance in "
+        "truth), or 'err(max_relevance=<m>)@3'"
+    )
+    with pytest.raises(fm.errors.InvalidValueError) as refused:
+        fm.evaluate(constructor(TOOL_RECS), constructor(five), metrics=["ERR@3"], score="score")
+    assert str(refused.value).endswith(advice)
+    with (
+        pytest.warns(fm.IgnoredOptionWarning, match="max_relevance: 5 ignored by 'ERR@3'"),
+        pytest.raises(fm.errors.InvalidValueError),
+    ):
+        fm.evaluate(
+            constructor(TOOL_RECS),
+            constructor(five),
+            metrics=["ERR@3"],
+            score="score",
+            max_relevance=5,
+        )
+    with raises_exactly(
+        "metrics: expected options ERR reads (empty, ips, relevant_set, threshold, ties, "
+        "users), got max_relevance in 'ERR(max_relevance=5)@3': ir_measures' ERR fixes "
+        "max_relevance=4; name 'err(max_relevance=5)@3' for this package's err, which reads it"
+    ):
+        fm.evaluate(TOOL_RECS, five, metrics=["ERR(max_relevance=5)@3"], score="score")
+    # Doing what they say. User 1: R = {b, d, f, g}; only b (2) is within 3, at rank 2:
+    # ERR@3 = (1/2) (2^2 - 1) / 2^5 with g_max = 5 (the largest relevance, or given).
+    want = {1: (1 / 2) * (2**2 - 1) / 2**5, 4: 0.0}
+    for name in ("err@3", "err(max_relevance=5)@3"):
+        got = run(constructor, TOOL_RECS, five, metrics=[name], score="score")
+        assert_close(values(got, name), want)
+
+
 def _is_duckdb(constructor: Constructor) -> bool:
     return type(constructor(TOOL_RECS)).__name__ == "DuckDBPyRelation"
 
@@ -1014,3 +1143,120 @@ def test_cli_tool_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert got.columns == ["user", "P_3", "nDCG@3", "RR", "ERR@3"]
     for name in got.columns[1:]:
         assert_close(dict(got.select("user", name).iter_rows()), {1: TOOL_VALUES[name], 2: 0.0})
+
+
+# --- a metric string never says less than the call (spec section 8) --------------------------
+
+#: A value other than the default for each option a metric string may set.
+_OTHER_VALUES: dict[str, Any] = {
+    "threshold": 2,
+    "gain": "exponential",
+    "gain_scope": "positive",
+    "idcg": "k",
+    "ap_denominator": "relevant",
+    "mrr_cutoff": "none",
+    "zero_ideal": "skip",
+    "ties": "item_desc",
+    "users": "truth",
+    "empty": "zero",
+    "relevant_set": "listed",
+    "persistence": 0.3,
+    "rbp_gain": "relevance",
+    "max_relevance": 10,
+    "exposure": "rbp",
+    "parity_target": "merit",
+    "calibration_alpha": 0.2,
+    "calibration_weight": "log",
+    "divergence": "js",
+    "ips": "ips",
+}
+
+
+def _every_input() -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any]]:
+    from tests.result_matrix import frames
+
+    f = frames()
+    recs = f["scored"].filter(pl.col("model") == "personal").drop("model", "rank")
+    truth = f["truth"].with_columns(p=0.2 + (pl.col("item") % 5) * 0.2)
+    groups = pl.DataFrame({"item": range(80)}).with_columns(
+        group=(pl.col("item") % 3).cast(pl.String)
+    )
+    inputs = {
+        "score": "score",
+        "train": f["train"],
+        "item_features": f["genres"],
+        "catalog": f["catalog"],
+        "baseline": f["popular"].with_columns(score=100.0 - pl.col("rank")),
+        "item_groups": groups,
+        "propensity": "p",
+        "k": 3,
+    }
+    return recs, truth, inputs
+
+
+def test_every_option_the_call_gives_a_metric_its_string_gives_too() -> None:
+    """For every metric and option: if the call's option changes the metric, the same
+    option in the metric's string gives the same values; or, for a tie rule the metric
+    reads from the call only, the string is refused with advice that works."""
+    import warnings
+
+    from frame_metrics.metrics.registry import REGISTRY
+
+    recs, truth, inputs = _every_input()
+
+    def call(metric: str, **options: Any) -> pl.DataFrame:
+        extra = dict(inputs)
+        if REGISTRY[metric.partition("(")[0]].population == "corpus":
+            extra["aggregate"] = True
+        if REGISTRY[metric.partition("(")[0]].family != "exposure":
+            del extra["item_groups"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", fm.FrameMetricsWarning)
+            out = fm.evaluate(recs, truth, metrics=[metric], **extra, **options)
+        assert isinstance(out, pl.DataFrame)
+        return out.rename({out.columns[-1]: "value"})
+
+    checked = 0
+    for name, metric in REGISTRY.items():
+        if metric.family == "rating":
+            continue
+        default = call(name)
+        for option, value in _OTHER_VALUES.items():
+            try:
+                at_call = call(name, **{option: value})
+            except fm.FrameMetricsError:
+                continue  # the option refused with this metric at the call too
+            if at_call.equals(default):
+                continue
+            checked += 1
+            string = f"{name}({option}={value})"
+            if option == "ties" and option not in metric.reads():
+                with pytest.raises(InvalidOptionError, match="pass ties='item_desc' to the call"):
+                    call(string)
+                continue
+            assert call(string).equals(at_call), (name, option)
+    assert checked >= 40  # the data reaches most options of most metrics
+
+
+@pytest.mark.parametrize("metric", ["ee_loss", "ee_disparity", "ee_relevance"])
+def test_expected_exposure_reads_a_threshold_in_its_string(
+    constructor: Constructor, metric: str
+) -> None:
+    # User 1: truth {a: 0, b: 2, d: 1, f: 3, g: 0.5}, list a b c d e. threshold=2: the
+    # relevant grades are f (3) and b (2), ideal positions 1 and 2; p = 0.5.
+    # ε: a 1, b 0.5, c 0.25 within k = 3; ε*: f 1, b 0.5.
+    eps = {"a": 1.0, "b": 0.5, "c": 0.25}
+    ideal = {"f": 1.0, "b": 0.5}
+    items = set(eps) | set(ideal)
+    want = {
+        "ee_disparity": sum(v * v for v in eps.values()),
+        "ee_relevance": sum(eps.get(i, 0.0) * ideal.get(i, 0.0) for i in items),
+        "ee_loss": sum((eps.get(i, 0.0) - ideal.get(i, 0.0)) ** 2 for i in items),
+    }[metric]
+    string = f"{metric}(threshold=2)@3"
+    got = run(constructor, TOOL_RECS, TOOL_TRUTH, metrics=[string], score="score")
+    assert_close(values(got, string), {1: want})
+    at_call = run(
+        constructor, TOOL_RECS, TOOL_TRUTH, metrics=[f"{metric}@3"], score="score", threshold=2
+    )
+    assert got[string].to_list() == at_call[f"{metric}@3"].to_list()

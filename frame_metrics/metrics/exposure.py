@@ -226,7 +226,7 @@ register(
         notes=_NOTES_PARITY,
         family="exposure",
         population="corpus",
-        options=_EXPOSURE_OPTIONS | {"parity_target"},
+        options=_EXPOSURE_OPTIONS | {"parity_target", "threshold"},
     )
 )
 register(
@@ -239,6 +239,6 @@ register(
         notes=_NOTES_PARITY,
         family="exposure",
         population="listed",
-        options=_EXPOSURE_OPTIONS | {"parity_target"},
+        options=_EXPOSURE_OPTIONS | {"parity_target", "threshold"},
     )
 )

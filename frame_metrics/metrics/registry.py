@@ -131,12 +131,18 @@ class Metric:
     def reads(self) -> frozenset[str]:
         """The options a metric string may give this metric (``name(option=value)``).
 
-        A ranking metric judged against relevance reads the ranking options and its own;
-        any other metric its own (:attr:`options`) alone.
+        A metric judged against relevance reads the options of who is evaluated
+        (``threshold``, ``empty``, ``users``, a ``convention``), a ranking one also the
+        ranking options; every metric reads its own (:attr:`options`).
         """
-        if self.family != "ranking" or self.population != "relevant":
+        if self.population != "relevant":
             return self.options
-        base = {"threshold", "empty", "users", "relevant_set", "ties", "convention", "ips"}
+        # Who is evaluated (section 3) reads the threshold, empty= and users=, and a
+        # convention may set them: every metric of that population reads them, so a
+        # metric string may set them (spec section 8: it never says less than the call).
+        base = {"threshold", "empty", "users", "convention"}
+        if self.family == "ranking":
+            base |= {"relevant_set", "ties", "ips"}
         return frozenset(base) | self.options
 
     def column(self, k: int) -> str:
@@ -207,6 +213,10 @@ class Requested(NamedTuple):
     options: MetricOptions
     column: str
     presets: tuple[tuple[str, str | Keyword], ...] = ()
+    #: The tool whose measure name the caller wrote (``"ir_measures"`` for ``"ERR@10"``),
+    #: with the options that name fixes; None for the package's own names.
+    tool: str | None = None
+    fixed: tuple[tuple[str, Any], ...] = ()
 
     def set_by(self, option: str) -> tuple[Part, ...]:
         """Who set ``option``, as a message's tail: ``", set by <preset> (...)"``.
