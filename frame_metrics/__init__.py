@@ -26,6 +26,7 @@ from frame_metrics.compare import compare
 from frame_metrics.conventions import CONVENTIONS, conventions
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.errors import (
+    BaselineChoiceWarning,
     DuplicateRowsError,
     FrameMetricsError,
     FrameMetricsWarning,
@@ -57,6 +58,7 @@ _register_all()
 __all__ = [
     "CONVENTIONS",
     "REGISTRY",
+    "BaselineChoiceWarning",
     "Diagnostics",
     "DuplicateRowsError",
     "FrameMetricsError",

@@ -10,6 +10,7 @@ from frame_metrics import engine
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.errors import InvalidOptionError, Pass, SmallSampleWarning, warn
 from frame_metrics.options import (
+    NOT_GIVEN,
     ApDenominator,
     CalibrationWeight,
     Divergence,
@@ -21,6 +22,7 @@ from frame_metrics.options import (
     Idcg,
     Ips,
     MrrCutoff,
+    NotGiven,
     ParityTargetName,
     RbpGain,
     RelevantSet,
@@ -47,13 +49,13 @@ def evaluate(
     aggregate: bool = False,
     user: str | Sequence[str] = "user",
     item: str = "item",
-    rank: str = "rank",
+    rank: str | None = None,
     score: str | None = None,
     relevance: str = "relevance",
     prediction: str = "prediction",
     by: str | Sequence[str] | None = None,
     convention: str | None = None,
-    threshold: float | None = None,
+    threshold: float | NotGiven | None = NOT_GIVEN,
     gain: GainName | Mapping[float, float] | None = None,
     ap_denominator: ApDenominator | None = None,
     empty: EmptyPolicy | None = None,
@@ -149,7 +151,8 @@ def evaluate(
     item
         The item column of every frame.
     rank
-        The rank column of ``recs`` (1 = top); not read when ``score`` is given.
+        The rank column of ``recs`` (1 = top; ``None``: ``"rank"``). With ``score``
+        the score ranks, and a ``rank`` given too is not read (a warning says so).
     score
         A score column of ``recs`` to derive ranks from instead: score descending, ties
         broken by ``ties`` (item ascending by default).

@@ -24,7 +24,16 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 import polars as pl
 
 from frame_metrics.columns import as_names
-from frame_metrics.errors import InvalidOptionError, InvalidValueError, MissingColumnsError, shown
+from frame_metrics.errors import (
+    BaselineChoiceWarning,
+    InvalidOptionError,
+    InvalidValueError,
+    Keyword,
+    MissingColumnsError,
+    Pass,
+    shown,
+    warn,
+)
 from frame_metrics.frames import kind_of, to_lazy
 from frame_metrics.options import is_int, is_real
 from frame_metrics.progress import Progress
@@ -371,7 +380,8 @@ def compare(
     baseline_model
         The model every other one is compared with: a value of the ``model`` column (for
         integer models, the number or its text). Default: the first model in sorted
-        order. (``baseline=`` is evaluate's: a baseline model's recommendations for
+        order, said by a :class:`~frame_metrics.errors.BaselineChoiceWarning`.
+        (``baseline=`` is evaluate's: a baseline model's recommendations for
         serendipity, passed on with the other ``evaluate_kwargs``.)
     model
         The column naming the model (string, integer or categorical).
@@ -514,6 +524,18 @@ def compare(
         per_user = source.lazy.collect()
         label = "frame"
         missing = [c for c in [model, *segments_by, *users] if c not in per_user.columns]
+        if missing and "n_users" in per_user.columns and set(users) <= set(missing):
+            # Means per model (evaluate's aggregate=True) have no user to pair or resample.
+            raise InvalidValueError(
+                "frame: expected per-user values (one row per user, with the user column "
+                f"{users[0]!r}), found means (n_users, one row per group): evaluate without ",
+                Keyword("aggregate", True),
+                " (per-user rows are its default), or pass the recommendations and ",
+                Keyword("truth"),
+                " to evaluate here",
+                frame="frame",
+                columns=users,
+            )
         if missing:
             raise MissingColumnsError("frame", missing, per_user.columns)
         keys = {model, *segments_by, *users}
@@ -545,7 +567,22 @@ def compare(
     models = per_user[model].unique().sort().to_list()
     if not models:
         return cast("FrameT", source.give_back(pl.DataFrame(schema=schema)))
-    baseline = models[0] if baseline_model is None else _find_baseline(models, baseline_model)
+    if baseline_model is None:
+        baseline = models[0]
+        if len(models) > 1:
+            warn(
+                BaselineChoiceWarning(
+                    f"{baseline!r} chosen as the baseline, the first of the {len(models)} "
+                    f"models ({', '.join(repr(m) for m in models[:5])}"
+                    f"{', ...' if len(models) > 5 else ''}) in sorted order, as none was given: every other "
+                    "model is compared with it; ",
+                    Pass("baseline_model"),
+                    " to choose it (and silence this)",
+                    option="baseline_model",
+                )
+            )
+    else:
+        baseline = _find_baseline(models, baseline_model)
 
     segments = _segments(per_user, model, segments_by, users, metric_cols, models)
     total_draws = sum(s.values.shape[0] for s in segments) * n_resamples

@@ -8,6 +8,7 @@ caller's frame kind. ``diagnose`` counts who is left out, tied or deduplicated.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -19,6 +20,7 @@ from frame_metrics.inputs import Inputs
 from frame_metrics.metrics.context import RankingContext
 from frame_metrics.planner import families_of, query
 from frame_metrics.prepare import RANK, REL, Prepared, prepare_ratings
+from frame_metrics.screens import CoverageScreen, RelevanceScreen, Screen
 from frame_metrics.spec import Spec
 from frame_metrics.validation import run_checks
 
@@ -49,19 +51,75 @@ def evaluate(spec: Spec, inputs: Inputs, *, aggregate: bool) -> Any:
     plan, result = query(spec, inputs, aggregate=aggregate)
     if plan.first_checks:
         run_checks(plan.first_checks, engine=DEFAULT_ENGINE)
-    screen = id_screen(spec, inputs)
-    screening = [] if screen is None else screen.queries()
+    looks = screens(spec, inputs.source.lazy, None if inputs.truth is None else inputs.truth.lazy)
+    screening = [[*s.queries()] for s in looks]
+    queries = [q for qs in screening for q in qs]
     if inputs.source.kind == "polars-lazy":
-        screened = run_checks(plan.checks, with_queries=screening, engine=DEFAULT_ENGINE)
-        if screen is not None:
-            screen.report(screened)
+        screened = run_checks(plan.checks, with_queries=queries, engine=DEFAULT_ENGINE)
+        report(looks, screening, screened)
         return inputs.source.give_back(result)
     frame, *screened = run_checks(
-        plan.checks, with_queries=[result, *screening], engine=DEFAULT_ENGINE
+        plan.checks, with_queries=[result, *queries], engine=DEFAULT_ENGINE
     )
-    if screen is not None:
-        screen.report(screened)
+    report(looks, screening, screened)
     return inputs.source.give_back(frame)
+
+
+def screens(
+    spec: Spec, recs: pl.LazyFrame, truth: pl.LazyFrame | None, *, within: pl.Expr | None = None
+) -> list[Screen]:
+    """The looks at the data that may warn (ids, star ratings, users without lists).
+
+    Input checks, as the others: none with ``validate=False``. ``recs`` and ``truth``
+    are the typed inputs (``truth`` None for a long table, whose relevance ``recs``
+    carries, a null rank marking a relevant item not recommended). ``within``: the ids
+    screen samples the users this filter keeps (a bucketed run's first bucket).
+    """
+    if not spec.validate or "truth" not in spec.needs:
+        return []
+    c = spec.columns
+    out: list[Screen] = []
+    if truth is not None:
+        truth_by = [b for b in c.by if b in truth.collect_schema()]
+        out.append(IdScreen(recs, truth, [*truth_by, *c.user], c.item, within=within))
+    judged = recs if truth is None else truth
+    if c.relevance not in judged.collect_schema():
+        return out
+    if not spec.relevance_said:
+        out.append(
+            RelevanceScreen(judged, c.relevance, spec.source_label if truth is None else "truth")
+        )
+    if any(
+        q.metric.family == "ranking"
+        and q.metric.population == "relevant"
+        and q.options.users in ("all", "truth")
+        for q in spec.requests
+    ):
+        t = spec.options.threshold
+        rel = pl.col(c.relevance)
+        relevant = judged.filter(rel > 0 if t is None else rel >= t)
+        # A long table's recommended rows are those with a rank.
+        listed = recs if truth is not None else recs.filter(pl.col(c.rank).is_not_null())
+        out.append(CoverageScreen(listed, relevant, c.user))
+    return out
+
+
+def report(
+    looks: Sequence[Screen],
+    queries: Sequence[Sequence[pl.LazyFrame]],
+    frames: Sequence[pl.DataFrame],
+) -> None:
+    """Each screen's report on its own collected queries (``frames``, in order).
+
+    Ids that do not match leave users without recommendations: said once, as ids.
+    """
+    at, unmatched = 0, False
+    for look, own in zip(looks, queries, strict=True):
+        mine = frames[at : at + len(own)]
+        at += len(own)
+        if not (unmatched and isinstance(look, CoverageScreen)):
+            warned = look.report(mine)
+            unmatched |= warned and isinstance(look, IdScreen)
 
 
 def id_screen(spec: Spec, inputs: Inputs) -> IdScreen | None:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "NONE",
+    "BaselineChoiceWarning",
     "DuplicateRowsError",
     "FrameMetricsError",
     "FrameMetricsWarning",
@@ -39,6 +41,20 @@ __all__ = [
 ]
 
 
+class _NoneValue(str):
+    """A proposed value of ``None``: ``None`` in Python, ``none`` on the command line."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+#: A message's proposed value ``None`` (``Pass("threshold", NONE)``: ``pass threshold=None``),
+#: apart from ``Keyword(name)`` without a value, which proposes a frame (``truth=``).
+NONE: str = _NoneValue("none")
+
+
 @dataclass(frozen=True)
 class Keyword:
     """An argument a message proposes, kept apart from the text around it.
@@ -48,12 +64,12 @@ class Keyword:
 
     Examples
     --------
-    >>> str(Keyword("by", "model")), str(Keyword("truth"))
-    ("by='model'", 'truth=')
+    >>> str(Keyword("by", "model")), str(Keyword("truth")), str(Keyword("threshold", NONE))
+    ("by='model'", 'truth=', 'threshold=None')
     """
 
     name: str
-    value: str | None = None
+    value: str | float | None = None
 
     def __str__(self) -> str:
         return f"{self.name}=" if self.value is None else f"{self.name}={self.value!r}"
@@ -175,9 +191,18 @@ class MissingColumnsError(FrameMetricsError):
     Traceback (most recent call last):
     ...
     frame_metrics.errors.MissingColumnsError: recs: expected column 'usr' (did you mean 'user'?), not found; available columns: 'user', 'item', 'rank'
+
+    ``advice`` is said after the columns (another way out):
+
+    >>> raise MissingColumnsError("recs", ["rank"], ["user", "score"], "; or ", Pass("score", "score"))
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.MissingColumnsError: recs: expected column 'rank', not found; available columns: 'user', 'score'; or pass score='score'
     """
 
-    def __init__(self, frame: str, missing: Sequence[str], available: Sequence[str]) -> None:
+    def __init__(
+        self, frame: str, missing: Sequence[str], available: Sequence[str], *advice: Part
+    ) -> None:
         self.missing = list(missing)
         self.available = list(available)
         parts = []
@@ -189,6 +214,7 @@ class MissingColumnsError(FrameMetricsError):
         super().__init__(
             f"{frame}: expected column{plural} {', '.join(parts)}, not found; "
             f"available columns: {_quoted(self.available)}",
+            *advice,
             frame=frame,
             columns=self.missing,
         )
@@ -298,6 +324,14 @@ class SmallSampleWarning(FrameMetricsWarning):
     The effective sample size (Σw)²/Σw² of a user's relevant items is below 2 on
     average: a few heavily weighted items decide the user's values, whose variance is
     then large. Clipping the weights (``max_weight=``) trades that variance for bias.
+    """
+
+
+class BaselineChoiceWarning(FrameMetricsWarning):
+    """``fm.compare`` chose the baseline model itself: the first model in sorted order.
+
+    Every other model is compared with it; passing ``baseline_model=`` chooses it and
+    silences the warning.
     """
 
 

@@ -22,7 +22,7 @@ from typing import Any, TypeVar, cast
 
 import polars as pl
 
-from frame_metrics.errors import InvalidOptionError, Keyword, MissingInputError, shown
+from frame_metrics.errors import InvalidOptionError, Keyword, MissingInputError, shown, warn
 from frame_metrics.families.exposure import (
     group_exposure,
     group_universe,
@@ -61,7 +61,7 @@ def exposure(
     catalog: object | None = None,
     user: str | Sequence[str] = "user",
     item: str = "item",
-    rank: str = "rank",
+    rank: str | None = None,
     score: str | None = None,
     relevance: str = "relevance",
     group: str = "group",
@@ -112,7 +112,8 @@ def exposure(
     item
         The item column of every frame.
     rank
-        The rank column of ``recs`` (1 = top); not read when ``score`` is given.
+        The rank column of ``recs`` (1 = top; ``None``: ``"rank"``). With ``score``
+        the score ranks, and a ``rank`` given too is not read (a warning says so).
     score
         A score column of ``recs`` to derive ranks from instead (higher = better; ties
         broken by ``ties``).
@@ -237,6 +238,8 @@ def _exposure_table(
     if truth is not None:
         metrics.append("exposure_parity(parity_target=merit)")
     spec = build_spec(frames, metrics=metrics, k=int(k), validate=validate, **options)
+    for warning in spec.ignored:
+        warn(warning)
     check_call(spec, aggregate=True)
     inputs = Inputs.read(spec, recs, truth, extras, reads(spec))
     plan = Plan(spec, inputs)

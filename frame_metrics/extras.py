@@ -23,7 +23,13 @@ from dataclasses import dataclass
 import polars as pl
 
 from frame_metrics.columns import Columns
-from frame_metrics.errors import InvalidOptionError, InvalidValueError, MissingColumnsError
+from frame_metrics.errors import (
+    InvalidOptionError,
+    InvalidValueError,
+    MissingColumnsError,
+    Part,
+    Pass,
+)
 from frame_metrics.frames import Source
 from frame_metrics.metrics.context import (
     BASELINE_RANK,
@@ -70,12 +76,36 @@ class ExtraFrame:
         return ExtraFrame(label, source.lazy, tuple(b for b in columns.by if b in schema))
 
 
-def require_columns(extra: ExtraFrame, names: Sequence[str]) -> pl.Schema:
-    """The frame's schema, or a :class:`MissingColumnsError` naming what is missing."""
+#: The dtypes of a column of categories: text, or a list or vector per row.
+CATEGORY_KINDS: tuple[type[pl.DataType], ...] = (
+    pl.String,
+    pl.Categorical,
+    pl.Enum,
+    pl.List,
+    pl.Array,
+)
+
+
+def require_columns(
+    extra: ExtraFrame,
+    names: Sequence[str],
+    role: tuple[str, str] | None = None,
+    kinds: tuple[type[pl.DataType], ...] = CATEGORY_KINDS,
+) -> pl.Schema:
+    """The frame's schema, or a :class:`MissingColumnsError` naming what is missing.
+
+    ``role``: a column named by a keyword (``(columns.features, "features")``): when it
+    is the one missing and the frame has one other column of the ``kinds`` it may hold,
+    the error proposes it for the keyword (a long item-category frame's ``category``).
+    """
     schema = extra.frame.collect_schema()
     missing = [n for n in names if n not in schema]
     if missing:
-        raise MissingColumnsError(extra.label, missing, list(schema.names()))
+        advice: tuple[Part, ...] = ()
+        others = [n for n in schema.names() if n not in names and isinstance(schema[n], kinds)]
+        if role is not None and missing == [role[0]] and len(others) == 1:
+            advice = (f"; if {others[0]!r} holds them, ", Pass(role[1], others[0]))
+        raise MissingColumnsError(extra.label, missing, list(schema.names()), *advice)
     return schema
 
 
@@ -194,13 +224,21 @@ def feature_table(
     cosine is a dot product.
     """
     item, col = columns.item, columns.features
-    schema = require_columns(features, [*features.by, item, col])
+    # Diversity compares two items' lists: a long (item, category) frame is not one.
+    lists = (pl.List, pl.Array)
+    schema = require_columns(features, [*features.by, item, col], (col, "features"), lists)
     dtype = schema[col]
-    inner = dtype.inner if isinstance(dtype, (pl.List, pl.Array)) else None
+    inner = dtype.inner if isinstance(dtype, lists) else None
     if inner is None:
+        long_form = (
+            f"; if each row is one (item, category), make one list per item: "
+            f"item_features.group_by({item!r}).agg({col!r})"
+            if isinstance(dtype, CATEGORY_KINDS)
+            else ""
+        )
         raise InvalidValueError(
             f"item_features: expected column {col!r} to hold a list (categories) or a vector "
-            f"(numbers) per item, found dtype {dtype}",
+            f"(numbers) per item, found dtype {dtype}{long_form}",
             frame="item_features",
             columns=[col],
         )

@@ -137,14 +137,14 @@ class IdScreen:
         of_sampled = truth.join(users, on=self.keys, how="semi", nulls_equal=True)
         return [sample, of_sampled, self.truth.head(1)]
 
-    def report(self, frames: Sequence[pl.DataFrame]) -> None:
-        """Warn when the ids do not match (see the module's rule).
+    def report(self, frames: Sequence[pl.DataFrame]) -> bool:
+        """Warn when the ids do not match (see the module's rule); whether it warned.
 
         ``frames``: what :meth:`queries` gave, collected.
         """
         sample, of_sampled, first = frames
         if sample.height == 0 or first.height == 0:
-            return  # nothing to match
+            return False  # nothing to match
         counts = count(sample.lazy(), of_sampled.lazy(), first.lazy(), self.keys, self.item)
         if counts.message() is not None and (
             sample.height == SAMPLE_ROWS or self.within is not None
@@ -154,6 +154,7 @@ class IdScreen:
         message = counts.message()
         if message is not None:
             warn(UnmatchedIdsWarning(message))
+        return message is not None
 
 
 def count(

@@ -28,13 +28,16 @@ __all__ = [
     "EE_PERSISTENCE",
     "EVERY",
     "MAX_K",
+    "NOT_GIVEN",
     "OPTIONS",
     "RANKING",
     "RBP_PERSISTENCE",
     "GainTable",
     "MetricOptions",
+    "NotGiven",
     "Option",
     "format_value",
+    "given",
     "is_int",
     "is_real",
     "markdown",
@@ -42,6 +45,37 @@ __all__ = [
     "other_tie_rules",
     "validate_k",
 ]
+
+
+class NotGiven:
+    """The default of ``threshold``, told apart from an explicit ``None``.
+
+    Both mean ``rel > 0``; passing ``threshold=None`` also says that this is meant, which
+    silences :class:`~frame_metrics.errors.RelevanceWarning` (spec section 8). Written
+    ``None``, as the signature and the help show it.
+    """
+
+    def __repr__(self) -> str:
+        return "None"
+
+    def __reduce__(self) -> str:
+        return "NOT_GIVEN"  # one object, in every process
+
+
+#: ``threshold``'s default: ``None`` not passed by the caller (see :class:`NotGiven`).
+NOT_GIVEN: Final = NotGiven()
+
+
+def given(value: object) -> bool:
+    """Whether an option's value was passed (``None`` included) rather than left out.
+
+    Examples
+    --------
+    >>> given(NOT_GIVEN), given(None), given(4)
+    (False, True, True)
+    """
+    return value is not NOT_GIVEN
+
 
 GainName = Literal["linear", "exponential", "binary"]
 #: A trec_eval-style gain table: (relevance level, gain) pairs, sorted by level.
@@ -158,6 +192,10 @@ class Option:
     #: The command line's reader of a ``table`` option's value (None: gain's), or of a
     #: text option's (``str``: a column name).
     parse: Callable[[str], Any] | None = None
+    #: Metrics beyond :attr:`metrics` that read it: those judged against relevance in
+    #: other families (who is evaluated: expected exposure), or the parity metrics,
+    #: whose merit target counts relevant truth rows.
+    also: tuple[str, ...] = ()
 
     @property
     def flag(self) -> str:
@@ -348,6 +386,9 @@ def _choice(
     )
 
 
+#: Expected exposure's metrics: judged against relevance, outside the ranking family.
+_EE = ("ee_loss", "ee_disparity", "ee_relevance")
+
 #: Every option, in the order the command line and the documentation list them.
 OPTIONS: tuple[Option, ...] = (
     Option(
@@ -362,6 +403,7 @@ OPTIONS: tuple[Option, ...] = (
         _check_threshold,
         metavar="X",
         cli_default="rel > 0",
+        also=(*_EE, "exposure_parity", "list_parity"),
     ),
     Option(
         "gain",
@@ -437,6 +479,7 @@ OPTIONS: tuple[Option, ...] = (
         "who may be evaluated: every user seen, or those in truth/recs/both",
         RANKING,
         "combination",
+        also=_EE,
     ),
     _choice(
         "empty",
@@ -445,6 +488,7 @@ OPTIONS: tuple[Option, ...] = (
         "users without a relevant item: left out or scored 0",
         RANKING,
         "combination",
+        also=_EE,
     ),
     _choice(
         "relevant_set",
@@ -1034,6 +1078,8 @@ def markdown() -> str:
             if isinstance(row.metrics, str)
             else ", ".join(f"`{m}`" for m in row.metrics)
         )
+        if row.also:
+            read_by += ", and " + ", ".join(f"`{m}`" for m in row.also)
         where = ", ".join(
             w
             for w, yes in (("call", True), ("convention", row.preset), ("metric", row.per_metric))

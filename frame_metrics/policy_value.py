@@ -49,6 +49,7 @@ from frame_metrics.errors import (
 from frame_metrics.frames import to_lazy
 from frame_metrics.options import MetricOptions, is_int, is_real
 from frame_metrics.prepare import RANK, prepare
+from frame_metrics.spec import rank_not_read
 from frame_metrics.stats import draw_counts
 from frame_metrics.validation import (
     Check,
@@ -197,7 +198,7 @@ def policy_value(
     seed: int = 0,
     user: str | Sequence[str] = "user",
     item: str = "item",
-    rank: str = "rank",
+    rank: str | None = None,
     score: str | None = None,
     ties: str | None = None,
     validate: bool = True,
@@ -266,7 +267,8 @@ def policy_value(
     item
         The item column of both frames.
     rank
-        The rank column of ``recs`` (1 = top); not read when ``score`` is given.
+        The rank column of ``recs`` (1 = top; ``None``: ``"rank"``). With ``score`` the
+        score ranks, and a ``rank`` given too is not read (a warning says so).
     score
         A score column of ``recs`` to derive ranks from instead (higher = better).
     ties
@@ -355,6 +357,9 @@ def policy_value(
     0.5
     """
     _check_options(estimator, k, max_weight, level, n_resamples, seed)
+    if rank is not None and score is not None:
+        warn(rank_not_read(rank, score))
+    rank = "rank" if rank is None else rank
     if reward_model is not None and estimator != "dr":
         warn(
             IgnoredOptionWarning(

@@ -15,7 +15,7 @@ from functools import partial
 import polars as pl
 
 from frame_metrics.columns import Columns
-from frame_metrics.errors import InvalidValueError, Keyword, MissingColumnsError
+from frame_metrics.errors import InvalidValueError, Keyword, MissingColumnsError, Part, Pass
 from frame_metrics.options import MetricOptions
 from frame_metrics.spec import RelevanceCap
 from frame_metrics.validation import (
@@ -122,11 +122,27 @@ class Prepared:
         )
 
 
-def _require(frame: pl.LazyFrame, label: str, names: list[str]) -> pl.Schema:
+def _require(
+    frame: pl.LazyFrame, label: str, names: list[str], rank: str | None = None
+) -> pl.Schema:
+    """The frame's schema, once every column of ``names`` is in it.
+
+    ``rank``: the rank column, when the call ranks by it: a frame without it but with a
+    float column is told to pass that column as ``score=``.
+    """
     schema = frame.collect_schema()
     missing = [n for n in names if n not in schema]
     if missing:
-        raise MissingColumnsError(label, missing, list(schema.names()))
+        advice: tuple[Part, ...] = ()
+        if rank in missing:
+            floats = [n for n, dtype in schema.items() if dtype.is_float() and n not in names]
+            scores = sorted(floats, key=lambda n: ("score" not in n.lower(), floats.index(n)))
+            if scores:
+                advice = (
+                    f"; to rank {label} by a score column (higher = better), ",
+                    Pass("score", scores[0]),
+                )
+        raise MissingColumnsError(label, missing, list(schema.names()), *advice)
     return schema
 
 
@@ -286,6 +302,13 @@ def _duplicate_checks(
     ]
 
 
+#: Why ``on_duplicate="first"`` leaves two items at one rank an error (spec section 8).
+_FIRST_KEEPS_RANKS: Parts = (
+    " (on_duplicate='first' resolves a repeated item, keeping its best-ranked row; two "
+    "different items at one rank leave no order between them: give each its own rank)",
+)
+
+
 def _dedup_hint(keep: str) -> Parts:
     return (" (pass ", Keyword("on_duplicate", "first"), f" to keep the {keep} row)")
 
@@ -387,7 +410,7 @@ def _prepare_pair(
 ) -> Prepared:
     c = columns
     order_col = c.order[1]
-    rs = _require(recs, "recs", [*c.ranking, c.item, order_col])
+    rs = _require(recs, "recs", [*c.ranking, c.item, order_col], None if c.score else c.rank)
     # The hint of a failed duplicate check looks at every column of recs.
     hint_rows: Callable[[], pl.LazyFrame] = (lambda: recs) if every_column is None else every_column
     truth_by = [b for b in c.by if b in truth.collect_schema()]
@@ -475,17 +498,27 @@ def _prepare_pair(
         # The checks of the rows within the cutoff: one row per list and item, and per
         # list and rank; one pass counts both (duplicate_checks).
         wanted: list[tuple[str, str, Parts]] = []
+        show_recs = [*lists, item, order_col]
+        # Score-ranked duplicates are looked for among the ranked rows, which carry no score.
+        show_dups = [*lists, item] if c.score is not None else show_recs
+        first_ranks: list[CheckedFrame] = []
         if c.score is None:
             within_what = (
                 "rank within a user" if c.sample is None else "rank within a user's sample"
             )
-            wanted.append((c.rank, within_what, ()))
+            if options.on_duplicate == "first":
+                # A repeated item is resolved first (identical rows are one repeat), so
+                # only two different items at one rank are left to refuse.
+                deduped = recs_dup_frame.group_by([*lists, item]).agg(pl.col(c.rank).min())
+                checks_first = _duplicate_checks(
+                    lists, [(c.rank, within_what, _FIRST_KEEPS_RANKS)], hint_rows, roles
+                )
+                first_ranks.append(CheckedFrame("recs", deduped, checks_first, show_recs))
+            else:
+                wanted.append((c.rank, within_what, ()))
         if options.on_duplicate == "error":
             wanted.append((item, pair, _dedup_hint("best-ranked")))
-        dup_checks = _duplicate_checks(lists, wanted, hint_rows, roles)
-        show_recs = [*lists, item, order_col]
-        # Score-ranked duplicates are looked for among the ranked rows, which carry no score.
-        show_dups = [*lists, item] if c.score is not None else show_recs
+        dup_checks = _duplicate_checks(lists, wanted, hint_rows, roles) if wanted else []
         show_truth = [*c.user, *truth_by, item, c.relevance, *([propensity] if propensity else [])]
         truth_checks = [
             *null_checks([*c.user, *truth_by, item], "key"),
@@ -503,7 +536,8 @@ def _prepare_pair(
             )
         checks = [
             CheckedFrame("recs", recs, recs_checks, show_recs),
-            CheckedFrame("recs", recs_dup_frame, dup_checks, show_dups),
+            *([CheckedFrame("recs", recs_dup_frame, dup_checks, show_dups)] if dup_checks else []),
+            *first_ranks,
             CheckedFrame("truth", truth, truth_checks, show_truth),
         ]
 
@@ -720,12 +754,35 @@ def _prepare_long(
         hint_rows: Callable[[], pl.LazyFrame] = (
             (lambda: long) if every_column is None else every_column
         )
-        unique: list[tuple[str, str, Parts]] = [(c.rank, "rank within a user", ())]
-        if options.on_duplicate == "error":
-            unique.append((item, "(user, item) pair", _dedup_hint("best-ranked")))
-        checks += _duplicate_checks(keys, unique, hint_rows, roles, nullable={c.rank})
         shown_cols = [*keys, item, c.rank, c.relevance, *([propensity] if propensity else [])]
-        checked = [CheckedFrame("long table", long, checks, shown_cols)]
+        # A rank repeated below the largest cutoff cannot change a metric (spec section 8);
+        # a repeated (user, item) is a repeated truth row wherever it is ranked.
+        ranked_within = (
+            long
+            if max_k is None
+            else long.filter(pl.col(c.rank).is_null() | (pl.col(c.rank) <= max_k))
+        )
+        rank_check = (c.rank, "rank within a user", ())
+        if options.on_duplicate == "first":
+            deduped = ranked_within.group_by([*keys, item]).agg(
+                pl.col(c.rank).min(), pl.col(c.relevance).first()
+            )
+            rank_checks = _duplicate_checks(
+                keys, [(*rank_check[:2], _FIRST_KEEPS_RANKS)], hint_rows, roles, {c.rank}
+            )
+            checked = [
+                CheckedFrame("long table", long, checks, shown_cols),
+                CheckedFrame("long table", deduped, rank_checks, [*keys, item, c.rank]),
+            ]
+        else:
+            pair_check = (item, "(user, item) pair", _dedup_hint("best-ranked"))
+            pair_checks = _duplicate_checks(keys, [pair_check], hint_rows, roles, {c.rank})
+            rank_checks = _duplicate_checks(keys, [rank_check], hint_rows, roles, {c.rank})
+            checked = [
+                CheckedFrame("long table", long, checks, shown_cols),
+                CheckedFrame("long table", ranked_within, rank_checks, shown_cols),
+                CheckedFrame("long table", long, pair_checks, shown_cols),
+            ]
     rows = long.select(
         *keys,
         item,

@@ -42,6 +42,7 @@ from frame_metrics.metrics.registry import (
 )
 from frame_metrics.options import (
     DEFAULT_K,
+    NOT_GIVEN,
     OPTIONS,
     MetricOptions,
     is_int,
@@ -55,7 +56,15 @@ _DEFAULT_OF: dict[str, Any] = {o.name: o.default for o in OPTIONS}
 #: The options a metric string may set (``"recall(ips=ips)@10"``): the table's per-metric ones.
 _PER_METRIC: tuple[str, ...] = tuple(o.name for o in OPTIONS if o.per_metric)
 
-__all__ = ["EXTRA_INPUTS", "EXTRA_OF_NEED", "ExtraInput", "Spec", "build_spec", "resolve_requests"]
+__all__ = [
+    "EXTRA_INPUTS",
+    "EXTRA_OF_NEED",
+    "ExtraInput",
+    "Spec",
+    "build_spec",
+    "rank_not_read",
+    "resolve_requests",
+]
 
 
 @dataclass(frozen=True)
@@ -169,6 +178,9 @@ class Spec:
     validate: bool = True
     #: What the call gives that cannot change its result, one warning each.
     ignored: tuple[IgnoredOptionWarning, ...] = ()
+    #: Whether the call says which relevance counts for every metric reading it (a
+    #: threshold, None included, or a convention): if not, star ratings are warned of.
+    relevance_said: bool = True
 
     @property
     def long_table(self) -> bool:
@@ -305,7 +317,7 @@ def build_spec(
     k: int | Iterable[int] | None = None,
     user: str | Sequence[str] = "user",
     item: str = "item",
-    rank: str = "rank",
+    rank: str | None = None,
     score: str | None = None,
     relevance: str = "relevance",
     prediction: str = "prediction",
@@ -337,6 +349,10 @@ def build_spec(
         raise InvalidOptionError(
             f"options: expected keywords among {', '.join(OPTION_NAMES)}, got {', '.join(unknown)}"
         )
+    # threshold=None says "rel > 0, as meant"; left out, it is the same number, unsaid.
+    threshold_given = options.get("threshold", NOT_GIVEN) is not NOT_GIVEN
+    if not threshold_given:
+        options["threshold"] = None
     given = frozenset(frames)
     by_tools: list[_Unread] = []
     requests = tuple(
@@ -344,7 +360,9 @@ def build_spec(
             metrics, k, DEFAULT_RANKING, given=options, convention=convention, ignored=by_tools
         )
     )
-    ignored = _ignored_options(
+    ignored_rank = [rank_not_read(rank, score)] if rank is not None and score is not None else []
+    rank = "rank" if rank is None else rank
+    ignored = ignored_rank + _ignored_options(
         metrics,
         k,
         requests,
@@ -391,7 +409,34 @@ def build_spec(
         _check_samples(requests, long_table, sample)
     ignored += _unread_warnings(by_tools)
     ignored += _check_propensity(call, requests, given)
-    return Spec(columns, call, requests, given, validate, tuple(ignored))
+    relevance_said = (
+        threshold_given
+        or convention is not None
+        or not any(
+            "threshold" in q.metric.reads() and not {"threshold", "convention"} & q.own
+            for q in requests
+        )
+    )
+    return Spec(columns, call, requests, given, validate, tuple(ignored), relevance_said)
+
+
+def rank_not_read(rank: str, score: str) -> IgnoredOptionWarning:
+    """``rank=`` beside ``score=``: the score ranks (spec section 8), said once.
+
+    Examples
+    --------
+    >>> print(rank_not_read("position", "s"))
+    rank: 'position' ignored: score='s' ranks the recommendations (score descending, ties by the tie rule); leave score out to rank by the rank column, or leave rank out to say the score ranks
+    """
+    return IgnoredOptionWarning(
+        f"{rank!r} ignored: score={score!r} ranks the recommendations (score descending, "
+        "ties by the tie rule); ",
+        LeaveOut("score"),
+        " to rank by the rank column, or ",
+        LeaveOut("rank"),
+        " to say the score ranks",
+        option="rank",
+    )
 
 
 def _check_propensity(
@@ -414,18 +459,24 @@ def _check_propensity(
     messages: list[IgnoredOptionWarning] = []
     weighted = any(q.metric.family == "ranking" for q in requests)
     if call.propensity == "popularity":
+        # train first: without it there is no popularity for any gamma to shape.
+        if "train" not in given and weighted:
+            also = (
+                " (propensity_gamma= is needed too: it has no default)"
+                if call.propensity_gamma is None
+                else ""
+            )
+            raise MissingInputError(
+                "propensity='popularity'",
+                "train",
+                _WHAT["train"],
+                f"; it counts the distinct train users of each item{also}",
+            )
         if call.propensity_gamma is None:
             raise InvalidOptionError(
                 "expected a finite number >= -1 with propensity='popularity' "
                 "(P = (n / max n)^((gamma + 1) / 2); it has no default), got None",
                 option="propensity_gamma",
-            )
-        if "train" not in given and weighted:
-            raise MissingInputError(
-                "propensity='popularity'",
-                "train",
-                _WHAT["train"],
-                "; it counts the distinct train users of each item",
             )
     elif call.propensity_gamma is not None:
         messages.append(
@@ -667,6 +718,7 @@ def resolve_requests(
                 presets,
                 None if tool is None else tool.tool,
                 () if tool is None else tool.fixed,
+                frozenset(dict(parsed.options)) | ({"convention"} if tool else set()),
             )
             if request not in out:
                 if any(r.column == column for r in out):

@@ -427,7 +427,8 @@ BAD: list[tuple[str, dict[str, Any], type[FrameMetricsError], str]] = [
         },
         InvalidValueError,
         "item_features: expected column 'features' to hold a list (categories) or a vector "
-        "(numbers) per item, found dtype String",
+        "(numbers) per item, found dtype String; if each row is one (item, category), make one "
+        "list per item: item_features.group_by('item').agg('features')",
     ),
     (
         "ragged-vectors",

@@ -41,6 +41,11 @@ TRUTH = [
 ]
 
 
+#: TRUTH's grades (0 to 5) are gains, every grade above 0 relevant: said, as the
+#: definition sheet (section 8) asks of star-like levels (else a RelevanceWarning).
+SAID = ("--threshold", "none")
+
+
 def _recs() -> pl.DataFrame:
     rows = [
         # The score orders items alphabetically backwards, unlike the rank: a score run
@@ -214,7 +219,7 @@ def test_every_format_gives_evaluate_numbers(
     recs, truth = files["recs.parquet"], files["truth.csv"]
     code, out, err = run(
         capsys, "evaluate", recs, truth, "-m", "ndcg,ap,recall", "-k", "2,3", "--by", "model",
-        "--format", fmt,
+        "--format", fmt, *SAID,
     )  # fmt: skip
     assert (code, err) == (0, "")
     want = expected(
@@ -416,7 +421,7 @@ def test_output_file(
     target.parent.mkdir()
     code, out, err = run(
         capsys, "evaluate", recs, truth, "-m", "ndcg,hit_rate", "-k", "3", "--by", "model",
-        "--per-user", "-o", target, *fmt_args,
+        "--per-user", "-o", target, *fmt_args, *SAID,
     )  # fmt: skip
     assert (code, out, err) == (0, "", "")
     want = expected(recs, truth, metrics=["ndcg", "hit_rate"], k=3, by="model")
@@ -430,7 +435,7 @@ ArgsOf = Callable[[dict[str, Path]], list[str | Path]]
 
 
 def _with(*extra: str) -> ArgsOf:
-    return lambda f: ["evaluate", f["recs.parquet"], f["truth.csv"], "--by", "model", *extra]
+    return lambda f: ["evaluate", f["recs.parquet"], f["truth.csv"], "--by", "model", *SAID, *extra]
 
 
 def _on(recs: str, truth: str | None, *extra: str) -> ArgsOf:
@@ -546,7 +551,7 @@ ERRORS: list[tuple[str, ArgsOf, int, str]] = [
         "threshold not a number",
         _with("-k", "3", "--threshold", "abc"),
         2,
-        "--threshold: expected a number, got 'abc'" + _help(),
+        "--threshold: expected a number or none, got 'abc'" + _help(),
     ),
     (
         "bad head share",
@@ -832,7 +837,7 @@ def test_closed_stdout_is_not_an_error(
     monkeypatch.setattr(sys, "stdout", _ClosedPipe())
     monkeypatch.setattr(sys, "stderr", stderr)
     args = ["evaluate", files["recs.parquet"], files["truth.csv"], "-k", "3", "--by", "model"]
-    assert main([str(a) for a in [*args, "--format", fmt]]) == 0
+    assert main([str(a) for a in [*args, *SAID, "--format", fmt]]) == 0
     assert stderr.getvalue() == ""
 
 
@@ -870,9 +875,16 @@ def test_header_only_recs_against_truth(
     """No recommendations at all: each of the 5 users with a relevant item scores 0."""
     code, out, err = run(
         capsys, "evaluate", files["header_recs.csv"], files["truth.csv"], "-m", "ndcg,recall",
-        "-k", "3", "--format", "json",
+        "-k", "3", "--format", "json", *SAID,
     )  # fmt: skip
-    assert (code, err) == (0, "")
+    # Said once: nobody evaluated has a list (definition sheet section 8).
+    assert code == 0
+    assert err == (
+        "frame-metrics: warning: recs: expected recommendations for most evaluated users, "
+        "found none for 5 of the 5 users with a relevant truth item: they score 0 on every "
+        "ranking metric (definition sheet, section 3); pass --users both to evaluate only "
+        "the users in both frames\n"
+    )
     assert json.loads(out) == [{"n_users": 5, "ndcg@3": 0.0, "recall@3": 0.0}]
 
 
@@ -911,7 +923,17 @@ def test_compare_table_is_readable(tmp_path: Path, capsys: pytest.CaptureFixture
     recs.write_parquet(tmp_path / "recs.parquet")
     truth.write_parquet(tmp_path / "truth.parquet")
     args: list[str | Path] = ["compare", tmp_path / "recs.parquet", tmp_path / "truth.parquet"]
-    args += ["-m", "ndcg", "-k", "5,10", "--resamples", "200"]
+    args += [
+        "-m",
+        "ndcg",
+        "-k",
+        "5,10",
+        "--resamples",
+        "200",
+        "--baseline-model",
+        "personal",
+        *SAID,
+    ]
     code, exact, _ = run(capsys, *args, "--format", "csv")
     assert code == 0
     code, table, err = run(capsys, *args)
@@ -944,7 +966,7 @@ sys.exit(main(sys.argv[1:]))
 def test_without_optional_dependencies(files: dict[str, Path]) -> None:
     """evaluate needs polars alone; compare says which extra installs numpy."""
     recs, truth = files["recs.parquet"], files["truth.csv"]
-    args = ["-m", "ndcg,recall,coverage", "-k", "3", "--by", "model", "--format", "json"]
+    args = ["-m", "ndcg,recall,coverage", "-k", "3", "--by", "model", "--format", "json", *SAID]
     done = subprocess.run(
         [sys.executable, "-c", _NO_EXTRAS, "evaluate", str(recs), str(truth), *args],
         capture_output=True, text=True, check=False,

@@ -29,6 +29,7 @@ from frame_metrics.metrics.registry import REGISTRY
 from frame_metrics.options import (
     COMBINATION_OPTIONS,
     EVERY,
+    NOT_GIVEN,
     OPTIONS,
     RANKING,
     MetricOptions,
@@ -129,7 +130,13 @@ def test_evaluate_signature_matches_the_table() -> None:
     assert keywords - NOT_OPTIONS == {row.name for row in OPTIONS}
     for row in OPTIONS:
         parameter = parameters[row.name]
-        # An option a preset may set defaults to None: the preset's value, else the spec's.
+        # An option a preset may set defaults to None: the preset's value, else the spec's;
+        # threshold to NOT_GIVEN, a None the caller did not say (spec section 8: an
+        # explicit threshold=None silences the star-ratings warning).
+        if row.name == "threshold":
+            assert parameter.default is NOT_GIVEN
+            assert repr(parameter.default) == "None"
+            continue
         assert parameter.default == (None if row.preset else row.default), row.name
         # As sets: typing caches a union by equal members, and two Literals of the same
         # strings are equal in any order (``ZeroIdeal | None`` may come back as
@@ -148,10 +155,15 @@ def test_metric_options_fields_are_the_table() -> None:
 def _readers(row: Option) -> set[str]:
     """The metrics the row says read it, as metric names (``RANKING``: every ranking one)."""
     if row.metrics == RANKING:
-        return {m.name for m in REGISTRY.values() if "threshold" in m.reads()}
+        ranking = {
+            m.name
+            for m in REGISTRY.values()
+            if m.family == "ranking" and m.population == "relevant"
+        }
+        return ranking | set(row.also)
     if row.metrics == EVERY:
         return set(REGISTRY)
-    return set(row.metrics)
+    return set(row.metrics) | set(row.also)
 
 
 def test_the_registry_and_the_table_agree_on_who_reads_each_option() -> None:
@@ -167,11 +179,13 @@ def test_the_registry_and_the_table_agree_on_who_reads_each_option() -> None:
             assert reads_it == _readers(row), row.name
         else:  # set for the call only: no metric string may give it
             assert not any(row.name in m.reads() for m in REGISTRY.values()), row.name
-    # Every ranking metric reads the RANKING options, and only ranking metrics do.
-    ranking = _readers(option("threshold"))
-    assert ranking == {
-        m.name for m in REGISTRY.values() if m.family == "ranking" and m.population == "relevant"
-    }
+    # Every ranking metric reads the RANKING options; beyond them, who is evaluated
+    # (threshold, empty, users) is read by every metric judged against relevance (spec
+    # section 8: a metric string says what the call can), and the threshold by the
+    # parity metrics (their merit target).
+    relevant = {m.name for m in REGISTRY.values() if m.population == "relevant"}
+    assert _readers(option("empty")) == _readers(option("users")) == relevant
+    assert _readers(option("threshold")) == relevant | {"exposure_parity", "list_parity"}
 
 
 def test_the_presets_and_the_engine_read_their_lists_from_the_table() -> None:

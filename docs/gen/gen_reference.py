@@ -278,13 +278,31 @@ def errors_page() -> str:
         "| class | is a | raised when |",
         "|---|---|---|",
     ]
-    for name in errors.__all__:
-        cls = getattr(errors, name)
-        if not isinstance(cls, type) or not issubclass(cls, BaseException):
-            continue  # Keyword (a part of a message), shown (how messages show values)
+    classes = [getattr(errors, name) for name in errors.__all__]
+    # Keyword (a part of a message), shown (how messages show values) are not classes.
+    raised = [c for c in classes if isinstance(c, type) and issubclass(c, BaseException)]
+    warned = [c for c in raised if issubclass(c, Warning)]
+    for cls in raised:
+        if cls in warned:
+            continue
         bases = ", ".join(f"`{b.__name__}`" for b in cls.__bases__)
         doc = without_roles(inspect.cleandoc(cls.__doc__ or "").split("\n\n")[0])
-        lines.append(f"| `{name}` | {bases} | {_cell(doc)} |")
+        lines.append(f"| `{cls.__name__}` | {bases} | {_cell(doc)} |")
+    lines += [
+        "",
+        "## Warnings",
+        "",
+        "A call that computes something its caller most likely did not mean says so, once, "
+        "with a warning of one of these classes (each a `FrameMetricsWarning`, itself a "
+        "`UserWarning`); doing what the message proposes silences it. "
+        "`warnings.simplefilter('error', fm.FrameMetricsWarning)` makes every one an error.",
+        "",
+        "| class | issued when, and what silences it |",
+        "|---|---|",
+    ]
+    for cls in warned:
+        doc = without_roles(" ".join(inspect.cleandoc(cls.__doc__ or "").split()))
+        lines.append(f"| `{cls.__name__}` | {_cell(doc)} |")
     lines += [
         "",
         "On the command line each is one line, `frame-metrics: error: <message>`: see "

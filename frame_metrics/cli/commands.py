@@ -63,7 +63,8 @@ def _ranking_columns(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "user": _user(args),
         "item": args.item_col,
-        "rank": args.rank_col,
+        # The flags exclude each other; the default rank column is not the caller's.
+        "rank": None if args.score_col is not None else args.rank_col,
         "score": args.score_col,
     }
 
@@ -181,8 +182,15 @@ def demo() -> pl.DataFrame:
     [('personal', 1000), ('popularity', 1000)]
     """
     recs, truth = synthetic()
+    # Every truth item is one the user likes, its grade the gain: rel > 0, as meant.
     return fm.evaluate(
-        recs, truth, metrics=list(_DEMO_METRICS), k=[5, 10], by="model", aggregate=True
+        recs,
+        truth,
+        metrics=list(_DEMO_METRICS),
+        k=[5, 10],
+        by="model",
+        aggregate=True,
+        threshold=None,
     )
 
 

@@ -208,7 +208,7 @@ def _cli_keyword(keyword: Keyword) -> str:
     if keyword.name in _FRAME_ARGUMENTS:
         return _FRAME_ARGUMENTS[keyword.name]
     option = flag(keyword.name)
-    return option if keyword.value is None else f"{option} {shlex.quote(keyword.value)}"
+    return option if keyword.value is None else f"{option} {shlex.quote(str(keyword.value))}"
 
 
 #: evaluate's and compare's keywords whose option here is not ``--`` and the name.

@@ -14,7 +14,7 @@ from frame_metrics.cli.output import DIGITS, FORMATS, MAX_DIGITS, joined_or
 from frame_metrics.conventions import CONVENTIONS
 from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.registry import split_names
-from frame_metrics.options import CHOICES, OPTIONS, Option
+from frame_metrics.options import CHOICES, OPTIONS, Option, given
 
 #: evaluate's keyword defaults, so the command line cannot drift from the function.
 _DEFAULTS: dict[str, Any] = {
@@ -204,7 +204,7 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
     ranked = cols.add_mutually_exclusive_group()
     ranked.add_argument(
         "--rank-col",
-        default=_DEFAULTS["rank"],
+        default="rank",  # evaluate's None: the rank column, unless --score-col ranks
         metavar="COL",
         help="rank, 1 = top (default: %(default)s)",
     )
@@ -342,7 +342,7 @@ def _add_demo(commands: argparse._SubParsersAction[_Parser]) -> None:
 def _add_option(group: argparse._ArgumentGroup, row: Option) -> None:
     """An option of the table as a flag: its choices, or a number (or gain) parsed here."""
     default = _DEFAULTS[row.name]
-    if default is not None:
+    if default is not None and given(default):
         shown = "%(default)s"
     elif row.choices and not row.table:
         shown = f"the --convention's, else {row.default}"
@@ -358,7 +358,9 @@ def _add_option(group: argparse._ArgumentGroup, row: Option) -> None:
     elif row.choices:
         group.add_argument(row.flag, choices=row.choices, default=default, help=help)
     else:
-        group.add_argument(row.flag, type=_number, default=default, metavar=row.metavar, help=help)
+        # An option whose default is None takes "none" too: that default, said explicitly.
+        number = _number_or_none if row.default is None else _number
+        group.add_argument(row.flag, type=number, default=default, metavar=row.metavar, help=help)
 
 
 def _gain(text: str) -> str | dict[float, float]:
@@ -438,6 +440,28 @@ def _number(text: str) -> float:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def _number_or_none(text: str) -> float | None:
+    """A number option whose default is None: a number, or ``none`` for that None.
+
+    ``--threshold none`` says what its default means (rel > 0 is relevant), explicitly.
+
+    Examples
+    --------
+    >>> _number_or_none("4"), _number_or_none("none")
+    (4.0, None)
+    >>> _number_or_none("abc")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected a number or none, got 'abc'
+    """
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or none, got {text!r}") from None
 
 
 def _integer(text: str) -> int:
@@ -754,7 +778,7 @@ def _add_ranking_columns(cols: argparse._ArgumentGroup) -> None:
     ranked = cols.add_mutually_exclusive_group()
     ranked.add_argument(
         "--rank-col",
-        default=_DEFAULTS["rank"],
+        default="rank",  # evaluate's None: the rank column, unless --score-col ranks
         metavar="COL",
         help="rank, 1 = top (default: %(default)s)",
     )

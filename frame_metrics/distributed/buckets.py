@@ -20,9 +20,8 @@ from collections.abc import Callable, Mapping
 import polars as pl
 
 from frame_metrics.distributed import core
-from frame_metrics.engine import DEFAULT_ENGINE
+from frame_metrics.engine import DEFAULT_ENGINE, report, screens
 from frame_metrics.frames import to_lazy
-from frame_metrics.id_match import IdScreen
 from frame_metrics.planner import reads
 from frame_metrics.progress import Progress
 from frame_metrics.spec import Spec
@@ -84,20 +83,16 @@ def _used(frames: Mapping[str, pl.LazyFrame], bucket: pl.Expr) -> list[int]:
     return sorted(int(b) for b in ids.drop_nulls().collect(engine=DEFAULT_ENGINE)["b"])
 
 
-def _check_ids(job: core.Job, frames: Mapping[str, pl.LazyFrame], first: pl.Expr) -> None:
-    """Warn when the ids of recs and truth do not meet (:mod:`frame_metrics.id_match`).
+def _screen(job: core.Job, frames: Mapping[str, pl.LazyFrame], first: pl.Expr) -> None:
+    """Warn of what the call likely did not mean (:func:`frame_metrics.engine.screens`).
 
-    The sample is the first bucket's: one more read of that bucket's users (with ranges
-    of ids and parquet statistics, of its row groups alone); every row is read again
-    only when the sample breaks the rule.
+    The ids' sample is the first bucket's: one more read of that bucket's users (with
+    ranges of ids and parquet statistics, of its row groups alone); every row is read
+    again only when a sample breaks its rule.
     """
-    c = job.spec.columns
-    if "truth" not in frames or "truth" not in job.spec.needs:
-        return
-    truth_schema = frames["truth"].collect_schema()
-    keys = [*(b for b in c.by if b in truth_schema), *c.user]
-    screen = IdScreen(frames["recs"], frames["truth"], keys, c.item, within=first)
-    screen.report(pl.collect_all(screen.queries(), engine=DEFAULT_ENGINE))
+    looks = screens(job.spec, frames["recs"], frames.get("truth"), within=first)
+    queries = [s.queries() for s in looks]
+    report(looks, queries, pl.collect_all([q for qs in queries for q in qs], engine=DEFAULT_ENGINE))
 
 
 def evaluate(
@@ -174,7 +169,7 @@ def evaluate(
     rows = pl.concat(parts, how="vertical_relaxed")
     if spec.validate:
         core.raise_first(rows.filter(pl.col(core.TAG) == "failure").select(core.failure_columns()))
-        _check_ids(job, typed, conditions[0])
+        _screen(job, typed, conditions[0])
         meta = core.result_schema(job)
         rows = rows.filter(pl.col(core.TAG) == "result").select(list(meta)).cast(meta)
     if aggregate:

@@ -144,7 +144,9 @@ def category_table(
     form) or (item, category) (long form), a weight that is not a finite number >= 0.
     """
     keys = [*features.by, item]
-    schema = require_columns(features, [*keys, column, *([weight] if weight else [])])
+    schema = require_columns(
+        features, [*keys, column, *([weight] if weight else [])], (column, "features")
+    )
     dtype = schema[column]
     frame = features.frame
     if isinstance(dtype, (pl.List, pl.Array)):

@@ -217,6 +217,9 @@ class Requested(NamedTuple):
     #: with the options that name fixes; None for the package's own names.
     tool: str | None = None
     fixed: tuple[tuple[str, Any], ...] = ()
+    #: The options its string sets (``"convention"`` for a tool's name, which carries
+    #: trec_eval's): what the caller said for this metric alone.
+    own: frozenset[str] = frozenset()
 
     def set_by(self, option: str) -> tuple[Part, ...]:
         """Who set ``option``, as a message's tail: ``", set by <preset> (...)"``.
