@@ -355,3 +355,113 @@ def test_cli_errors(
     extra = [f.get(e, e) for e in extra]
     code = main(["exposure", f["recs.parquet"], *extra])
     assert (code, capsys.readouterr().err) == (2, f"frame-metrics: error: {message}\n")
+
+
+# -- item groups per by group (spec 9, clarified 2026-11-27) ----------------------------
+
+# Two models, two users each, lists of two. Each model has its own item groups: m1
+# groups a (x), b and c (y); m2 groups c, d, e (x) and f (y), an item no list shows.
+MODEL_RECS = pl.DataFrame(
+    {
+        "model": ["m1"] * 4 + ["m2"] * 4,
+        "user": [1, 1, 2, 2, 1, 1, 2, 2],
+        "item": ["a", "b", "a", "c", "c", "d", "d", "e"],
+        "rank": [1, 2, 1, 2, 1, 2, 1, 2],
+    }
+)
+MODEL_GROUPS = pl.DataFrame(
+    {
+        "model": ["m1", "m1", "m1", "m2", "m2", "m2", "m2"],
+        "item": ["a", "b", "c", "c", "d", "e", "f"],
+        "group": ["x", "y", "y", "x", "x", "x", "y"],
+    }
+)
+# Truth without the model column: judged the same for both models. Relevant: b and e
+# (user 1), c (user 2).
+MODEL_TRUTH = pl.DataFrame({"user": [1, 1, 2], "item": ["b", "e", "c"], "relevance": [1, 1, 1]})
+
+
+def test_item_groups_per_model_give_each_model_its_own_shares(constructor: Constructor) -> None:
+    # Uniform attention within k = 2. m1: a (x) twice, b and c (y) once each: 2 and 2.
+    # m2: c, d, d, e, all x: 4 and 0.
+    # Catalog: each model's own rows of item_groups: m1 x {a}, y {b, c}: 1/3, 2/3;
+    # m2 x {c, d, e}, y {f}: 3/4, 1/4.
+    # Merit: relevant b, e, c. m1 groups b (y) and c (y), not e: 0 and 2 rows;
+    # m2 groups e (x) and c (x), not b: 2 and 0.
+    want = [
+        ("m1", "x", 2.0, 2 / 4, 1 / 3, 0 / 2),
+        ("m1", "y", 2.0, 2 / 4, 2 / 3, 2 / 2),
+        ("m2", "x", 4.0, 4 / 4, 3 / 4, 2 / 2),
+        ("m2", "y", 0.0, 0 / 4, 1 / 4, 0 / 2),
+    ]
+    call: dict[str, Any] = {"by": "model", "exposure": "uniform"}
+    out = fm.exposure(
+        constructor(MODEL_RECS),
+        constructor(MODEL_TRUTH),
+        k=2,
+        item_groups=constructor(MODEL_GROUPS),
+        **call,
+    )
+    assert_kind(out, constructor)
+    assert to_polars(out).rows() == want
+    # The metrics read the same tables: 1 - JS(exposure shares, target) per model.
+    metrics = to_polars(
+        fm.evaluate(
+            constructor(MODEL_RECS),
+            constructor(MODEL_TRUTH),
+            metrics=[
+                "exposure_parity@2",
+                "exposure_parity(parity_target=merit)@2",
+                "list_parity@2",
+            ],
+            item_groups=constructor(MODEL_GROUPS),
+            aggregate=True,
+            **call,
+        )
+    )
+    catalog = {"m1": [1 / 3, 2 / 3], "m2": [3 / 4, 1 / 4]}
+    merit = {"m1": [0.0, 1.0], "m2": [1.0, 0.0]}
+    shares = {"m1": [0.5, 0.5], "m2": [1.0, 0.0]}
+    for row in metrics.iter_rows(named=True):
+        m = row["model"]
+        want_catalog = 1 - math.sqrt(_jsd(shares[m], catalog[m]))
+        assert row["exposure_parity@2"] == pytest.approx(want_catalog, abs=1e-15), m
+        want_merit = 1 - math.sqrt(_jsd(shares[m], merit[m]))
+        assert row["exposure_parity(parity_target=merit)@2"] == pytest.approx(want_merit, abs=1e-15)
+        # Every user's list has the model's exposure shares: list_parity is the same.
+        assert row["list_parity@2"] == pytest.approx(want_catalog, abs=1e-15), m
+    # m2's exposure is all on x, its merit target too: parity exactly 1.
+    assert metrics.filter(model="m2")["exposure_parity(parity_target=merit)@2"].item() == 1.0
+
+
+def test_a_given_catalog_limits_each_models_own_rows() -> None:
+    # The catalog a..e leaves out f: m2's y holds no catalog item (x: c, d, e).
+    catalog = pl.DataFrame({"item": ["a", "b", "c", "d", "e"]})
+    out = fm.exposure(MODEL_RECS, k=2, by="model", item_groups=MODEL_GROUPS, catalog=catalog)
+    assert out.select("model", "group", "catalog_share").rows() == [
+        ("m1", "x", 1 / 3),
+        ("m1", "y", 2 / 3),
+        ("m2", "x", 3 / 3),
+        ("m2", "y", 0 / 3),
+    ]
+
+
+def test_train_per_model_gives_each_model_its_head_and_tail() -> None:
+    # Each model's train: m1's users had a three times, b and c once (head {a}, the
+    # items holding 20% of its 5 pairs); m2's had d three times, e and c once (head {d}).
+    train = pl.DataFrame(
+        {
+            "model": ["m1"] * 5 + ["m2"] * 5,
+            "user": [1, 2, 3, 4, 5] * 2,
+            "item": ["a", "a", "a", "b", "c", "d", "d", "d", "e", "c"],
+        }
+    )
+    out = fm.exposure(MODEL_RECS, k=2, by="model", train=train, exposure="uniform")
+    # Catalog: the items seen, a..e; each model's head is one of the five.
+    # Exposure: m1 a, a (head), b, c (tail); m2 d, d (head), c, e (tail).
+    assert out.rows() == [
+        ("m1", "head", 2.0, 2 / 4, 1 / 5),
+        ("m1", "tail", 2.0, 2 / 4, 4 / 5),
+        ("m2", "head", 2.0, 2 / 4, 1 / 5),
+        ("m2", "tail", 2.0, 2 / 4, 4 / 5),
+    ]
