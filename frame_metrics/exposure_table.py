@@ -77,7 +77,8 @@ def exposure(
     ----------
     recs
         Recommendations, one row per (user, item) shown, with a ``rank`` (1 = top) or a
-        ``score``: any frame kind :func:`frame_metrics.evaluate` takes (Spark and Dask
+        ``score`` (ranked as :func:`frame_metrics.evaluate` ranks it, with or without
+        truth): any frame kind :func:`frame_metrics.evaluate` takes (Spark and Dask
         frames are collected: the table is small, the rows are read once). The result
         is of the same kind.
     truth
@@ -234,12 +235,20 @@ def _exposure_table(
         )
     extras = {"item_groups": item_groups, "train": train, "catalog": catalog}
     given = [name for name, frame in extras.items() if frame is not None]
-    frames = [*(["truth"] if truth is not None else []), *given]
+    # Ranks from scores are evaluate's (recs and truth, not a long table): without truth,
+    # recs are ranked beside an empty truth, as fm.policy_value ranks them.
+    scored = truth is None and options.get("score") is not None
+    frames = [*(["truth"] if truth is not None or scored else []), *given]
     metrics = ["exposure_parity(parity_target=catalog)"]
     if truth is not None:
         metrics.append("exposure_parity(parity_target=merit)")
     spec = build_spec(frames, metrics=metrics, k=int(k), validate=validate, **options)
+    c = spec.columns
     check_call(spec, aggregate=True)
+    if scored:
+        truth = pl.DataFrame(
+            schema={**dict.fromkeys(c.user, pl.Null), c.item: pl.Null, c.relevance: pl.Float64}
+        )
     inputs = Inputs.read(spec, recs, truth, extras, reads(spec))
     plan = Plan(spec, inputs)
     table = _table(plan, int(k))

@@ -465,3 +465,35 @@ def test_train_per_model_gives_each_model_its_head_and_tail() -> None:
         ("m2", "head", 2.0, 2 / 4, 1 / 5),
         ("m2", "tail", 2.0, 2 / 4, 4 / 5),
     ]
+
+
+# -- ranks from scores, without truth -----------------------------------------------------
+
+
+def test_scores_rank_without_truth(constructor: Constructor) -> None:
+    # Scores, higher first, equal ones by item ascending (evaluate's default): user 1
+    # ranks c (0.9), then a and b (0.5 each: a first); user 2 ranks d, then a.
+    scored = pl.DataFrame(
+        {
+            "user": [1, 1, 1, 2, 2],
+            "item": ["a", "b", "c", "a", "d"],
+            "score": [0.5, 0.5, 0.9, 0.1, 0.7],
+        }
+    )
+    out = fm.exposure(constructor(scored), score="score", k=2, item_groups=constructor(GROUPS))
+    assert_kind(out, constructor)
+    # Within k = 2: user 1 c (y) at 1, a (x) at 2; user 2 d (y and z) at 1, a (x) at 2.
+    x, y, z = 2 * E2, E1 + E1, E1
+    total = x + y + z
+    # Catalog: the items seen, a b c d: x holds a, b; y c, d; z d.
+    want = [
+        ("x", x, x / total, 2 / 5),
+        ("y", y, y / total, 2 / 5),
+        ("z", z, z / total, 1 / 5),
+    ]
+    assert to_polars(out).rows() == want
+    # The same table as from the ranks those scores give (b third, in the catalog).
+    ranked = pl.DataFrame(
+        {"user": [1, 1, 1, 2, 2], "item": ["c", "a", "b", "d", "a"], "rank": [1, 2, 3, 1, 2]}
+    )
+    assert fm.exposure(ranked, k=2, item_groups=GROUPS).rows() == want
