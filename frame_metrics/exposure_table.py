@@ -22,6 +22,7 @@ from typing import Any, TypeVar, cast
 
 import polars as pl
 
+from frame_metrics.columns import check_roles, key_roles
 from frame_metrics.errors import InvalidOptionError, Keyword, MissingInputError, shown
 from frame_metrics.families.exposure import (
     group_exposure,
@@ -122,7 +123,8 @@ def exposure(
     relevance
         The relevance column of ``truth``.
     group
-        The group column of ``item_groups``, and the result's column of the groups.
+        The group column of ``item_groups``, and the result's column of the groups (a
+        name apart from the ``by`` columns and the result's own columns).
     threshold
         Relevance needed to count as relevant for merit (default: ``rel > 0``).
     head_share
@@ -244,6 +246,12 @@ def _exposure_table(
         metrics.append("exposure_parity(parity_target=merit)")
     spec = build_spec(frames, metrics=metrics, k=int(k), validate=validate, **options)
     c = spec.columns
+    # The table's columns: the by columns and the group column beside its own, each
+    # named apart from the others.
+    outputs = dict.fromkeys(COLUMNS, "a column of the result")
+    by = key_roles([], c.by)
+    check_roles({"recs": by}, {c.group: "the item groups' column", **outputs})
+    check_roles({"item_groups": {"group": c.group}}, outputs, output_roles=("group",))
     check_call(spec, aggregate=True)
     if scored:
         truth = pl.DataFrame(

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import polars as pl
 
-from frame_metrics.columns import as_names
+from frame_metrics.columns import as_names, check_roles, key_roles
 from frame_metrics.dtypes import unify_keys
 from frame_metrics.errors import (
     IgnoredOptionWarning,
@@ -172,14 +172,7 @@ def _key_roles(users: list[str], by: list[str], group: object, per_user_columns:
             option="by",
             columns=sorted(set(by) & set(users)),
         )
-    taken = [b for b in by if b in _SCHEMA]
-    if taken:
-        raise InvalidOptionError(
-            f"expected by columns not named as a column of the result ({', '.join(_SCHEMA)}), "
-            f"got {taken!r}; rename them first",
-            option="by",
-            columns=taken,
-        )
+    check_roles({"per_user": key_roles([], by)}, dict.fromkeys(_SCHEMA, "a column of the result"))
     if isinstance(group, str) and group in [*users, *by]:
         raise InvalidOptionError(
             f"expected a group column other than the user key and by columns {[*users, *by]!r}, "

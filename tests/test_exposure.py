@@ -498,3 +498,23 @@ def test_bad_target_values() -> None:
         "parity_target: expected a {group: share} table of finite numbers >= 0 with a "
         "positive sum, got shares summing to 0 in {'x': 0}"
     )
+
+
+def test_the_group_column_is_none_of_the_by_columns(constructor: Constructor) -> None:
+    # item_groups' column named like a by column is read as that by column: it cannot
+    # also hold the groups.
+    recs = RECS.with_columns(model=pl.lit("m"))
+    groups = GROUPS.rename({"group": "model"})
+    with pytest.raises(InvalidOptionError) as info:
+        fm.evaluate(
+            constructor(recs),
+            constructor(TRUTH),
+            metrics="exposure_parity@3",
+            by="model",
+            item_groups=constructor(groups),
+            group="model",
+            aggregate=True,
+        )
+    assert str(info.value) == (
+        "by and group: expected different columns of item_groups, got 'model' for both"
+    )

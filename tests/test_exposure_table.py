@@ -497,3 +497,55 @@ def test_scores_rank_without_truth(constructor: Constructor) -> None:
         {"user": [1, 1, 1, 2, 2], "item": ["c", "a", "b", "d", "a"], "rank": [1, 2, 3, 1, 2]}
     )
     assert fm.exposure(ranked, k=2, item_groups=GROUPS).rows() == want
+
+
+# -- names that clash with the result's ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"group": "exposure"},
+            "group: expected a column name other than the output column 'exposure' (a "
+            "column of the result), got 'exposure'; rename the column",
+        ),
+        (
+            {"group": "catalog_share"},
+            "group: expected a column name other than the output column 'catalog_share' "
+            "(a column of the result), got 'catalog_share'; rename the column",
+        ),
+        (
+            {"by": "merit_share"},
+            "by: expected a column name other than the output column 'merit_share' (a "
+            "column of the result), got 'merit_share'; rename the column",
+        ),
+        (
+            {"by": "group"},
+            "by: expected a column name other than the output column 'group' (the item "
+            "groups' column), got 'group'; rename the column",
+        ),
+        (
+            {"by": "model", "group": "model"},
+            "by: expected a column name other than the output column 'model' (the item "
+            "groups' column), got 'model'; rename the column",
+        ),
+    ],
+    ids=["group-exposure", "group-catalog-share", "by-merit-share", "by-group", "by-is-group"],
+)
+def test_a_name_of_the_result_is_refused(
+    constructor: Constructor, options: dict[str, str], message: str
+) -> None:
+    # Every input carries each column the options name (the group column too).
+    group = options.get("group", "group")
+    recs = RECS.with_columns(pl.lit("m").alias(options.get("by", "model")))
+    groups = GROUPS.rename({"group": group})
+    with pytest.raises(InvalidOptionError) as info:
+        fm.exposure(
+            constructor(recs), constructor(TRUTH), k=3, item_groups=constructor(groups), **options
+        )
+    assert str(info.value) == message
+    # With the default groups (train) as well: the group column is the result's alone.
+    with pytest.raises(InvalidOptionError) as info:
+        fm.exposure(recs, k=3, train=TRUTH.select("user", "item"), **options)
+    assert str(info.value) == message

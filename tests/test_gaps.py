@@ -609,9 +609,8 @@ def test_bad_values() -> None:
     with pytest.raises(
         InvalidOptionError,
         match=re.escape(
-            "by: expected by columns not named as a column of the result (metric, k, group, "
-            "n_users, mean, diff, diff_low, diff_high, p_value, mean_abs_diff, range), got "
-            "['group']; rename them first"
+            "by: expected a column name other than the output column 'group' (a column of "
+            "the result), got 'group'; rename the column"
         ),
     ):
         fm.gaps(SMALL.with_columns(group=pl.lit(1)), "country", by="group")

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
+from frame_metrics.columns import check_roles, key_roles
 from frame_metrics.errors import InvalidOptionError, Keyword, MissingInputError
 from frame_metrics.extras import catalog_items, item_popularity, missing_from
 from frame_metrics.families.base import (
@@ -130,8 +131,16 @@ class ExposureFamily(Family):
         return {"item_groups": [spec.columns.group]}
 
     def check_call(self, spec: Spec, *, aggregate: bool) -> None:
-        """Group-level metrics need ``aggregate=True``; groups need item_groups or train."""
+        """Group-level metrics need ``aggregate=True``; groups need item_groups or train.
+
+        And item_groups' group column is none of its by and item columns (a column named
+        like a by column is read as that by column).
+        """
         requests = spec.of_family(self.name)
+        c = spec.columns
+        if "item_groups" in spec.frames:
+            roles = {**key_roles([], c.by), "item": c.item, "group": c.group}
+            check_roles({"item_groups": roles}, {})
         corpus = [q.column for q in requests if q.metric.population == "corpus"]
         if corpus and not aggregate:
             raise InvalidOptionError(
