@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 import polars as pl
 
-from frame_metrics.columns import Columns, as_names, check_roles
+from frame_metrics.columns import Columns, as_names, check_roles, key_roles
 from frame_metrics.dtypes import type_null_columns, unify_keys, whole_number_check
 from frame_metrics.errors import (
     IgnoredOptionWarning,
@@ -574,10 +574,7 @@ def _without_dedup_advice(checked: CheckedFrame) -> CheckedFrame:
 
 
 def _roles(users: list[str], by: list[str], item: str) -> dict[str, str]:
-    roles = {f"user[{i}]" if len(users) > 1 else "user": u for i, u in enumerate(users)}
-    roles |= {f"by[{i}]" if len(by) > 1 else "by": b for i, b in enumerate(by)}
-    roles["item"] = item
-    return roles
+    return {**key_roles(users, by), "item": item}
 
 
 def _logs_checks(
