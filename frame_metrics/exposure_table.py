@@ -92,7 +92,8 @@ def exposure(
         One row per (item, group) with the ``item`` column and the ``group`` column (and
         any ``by`` columns, for groups per ``by`` group: a ``by`` group's shares then
         count its own rows alone, and without ``catalog`` its catalog is its own rows):
-        an item in several groups counts fully in each, an item in none is left out.
+        an item in several groups counts fully in each, an item in none is left out (a
+        null or NaN group is an error).
         Default: aplt's ``"head"`` and ``"tail"`` from ``train`` (an item absent from
         train is tail).
     exposure

@@ -45,6 +45,7 @@ from frame_metrics.stats import draw_counts, welch_t_test
 from frame_metrics.validation import (
     CheckedFrame,
     duplicate_check,
+    nan_label_checks,
     null_checks,
     row_check,
     run_checks,
@@ -216,6 +217,7 @@ def _groups_from_frame(
         [
             *null_checks(users, "user key"),
             *null_checks([name], "group"),
+            *nan_label_checks([name], "group", frame.schema),
             duplicate_check(
                 users, ", ".join(users), ["; a user is in one group: give each user one row"]
             ),
@@ -306,6 +308,9 @@ def _value_checks(
         )
     ]
     no_group = pl.col(_GROUP).is_null()
+    if per_user.schema[_GROUP].is_float():
+        # A NaN label names no group, as a null (polars would group the NaNs apart).
+        no_group = no_group | pl.col(_GROUP).is_nan()
     checked.append(
         CheckedFrame(
             "per_user",
@@ -440,8 +445,9 @@ def gaps(
     group
         The users' groups: the name of a column of ``per_user``, or a frame of the user
         key and one other column, the group (every other column is an error). Every
-        user of ``per_user`` needs a group: a user without one is an error (give it a
-        group such as ``"unknown"``, or leave it out of ``per_user``). At least two
+        user of ``per_user`` needs a group: a user without one (a null label, or NaN in
+        a float column) is an error (give it a group such as ``"unknown"``, or leave it
+        out of ``per_user``). At least two
         groups. Default (None): the most active users and the rest, from ``train``.
     train
         Without ``group``: the train interactions, one row each (only the user key is

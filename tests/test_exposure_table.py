@@ -17,9 +17,14 @@ import polars as pl
 import pytest
 
 import frame_metrics as fm
-from frame_metrics.errors import InvalidOptionError, MissingColumnsError, MissingInputError
+from frame_metrics.errors import (
+    InvalidOptionError,
+    InvalidValueError,
+    MissingColumnsError,
+    MissingInputError,
+)
 
-from .conftest import Constructor, assert_kind, recmetrics, to_polars
+from .conftest import Constructor, assert_kind, is_pandas_numpy, recmetrics, to_polars
 
 # User 1: a b c; user 2: a d. Item d is in two groups (y and z), e in none.
 RECS = pl.DataFrame(
@@ -549,3 +554,18 @@ def test_a_name_of_the_result_is_refused(
     with pytest.raises(InvalidOptionError) as info:
         fm.exposure(recs, k=3, train=TRUTH.select("user", "item"), **options)
     assert str(info.value) == message
+
+
+def test_a_nan_group_is_refused_as_a_null_is(constructor: Constructor) -> None:
+    # Float group labels: d's NaN names no group (polars would make it a group).
+    groups = constructor(GROUPS.with_columns(group=pl.Series([1.0, 1.0, 2.0, 2.0, math.nan])))
+    with pytest.raises(InvalidValueError) as info:
+        fm.exposure(constructor(RECS), k=3, item_groups=groups)
+    if is_pandas_numpy(groups):
+        # numpy-backed pandas has no missing value but NaN: it arrives as a null.
+        want = "expected no nulls in key or group column 'group', found 1 null row(s)"
+        label = "None"
+    else:
+        want = "expected no NaN in group column 'group', found 1 NaN row(s)"
+        label = "nan"
+    assert str(info.value) == f"item_groups: {want}, e.g. item='d', group={label}"

@@ -26,7 +26,7 @@ from frame_metrics.errors import (
     MissingColumnsError,
 )
 from frame_metrics.stats import welch_t_test
-from tests.conftest import Constructor, assert_kind, recmetrics, to_polars
+from tests.conftest import Constructor, assert_kind, is_pandas_numpy, recmetrics, to_polars
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
@@ -614,6 +614,31 @@ def test_bad_values() -> None:
         ),
     ):
         fm.gaps(SMALL.with_columns(group=pl.lit(1)), "country", by="group")
+
+
+def test_a_nan_group_is_refused_as_a_null_is(constructor: Constructor) -> None:
+    # A float group column: user 3's NaN names no group (polars would make the NaNs a
+    # group of their own).
+    labels = pl.Series("country", [1.0, 2.0, math.nan, 2.0, 1.0, 2.0])
+    frame = constructor(SMALL.with_columns(labels))
+    # numpy-backed pandas has no missing value but NaN: it arrives as a null.
+    label = "None" if is_pandas_numpy(frame) else "nan"
+    with pytest.raises(InvalidValueError) as info:
+        fm.gaps(frame, "country")
+    assert str(info.value) == (
+        "per_user: expected a group for every user, found 1 row(s) without one (country), "
+        f"e.g. user=3, country={label}; give them a group (such as 'unknown') or leave them "
+        "out of per_user"
+    )
+    # The same labels in a frame of groups: refused as its null would be.
+    groups = constructor(SMALL.select("user", labels))
+    with pytest.raises(InvalidValueError) as info:
+        fm.gaps(constructor(SMALL.drop("country")), groups)
+    if is_pandas_numpy(groups):
+        want = "expected no nulls in group column 'country', found 1 null row(s)"
+    else:
+        want = "expected no NaN in group column 'country', found 1 NaN row(s)"
+    assert str(info.value) == f"group: {want}, e.g. user=3, country={label}"
 
 
 # --- the plot ---------------------------------------------------------------------------

@@ -55,7 +55,7 @@ from frame_metrics.metrics.registry import Requested
 from frame_metrics.options import MetricOptions
 from frame_metrics.prepare import RANK
 from frame_metrics.spec import Spec
-from frame_metrics.validation import CheckedFrame, null_checks
+from frame_metrics.validation import CheckedFrame, nan_label_checks, null_checks
 
 __all__ = [
     "DEFAULT_GROUPS",
@@ -411,9 +411,12 @@ def _item_groups(ctx: Context) -> tuple[pl.LazyFrame, list[str]] | None:
     c = ctx.spec.columns
     extra = ctx.inputs.extra("item_groups", [c.item, c.group])
     keys = [*extra.by, c.item, c.group]
-    ctx.checks.append(
-        CheckedFrame("item_groups", extra.frame, null_checks(keys, "key or group"), keys)
-    )
+    schema = extra.frame.collect_schema()
+    checks = [
+        *null_checks(keys, "key or group"),
+        *nan_label_checks([c.group], "group", schema),
+    ]
+    ctx.checks.append(CheckedFrame("item_groups", extra.frame, checks, keys))
     # A repeated (item, group) row says the same thing again: counted once.
     table = extra.frame.select(*extra.by, c.item, pl.col(c.group).alias(GROUP)).unique()
     found = (table, list(extra.by))
