@@ -34,6 +34,8 @@ from frame_metrics.errors import (
     InvalidOptionError,
     InvalidValueError,
     MissingColumnsError,
+    Part,
+    Pass,
     shown,
     warn,
 )
@@ -186,6 +188,19 @@ def _key_roles(users: list[str], by: list[str], group: object, per_user_columns:
         missing.append(group)
     if missing:
         raise MissingColumnsError("per_user", missing, per_user_columns)
+
+
+def _likely_by(frame: pl.DataFrame, bad: list[str], by: list[str]) -> tuple[Part, ...]:
+    """Propose ``by=`` for a text column of ``per_user`` read as a metric: likely a model.
+
+    evaluate's per-user output with ``by`` models keeps the model column; passed on
+    without ``by=``, it is no metric. Only without ``by`` (a proposal would drop the
+    caller's), for the first column of text or categories.
+    """
+    text = [c for c in bad if isinstance(frame.schema[c], (pl.String, pl.Categorical, pl.Enum))]
+    if by or not text:
+        return ()
+    return (f"; if {text[0]!r} holds several models or segments, ", Pass("by", text[0]))
 
 
 def _as_named(frame: pl.DataFrame, column: str) -> pl.DataFrame:
@@ -577,6 +592,7 @@ def gaps(
             f"per_user: expected numeric metric columns, found "
             f"{', '.join(f'{c!r} of dtype {frame.schema[c]}' for c in bad)}; every column "
             "other than the user key, the by columns and the group column is a metric",
+            *_likely_by(frame, bad, by_cols),
             frame="per_user",
             columns=bad,
         )

@@ -24,6 +24,7 @@ from frame_metrics.errors import (
     InvalidOptionError,
     InvalidValueError,
     MissingColumnsError,
+    Pass,
 )
 from frame_metrics.stats import welch_t_test
 from tests.conftest import Constructor, assert_kind, is_pandas_numpy, recmetrics, to_polars
@@ -641,6 +642,42 @@ def test_a_nan_group_is_refused_as_a_null_is(constructor: Constructor) -> None:
     assert str(info.value) == f"group: {want}, e.g. user=3, country={label}"
 
 
+def test_a_model_column_without_by_proposes_by(constructor: Constructor) -> None:
+    # evaluate's per-user output of two models, passed on without by=: the model column
+    # is no metric, and the message says which by= to pass.
+    per_user = pl.DataFrame(
+        {
+            "model": ["a", "a", "b", "b"],
+            "user": [1, 2, 1, 2],
+            "country": ["de", "fr", "de", "fr"],
+            "ndcg@10": [0.5, 0.25, 1.0, 0.0],
+        }
+    )
+    with pytest.raises(InvalidValueError) as info:
+        fm.gaps(constructor(per_user), "country", n_resamples=10)
+    assert str(info.value) == (
+        "per_user: expected numeric metric columns, found 'model' of dtype String; every "
+        "column other than the user key, the by columns and the group column is a metric; "
+        "if 'model' holds several models or segments, pass by='model'"
+    )
+    proposed = info.value.parts[-1]
+    assert isinstance(proposed, Pass)
+    assert proposed == Pass("by", "model")
+    # Doing what it says: each model's groups, de minus fr.
+    out = fm.gaps(constructor(per_user), "country", by=proposed.value, n_resamples=10)
+    assert_kind(out, constructor)
+    assert to_polars(out).select("model", "group", "n_users", "mean", "diff").rows() == [
+        ("a", "de", 1, 0.5, 0.5 - 0.25),
+        ("a", "fr", 1, 0.25, 0.5 - 0.25),
+        ("b", "de", 1, 1.0, 1.0 - 0.0),
+        ("b", "fr", 1, 0.0, 1.0 - 0.0),
+    ]
+    # With by= given, another text column is no model to propose in its place.
+    with pytest.raises(InvalidValueError) as info:
+        fm.gaps(per_user.with_columns(note=pl.lit("x")), "country", by="model")
+    assert str(info.value).endswith("and the group column is a metric")
+
+
 # --- the plot ---------------------------------------------------------------------------
 
 
@@ -747,6 +784,15 @@ def test_cli_errors(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
         2,
         "frame-metrics: error: group: expected a group column or frame, or train= for the "
         "default split into active and inactive users, got neither\n",
+    )
+    # The proposal of by= in the command line's words.
+    SMALL.with_columns(model=pl.lit("a")).write_csv(tmp_path / "models.csv")
+    code = main(["gaps", str(tmp_path / "models.csv"), "--group-col", "country"])
+    assert (code, capsys.readouterr().err) == (
+        1,
+        "frame-metrics: error: per_user: expected numeric metric columns, found 'model' of "
+        "dtype String; every column other than the user key, the by columns and the group "
+        "column is a metric; if 'model' holds several models or segments, pass --by model\n",
     )
 
 
