@@ -539,7 +539,7 @@ def test_scores_rank_without_truth(constructor: Constructor) -> None:
     ids=["group-exposure", "group-catalog-share", "by-merit-share", "by-group", "by-is-group"],
 )
 def test_a_name_of_the_result_is_refused(
-    constructor: Constructor, options: dict[str, str], message: str
+    constructor: Constructor, options: dict[str, Any], message: str
 ) -> None:
     # Every input carries each column the options name (the group column too).
     group = options.get("group", "group")
