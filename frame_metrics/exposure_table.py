@@ -93,9 +93,8 @@ def exposure(
         any ``by`` columns, for groups per ``by`` group: a ``by`` group's shares then
         count its own rows alone, and without ``catalog`` its catalog is its own rows):
         an item in several groups counts fully in each, an item in none is left out (a
-        null or NaN group is an error).
-        Default: aplt's ``"head"`` and ``"tail"`` from ``train`` (an item absent from
-        train is tail).
+        null or NaN group is an error). Default: aplt's ``"head"`` and ``"tail"`` from
+        ``train`` (an item absent from train is tail).
     exposure
         The browsing model, the attention ``e(r)`` rank r gets: ``"log"``
         (1/log2(r+1), default), ``"rbp"`` (p^(r-1), p = ``persistence``, 0.8 when

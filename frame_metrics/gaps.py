@@ -462,8 +462,8 @@ def gaps(
         key and one other column, the group (every other column is an error). Every
         user of ``per_user`` needs a group: a user without one (a null label, or NaN in
         a float column) is an error (give it a group such as ``"unknown"``, or leave it
-        out of ``per_user``). At least two
-        groups. Default (None): the most active users and the rest, from ``train``.
+        out of ``per_user``). At least two groups. Default (None): the most active
+        users and the rest, from ``train``.
     train
         Without ``group``: the train interactions, one row each (only the user key is
         read). The users of ``per_user`` are ranked by their number of rows in it (0
