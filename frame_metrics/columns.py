@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from frame_metrics.errors import InvalidOptionError
 
-__all__ = ["RESERVED_PREFIX", "Columns", "as_names", "check_roles"]
+__all__ = ["RESERVED_PREFIX", "Columns", "as_names", "check_roles", "key_roles"]
 
 
 def as_names(value: str | Sequence[str] | None, what: str) -> tuple[str, ...]:
@@ -116,16 +116,35 @@ class Columns:
         return [*self.keys, *([self.sample] if self.sample is not None else [])]
 
 
+def key_roles(user: Sequence[str], by: Sequence[str]) -> dict[str, str]:
+    """{role: column} of a user key and ``by`` columns, a role of several columns indexed.
+
+    Examples
+    --------
+    >>> key_roles(["user", "session"], ["model"])
+    {'user[0]': 'user', 'user[1]': 'session', 'by': 'model'}
+    """
+    roles = {f"user[{i}]" if len(user) > 1 else "user": u for i, u in enumerate(user)}
+    roles |= {f"by[{i}]" if len(by) > 1 else "by": b for i, b in enumerate(by)}
+    return roles
+
+
 #: The prefix of the engine's own column names; no column a caller names may carry it.
 RESERVED_PREFIX = "_fm_"
 
 
-def check_roles(frames: dict[str, dict[str, str]], outputs: dict[str, str]) -> None:
+def check_roles(
+    frames: dict[str, dict[str, str]],
+    outputs: dict[str, str],
+    output_roles: Collection[str] = ("user", "by"),
+) -> None:
     """Each column plays one role per frame, none is reserved, none is an output's name.
 
     ``frames`` maps a frame's label to {role: column} (a role such as ``"user"`` or
-    ``"rank"``); ``outputs`` maps an output column's name to what it holds. Only key
-    roles (user, by) appear in the output next to the metric columns.
+    ``"rank"``); ``outputs`` maps an output column's name to what it holds.
+    ``output_roles``: the roles whose columns appear in the output next to those (the
+    key roles user and by, by default; an indexed role ``"by[1]"`` is its role's), so
+    that their names must differ from the outputs'.
 
     Examples
     --------
@@ -133,6 +152,10 @@ def check_roles(frames: dict[str, dict[str, str]], outputs: dict[str, str]) -> N
     Traceback (most recent call last):
     ...
     frame_metrics.errors.InvalidOptionError: user and rank: expected different columns of recs, got 'rank' for both
+    >>> check_roles({"item_groups": {"group": "exposure"}}, {"exposure": "exposure"}, ["group"])
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidOptionError: group: expected a column name other than the output column 'exposure' (exposure), got 'exposure'; rename the column
     """
     for label, roles in frames.items():
         seen: dict[str, str] = {}
@@ -152,7 +175,7 @@ def check_roles(frames: dict[str, dict[str, str]], outputs: dict[str, str]) -> N
                     columns=[column],
                 )
             seen[column] = role
-            if role.split("[")[0] in ("user", "by") and column in outputs:
+            if role.split("[")[0] in output_roles and column in outputs:
                 raise InvalidOptionError(
                     f"{role}: expected a column name other than the output column "
                     f"{column!r} ({outputs[column]}), got {column!r}; rename the column",

@@ -22,6 +22,7 @@ from typing import Any, TypeVar, cast
 
 import polars as pl
 
+from frame_metrics.columns import check_roles, key_roles
 from frame_metrics.errors import InvalidOptionError, Keyword, MissingInputError, shown, warn
 from frame_metrics.families.exposure import (
     group_exposure,
@@ -77,7 +78,8 @@ def exposure(
     ----------
     recs
         Recommendations, one row per (user, item) shown, with a ``rank`` (1 = top) or a
-        ``score``: any frame kind :func:`frame_metrics.evaluate` takes (Spark and Dask
+        ``score`` (ranked as :func:`frame_metrics.evaluate` ranks it, with or without
+        truth): any frame kind :func:`frame_metrics.evaluate` takes (Spark and Dask
         frames are collected: the table is small, the rows are read once). The result
         is of the same kind.
     truth
@@ -88,9 +90,11 @@ def exposure(
         The cutoff: only ranks 1..k are exposed (an int >= 1).
     item_groups
         One row per (item, group) with the ``item`` column and the ``group`` column (and
-        any ``by`` columns, for groups per ``by`` group): an item in several groups
-        counts fully in each, an item in none is left out. Default: aplt's ``"head"``
-        and ``"tail"`` from ``train`` (an item absent from train is tail).
+        any ``by`` columns, for groups per ``by`` group: a ``by`` group's shares then
+        count its own rows alone, and without ``catalog`` its catalog is its own rows):
+        an item in several groups counts fully in each, an item in none is left out (a
+        null or NaN group is an error). Default: aplt's ``"head"`` and ``"tail"`` from
+        ``train`` (an item absent from train is tail).
     exposure
         The browsing model, the attention ``e(r)`` rank r gets: ``"log"``
         (1/log2(r+1), default), ``"rbp"`` (p^(r-1), p = ``persistence``, 0.8 when
@@ -120,7 +124,8 @@ def exposure(
     relevance
         The relevance column of ``truth``.
     group
-        The group column of ``item_groups``, and the result's column of the groups.
+        The group column of ``item_groups``, and the result's column of the groups (a
+        name apart from the ``by`` columns and the result's own columns).
     threshold
         Relevance needed to count as relevant for merit (default: ``rel > 0``).
     head_share
@@ -233,14 +238,28 @@ def _exposure_table(
         )
     extras = {"item_groups": item_groups, "train": train, "catalog": catalog}
     given = [name for name, frame in extras.items() if frame is not None]
-    frames = [*(["truth"] if truth is not None else []), *given]
+    # Ranks from scores are evaluate's (recs and truth, not a long table): without truth,
+    # recs are ranked beside an empty truth, as fm.policy_value ranks them.
+    scored = truth is None and options.get("score") is not None
+    frames = [*(["truth"] if truth is not None or scored else []), *given]
     metrics = ["exposure_parity(parity_target=catalog)"]
     if truth is not None:
         metrics.append("exposure_parity(parity_target=merit)")
     spec = build_spec(frames, metrics=metrics, k=int(k), validate=validate, **options)
     for warning in spec.ignored:
         warn(warning)
+    c = spec.columns
+    # The table's columns: the by columns and the group column beside its own, each
+    # named apart from the others.
+    outputs = dict.fromkeys(COLUMNS, "a column of the result")
+    by = key_roles([], c.by)
+    check_roles({"recs": by}, {c.group: "the item groups' column", **outputs})
+    check_roles({"item_groups": {"group": c.group}}, outputs, output_roles=("group",))
     check_call(spec, aggregate=True)
+    if scored:
+        truth = pl.DataFrame(
+            schema={**dict.fromkeys(c.user, pl.Null), c.item: pl.Null, c.relevance: pl.Float64}
+        )
     inputs = Inputs.read(spec, recs, truth, extras, reads(spec))
     plan = Plan(spec, inputs)
     table = _table(plan, int(k))

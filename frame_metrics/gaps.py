@@ -27,13 +27,15 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import polars as pl
 
-from frame_metrics.columns import as_names
+from frame_metrics.columns import as_names, check_roles, key_roles
 from frame_metrics.dtypes import unify_keys
 from frame_metrics.errors import (
     IgnoredOptionWarning,
     InvalidOptionError,
     InvalidValueError,
     MissingColumnsError,
+    Part,
+    Pass,
     shown,
     warn,
 )
@@ -45,6 +47,7 @@ from frame_metrics.stats import draw_counts, welch_t_test
 from frame_metrics.validation import (
     CheckedFrame,
     duplicate_check,
+    nan_label_checks,
     null_checks,
     row_check,
     run_checks,
@@ -172,14 +175,7 @@ def _key_roles(users: list[str], by: list[str], group: object, per_user_columns:
             option="by",
             columns=sorted(set(by) & set(users)),
         )
-    taken = [b for b in by if b in _SCHEMA]
-    if taken:
-        raise InvalidOptionError(
-            f"expected by columns not named as a column of the result ({', '.join(_SCHEMA)}), "
-            f"got {taken!r}; rename them first",
-            option="by",
-            columns=taken,
-        )
+    check_roles({"per_user": key_roles([], by)}, dict.fromkeys(_SCHEMA, "a column of the result"))
     if isinstance(group, str) and group in [*users, *by]:
         raise InvalidOptionError(
             f"expected a group column other than the user key and by columns {[*users, *by]!r}, "
@@ -192,6 +188,19 @@ def _key_roles(users: list[str], by: list[str], group: object, per_user_columns:
         missing.append(group)
     if missing:
         raise MissingColumnsError("per_user", missing, per_user_columns)
+
+
+def _likely_by(frame: pl.DataFrame, bad: list[str], by: list[str]) -> tuple[Part, ...]:
+    """Propose ``by=`` for a text column of ``per_user`` read as a metric: likely a model.
+
+    evaluate's per-user output with ``by`` models keeps the model column; passed on
+    without ``by=``, it is no metric. Only without ``by`` (a proposal would drop the
+    caller's), for the first column of text or categories.
+    """
+    text = [c for c in bad if isinstance(frame.schema[c], (pl.String, pl.Categorical, pl.Enum))]
+    if by or not text:
+        return ()
+    return (f"; if {text[0]!r} holds several models or segments, ", Pass("by", text[0]))
 
 
 def _as_named(frame: pl.DataFrame, column: str) -> pl.DataFrame:
@@ -223,6 +232,7 @@ def _groups_from_frame(
         [
             *null_checks(users, "user key"),
             *null_checks([name], "group"),
+            *nan_label_checks([name], "group", frame.schema),
             duplicate_check(
                 users, ", ".join(users), ["; a user is in one group: give each user one row"]
             ),
@@ -313,6 +323,9 @@ def _value_checks(
         )
     ]
     no_group = pl.col(_GROUP).is_null()
+    if per_user.schema[_GROUP].is_float():
+        # A NaN label names no group, as a null (polars would group the NaNs apart).
+        no_group = no_group | pl.col(_GROUP).is_nan()
     checked.append(
         CheckedFrame(
             "per_user",
@@ -447,9 +460,10 @@ def gaps(
     group
         The users' groups: the name of a column of ``per_user``, or a frame of the user
         key and one other column, the group (every other column is an error). Every
-        user of ``per_user`` needs a group: a user without one is an error (give it a
-        group such as ``"unknown"``, or leave it out of ``per_user``). At least two
-        groups. Default (None): the most active users and the rest, from ``train``.
+        user of ``per_user`` needs a group: a user without one (a null label, or NaN in
+        a float column) is an error (give it a group such as ``"unknown"``, or leave it
+        out of ``per_user``). At least two groups. Default (None): the most active
+        users and the rest, from ``train``.
     train
         Without ``group``: the train interactions, one row each (only the user key is
         read). The users of ``per_user`` are ranked by their number of rows in it (0
@@ -578,6 +592,7 @@ def gaps(
             f"per_user: expected numeric metric columns, found "
             f"{', '.join(f'{c!r} of dtype {frame.schema[c]}' for c in bad)}; every column "
             "other than the user key, the by columns and the group column is a metric",
+            *_likely_by(frame, bad, by_cols),
             frame="per_user",
             columns=bad,
         )

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from frame_metrics.columns import check_roles
+from frame_metrics.columns import check_roles, key_roles
 from frame_metrics.dtypes import whole_number_check
 from frame_metrics.errors import InvalidOptionError
 from frame_metrics.exact_sums import exact_partials, exact_totals
@@ -87,8 +87,7 @@ def check_call(spec: Spec, *, aggregate: bool) -> None:
     for family in families:
         family.check_call(spec, aggregate=aggregate)
     c = spec.columns
-    keys = {f"user[{i}]" if len(c.user) > 1 else "user": u for i, u in enumerate(c.user)}
-    keys |= {f"by[{i}]" if len(c.by) > 1 else "by": b for i, b in enumerate(c.by)}
+    keys = key_roles(c.user, c.by)
     keys["item"] = c.item
     roles: dict[str, str] = {}
     for family in families:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 import polars as pl
 
-from frame_metrics.columns import Columns, as_names, check_roles
+from frame_metrics.columns import Columns, as_names, check_roles, key_roles
 from frame_metrics.dtypes import type_null_columns, unify_keys, whole_number_check
 from frame_metrics.errors import (
     IgnoredOptionWarning,
@@ -102,8 +102,10 @@ _KEY = "_fm_key"
 #: Per logged row, the estimator's numerator and denominator terms.
 _A = "_fm_a"
 _B = "_fm_b"
-#: Per user: sums of the terms, of w and w² (fixed point), the number of rows and of
-#: rows shown, the largest w.
+#: w over the largest w of its by group: ess reads its sums, which cannot overflow.
+_WS = "_fm_w_scaled"
+#: Per user: sums of the terms, of w and w² over the largest w (fixed point), the number
+#: of rows and of rows shown, the largest w.
 _SW = "_fm_sw"
 _SW2 = "_fm_sw2"
 _N = "_fm_n"
@@ -287,16 +289,18 @@ def policy_value(
         estimate; null when undefined: snips when every weight is 0, matching when no
         logged item is in the top k), ``ci_low`` and ``ci_high`` (the bootstrap
         percentile interval at ``level``), ``ess`` = (Σw)² / Σw² (the effective sample
-        size of the weights before clipping; null when all are 0), ``share_shown`` (the
-        share of logged rows with π_e > 0) and ``largest_weight`` (before clipping).
-        Empty ``logs`` give no row.
+        size of the weights before clipping, taken over w / the largest w so that no
+        square overflows: equal weights give their count; null when all are 0),
+        ``share_shown`` (the share of logged rows with π_e > 0) and ``largest_weight``
+        (before clipping). Empty ``logs`` give no row.
 
     Raises
     ------
     FrameMetricsError
         A missing column (with the columns the frame has), a pscore outside (0, 1] or
-        null, a probability outside [0, 1], a null or non-finite reward or q̂, a
-        repeated (user, item) in recs, a bad option; see :mod:`frame_metrics.errors`.
+        null, or so small that w = π_e / π_b overflows a float, a probability outside
+        [0, 1], a null or non-finite reward or q̂, a repeated (user, item) in recs, a
+        bad option; see :mod:`frame_metrics.errors`.
 
     Warns
     -----
@@ -550,7 +554,11 @@ def _policy_value(
     rows = rows.with_columns(
         pl.col(reward).cast(pl.Float64).alias(_R), pl.col(pscore).cast(pl.Float64).alias(_PB)
     )
-    (raw,) = run_checks(checks, with_queries=[_terms(rows, keys, estimator, max_weight)])
+    rows = rows.with_columns((pl.col(_PI) / pl.col(_PB)).alias(_W))
+    if validate:
+        checks.append(_weight_check(rows, [*keys, item], pscore))
+    queries = [_terms(rows, by_cols, keys, estimator, max_weight)]
+    (raw,) = run_checks(checks, with_queries=queries)
     terms = _fixed_point(raw, _SOURCES)
     if n_resamples:
         # The resamples read each user's sums of A and B, in key order.
@@ -579,10 +587,7 @@ def _without_dedup_advice(checked: CheckedFrame) -> CheckedFrame:
 
 
 def _roles(users: list[str], by: list[str], item: str) -> dict[str, str]:
-    roles = {f"user[{i}]" if len(users) > 1 else "user": u for i, u in enumerate(users)}
-    roles |= {f"by[{i}]" if len(by) > 1 else "by": b for i, b in enumerate(by)}
-    roles["item"] = item
-    return roles
+    return {**key_roles(users, by), "item": item}
 
 
 def _logs_checks(
@@ -816,15 +821,38 @@ def _direct_method(terms: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     return _unscaled(per_user, [_DM]).drop(f"{_DM}.s")
 
 
+def _weight_check(rows: pl.LazyFrame, shown_cols: list[str], pscore: str) -> CheckedFrame:
+    """Each logged row's w = π_e / π_b a finite float (spec 9.5).
+
+    A pscore so small that w overflows (π_e / 5e-324) leaves no value to estimate with:
+    an error naming the row, not a null value or an infinite largest weight.
+    """
+    check = row_check(
+        pl.col(_W).is_infinite(),
+        InvalidValueError,
+        f"expected π_b(item | user) in column {pscore!r} large enough that w = π_e / π_b "
+        "is a finite float, found {n} row(s) where w overflows, e.g. {example}",
+    )
+    return CheckedFrame("logs", rows, [check], [*shown_cols, pscore])
+
+
 def _terms(
-    rows: pl.LazyFrame, keys: list[str], estimator: str, max_weight: float | None
+    rows: pl.LazyFrame, by: list[str], keys: list[str], estimator: str, max_weight: float | None
 ) -> pl.LazyFrame:
     """Per logged row: the terms to sum and whether π_e > 0.
 
-    The estimator's numerator and denominator terms (A, B), w and w²: the sums are
-    taken in fixed point (:func:`_fixed_point`); w itself stays, for the largest weight.
+    ``rows`` carry w (``_W``). The estimator's numerator and denominator terms (A, B),
+    and w and w² over the largest w of the row's by group (ess is a ratio of their sums,
+    the same over any scale, and these cannot overflow where w² would: 1e-300 gives w
+    near 1e300): the sums are taken in fixed point (:func:`_fixed_point`); w itself
+    stays, for the largest weight.
     """
-    w = pl.col(_PI) / pl.col(_PB)
+    w = pl.col(_W)
+    largest = w.max().over(by) if by else w.max()
+    # Over a column of the largest, not a one-row value: polars divides by one value as a
+    # multiplication by its reciprocal, and equal weights must give exactly 1.0 here (so
+    # that ess is their count).
+    scaled = pl.when(largest > 0).then(w / (w * 0.0 + largest)).otherwise(0.0)
     clipped = pl.col(_W) if max_weight is None else pl.min_horizontal(pl.col(_W), max_weight)
     r = pl.col(_R)
     if estimator == "ips":
@@ -836,18 +864,19 @@ def _terms(
         b = pl.col(_TOP).cast(pl.Float64)
     else:
         a, b = pl.col(_DM) + clipped * (r - pl.col(_Q)), pl.lit(1.0)
-    return rows.with_columns(w.alias(_W)).select(
+    return rows.with_columns(scaled.alias(_WS)).select(
         *keys,
         a.alias(_A),
         b.alias(_B),
         pl.col(_W),
-        (pl.col(_W) * pl.col(_W)).alias(_SW2),
+        pl.col(_WS),
+        (pl.col(_WS) * pl.col(_WS)).alias(_SW2),
         (pl.col(_PI) > 0).alias(_SHOWN),
     )
 
 
 #: Each fixed-point sum and the term it sums.
-_SOURCES = {_A: _A, _B: _B, _SW: _W, _SW2: _SW2}
+_SOURCES = {_A: _A, _B: _B, _SW: _WS, _SW2: _SW2}
 
 
 def _sums(n_users: pl.Expr, n_rows: pl.Expr, shown: pl.Expr, largest: pl.Expr) -> list[pl.Expr]:

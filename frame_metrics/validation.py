@@ -41,6 +41,7 @@ __all__ = [
     "load_parts",
     "magnitude_check",
     "nan_check",
+    "nan_label_checks",
     "negative_check",
     "nonintegral_check",
     "null_checks",
@@ -135,6 +136,22 @@ def null_checks(columns: Sequence[str], role: str) -> list[Check]:
             f"expected no nulls in {role} column {c!r}, found {{n}} null row(s), e.g. {{example}}",
         )
         for c in columns
+    ]
+
+
+def nan_label_checks(columns: Sequence[str], role: str, schema: pl.Schema) -> list[Check]:
+    """No NaN in the float ones of ``columns``: a NaN label names no group, as a null.
+
+    polars groups NaN apart as a value of its own; beside :func:`null_checks`.
+    """
+    return [
+        row_check(
+            pl.col(c).is_nan(),
+            InvalidValueError,
+            f"expected no NaN in {role} column {c!r}, found {{n}} NaN row(s), e.g. {{example}}",
+        )
+        for c in columns
+        if schema[c].is_float()
     ]
 
 

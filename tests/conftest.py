@@ -83,6 +83,16 @@ def recmetrics(frame: Any) -> Any:
     return RecMetricsNamespace(frame)
 
 
+def is_pandas_numpy(frame: object) -> bool:
+    """A numpy-backed pandas frame: its floats have no missing value but NaN.
+
+    A NaN in such a frame reaches polars as a null (the frame's way of saying missing).
+    """
+    return isinstance(frame, pd.DataFrame) and all(
+        type(d).__name__ != "ArrowDtype" for d in frame.dtypes
+    )
+
+
 def assert_kind(result: Any, constructor: Constructor) -> None:
     """The result is of the kind the input was."""
     probe = constructor(pl.DataFrame({"a": [1]}))

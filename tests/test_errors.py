@@ -20,7 +20,7 @@ from frame_metrics.errors import (
     MissingDependencyError,
     MissingInputError,
 )
-from tests.conftest import Constructor
+from tests.conftest import Constructor, is_pandas_numpy
 
 RECS = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
 TRUTH = pl.DataFrame({"user": [1, 2], "item": [11, 12], "relevance": [1.0, 2.0]})
@@ -665,7 +665,7 @@ def test_bad_input_message(
 ) -> None:
     recs, truth = constructor(change_recs(RECS)), constructor(change_truth(TRUTH))
     kwargs = {"k": 2, **kwargs}
-    if _is_pandas_numpy(recs) and message.endswith("relevance=nan"):
+    if is_pandas_numpy(recs) and message.endswith("relevance=nan"):
         # numpy-backed pandas has no missing value but NaN: it arrives as a null.
         message = "truth: expected no nulls in relevance column 'relevance', found 1 null row(s), e.g. user=2, item=12, relevance=None"
     with pytest.raises(error, match=f"^{re.escape(message)}$"):
@@ -782,14 +782,6 @@ def test_an_error_comes_back_whole_from_another_process(kwargs: dict[str, Any]) 
     assert (type(back), str(back), back.name) == (MissingDependencyError, str(missing), "pyarrow")
 
 
-def _is_pandas_numpy(frame: object) -> bool:
-    import pandas as pd
-
-    return isinstance(frame, pd.DataFrame) and all(
-        type(d).__name__ != "ArrowDtype" for d in frame.dtypes
-    )
-
-
 def test_lazy_input_raises_at_call_not_at_collect() -> None:
     """Checks run when evaluate is called, so a LazyFrame result is known to be valid."""
     bad = RECS.with_columns(rank=pl.Series([0, 2, 1])).lazy()
@@ -868,7 +860,7 @@ def test_bad_long_table(
     message: str,
 ) -> None:
     frame = constructor(change(LONG))
-    if _is_pandas_numpy(frame):  # a rank column holding a null is float64 in numpy pandas
+    if is_pandas_numpy(frame):  # a rank column holding a null is float64 in numpy pandas
         message = re.sub(r"rank=(\d+),", r"rank=\1.0,", message)
     with pytest.raises(error, match=f"^{re.escape(message)}$"):
         fm.evaluate(frame, k=2)
@@ -912,7 +904,7 @@ def test_long_table_by_with_null_groups(
 ) -> None:
     """Truth rows of a long table carry the by columns too; say how to give them."""
     long = constructor(frame)
-    if _is_pandas_numpy(long):  # a rank column holding a null is float64 in numpy pandas
+    if is_pandas_numpy(long):  # a rank column holding a null is float64 in numpy pandas
         message = re.sub(r"rank=(\d+),", r"rank=\1.0,", message)
     for call in (fm.evaluate, fm.diagnose):
         with pytest.raises(InvalidValueError, match=f"^{re.escape(message)}$"):

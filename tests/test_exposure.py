@@ -438,6 +438,34 @@ def test_same_bits_on_dask() -> None:
     assert pl.from_pandas(on_dask).sort("model").equals(one_pass)
 
 
+def test_same_bits_with_item_groups_per_model_in_buckets_and_on_dask() -> None:
+    # Each model's own groups of the same items (spec 9, clarified 2026-11-27): the
+    # targets are read per model, in every partition the same.
+    dd = pytest.importorskip("dask.dataframe")
+    recs, truth, _ = _big()
+    groups = pl.DataFrame(
+        [(m, i, f"p{i * step % 5}") for m, step in (("a", 1), ("b", 3)) for i in range(70)],
+        schema=["model", "item", "group"],
+        orient="row",
+    )
+    call: dict[str, Any] = {
+        "metrics": METRICS,
+        "k": [3, 10],
+        "by": "model",
+        "item_groups": groups,
+        "aggregate": True,
+    }
+    one_pass = fm.evaluate(recs, truth, **call)
+    buckets = fm.evaluate(recs.lazy(), truth, buckets=3, **call).collect()
+    assert buckets.equals(one_pass)
+    on_dask = fm.evaluate(
+        dd.from_pandas(recs.to_pandas(), npartitions=3),
+        dd.from_pandas(truth.to_pandas(), npartitions=2),
+        **call,
+    ).compute()
+    assert pl.from_pandas(on_dask).sort("model").equals(one_pass)
+
+
 # -- bad input ---------------------------------------------------------------------------
 
 
@@ -497,4 +525,24 @@ def test_bad_target_values() -> None:
     assert str(info.value) == (
         "parity_target: expected a {group: share} table of finite numbers >= 0 with a "
         "positive sum, got shares summing to 0 in {'x': 0}"
+    )
+
+
+def test_the_group_column_is_none_of_the_by_columns(constructor: Constructor) -> None:
+    # item_groups' column named like a by column is read as that by column: it cannot
+    # also hold the groups.
+    recs = RECS.with_columns(model=pl.lit("m"))
+    groups = GROUPS.rename({"group": "model"})
+    with pytest.raises(InvalidOptionError) as info:
+        fm.evaluate(
+            constructor(recs),
+            constructor(TRUTH),
+            metrics="exposure_parity@3",
+            by="model",
+            item_groups=constructor(groups),
+            group="model",
+            aggregate=True,
+        )
+    assert str(info.value) == (
+        "by and group: expected different columns of item_groups, got 'model' for both"
     )

@@ -17,9 +17,14 @@ import polars as pl
 import pytest
 
 import frame_metrics as fm
-from frame_metrics.errors import InvalidOptionError, MissingColumnsError, MissingInputError
+from frame_metrics.errors import (
+    InvalidOptionError,
+    InvalidValueError,
+    MissingColumnsError,
+    MissingInputError,
+)
 
-from .conftest import Constructor, assert_kind, recmetrics, to_polars
+from .conftest import Constructor, assert_kind, is_pandas_numpy, recmetrics, to_polars
 
 # User 1: a b c; user 2: a d. Item d is in two groups (y and z), e in none.
 RECS = pl.DataFrame(
@@ -355,3 +360,212 @@ def test_cli_errors(
     extra = [f.get(e, e) for e in extra]
     code = main(["exposure", f["recs.parquet"], *extra])
     assert (code, capsys.readouterr().err) == (2, f"frame-metrics: error: {message}\n")
+
+
+# -- item groups per by group (spec 9, clarified 2026-11-27) ----------------------------
+
+# Two models, two users each, lists of two. Each model has its own item groups: m1
+# groups a (x), b and c (y); m2 groups c, d, e (x) and f (y), an item no list shows.
+MODEL_RECS = pl.DataFrame(
+    {
+        "model": ["m1"] * 4 + ["m2"] * 4,
+        "user": [1, 1, 2, 2, 1, 1, 2, 2],
+        "item": ["a", "b", "a", "c", "c", "d", "d", "e"],
+        "rank": [1, 2, 1, 2, 1, 2, 1, 2],
+    }
+)
+MODEL_GROUPS = pl.DataFrame(
+    {
+        "model": ["m1", "m1", "m1", "m2", "m2", "m2", "m2"],
+        "item": ["a", "b", "c", "c", "d", "e", "f"],
+        "group": ["x", "y", "y", "x", "x", "x", "y"],
+    }
+)
+# Truth without the model column: judged the same for both models. Relevant: b and e
+# (user 1), c (user 2).
+MODEL_TRUTH = pl.DataFrame({"user": [1, 1, 2], "item": ["b", "e", "c"], "relevance": [1, 1, 1]})
+
+
+def test_item_groups_per_model_give_each_model_its_own_shares(constructor: Constructor) -> None:
+    # Uniform attention within k = 2. m1: a (x) twice, b and c (y) once each: 2 and 2.
+    # m2: c, d, d, e, all x: 4 and 0.
+    # Catalog: each model's own rows of item_groups: m1 x {a}, y {b, c}: 1/3, 2/3;
+    # m2 x {c, d, e}, y {f}: 3/4, 1/4.
+    # Merit: relevant b, e, c. m1 groups b (y) and c (y), not e: 0 and 2 rows;
+    # m2 groups e (x) and c (x), not b: 2 and 0.
+    want = [
+        ("m1", "x", 2.0, 2 / 4, 1 / 3, 0 / 2),
+        ("m1", "y", 2.0, 2 / 4, 2 / 3, 2 / 2),
+        ("m2", "x", 4.0, 4 / 4, 3 / 4, 2 / 2),
+        ("m2", "y", 0.0, 0 / 4, 1 / 4, 0 / 2),
+    ]
+    call: dict[str, Any] = {"by": "model", "exposure": "uniform"}
+    out = fm.exposure(
+        constructor(MODEL_RECS),
+        constructor(MODEL_TRUTH),
+        k=2,
+        item_groups=constructor(MODEL_GROUPS),
+        **call,
+    )
+    assert_kind(out, constructor)
+    assert to_polars(out).rows() == want
+    # The metrics read the same tables: 1 - JS(exposure shares, target) per model.
+    metrics = to_polars(
+        fm.evaluate(
+            constructor(MODEL_RECS),
+            constructor(MODEL_TRUTH),
+            metrics=[
+                "exposure_parity@2",
+                "exposure_parity(parity_target=merit)@2",
+                "list_parity@2",
+            ],
+            item_groups=constructor(MODEL_GROUPS),
+            aggregate=True,
+            **call,
+        )
+    )
+    catalog = {"m1": [1 / 3, 2 / 3], "m2": [3 / 4, 1 / 4]}
+    merit = {"m1": [0.0, 1.0], "m2": [1.0, 0.0]}
+    shares = {"m1": [0.5, 0.5], "m2": [1.0, 0.0]}
+    for row in metrics.iter_rows(named=True):
+        m = row["model"]
+        want_catalog = 1 - math.sqrt(_jsd(shares[m], catalog[m]))
+        assert row["exposure_parity@2"] == pytest.approx(want_catalog, abs=1e-15), m
+        want_merit = 1 - math.sqrt(_jsd(shares[m], merit[m]))
+        assert row["exposure_parity(parity_target=merit)@2"] == pytest.approx(want_merit, abs=1e-15)
+        # Every user's list has the model's exposure shares: list_parity is the same.
+        assert row["list_parity@2"] == pytest.approx(want_catalog, abs=1e-15), m
+    # m2's exposure is all on x, its merit target too: parity exactly 1.
+    assert metrics.filter(model="m2")["exposure_parity(parity_target=merit)@2"].item() == 1.0
+
+
+def test_a_given_catalog_limits_each_models_own_rows() -> None:
+    # The catalog a..e leaves out f: m2's y holds no catalog item (x: c, d, e).
+    catalog = pl.DataFrame({"item": ["a", "b", "c", "d", "e"]})
+    out = fm.exposure(MODEL_RECS, k=2, by="model", item_groups=MODEL_GROUPS, catalog=catalog)
+    assert out.select("model", "group", "catalog_share").rows() == [
+        ("m1", "x", 1 / 3),
+        ("m1", "y", 2 / 3),
+        ("m2", "x", 3 / 3),
+        ("m2", "y", 0 / 3),
+    ]
+
+
+def test_train_per_model_gives_each_model_its_head_and_tail() -> None:
+    # Each model's train: m1's users had a three times, b and c once (head {a}, the
+    # items holding 20% of its 5 pairs); m2's had d three times, e and c once (head {d}).
+    train = pl.DataFrame(
+        {
+            "model": ["m1"] * 5 + ["m2"] * 5,
+            "user": [1, 2, 3, 4, 5] * 2,
+            "item": ["a", "a", "a", "b", "c", "d", "d", "d", "e", "c"],
+        }
+    )
+    out = fm.exposure(MODEL_RECS, k=2, by="model", train=train, exposure="uniform")
+    # Catalog: the items seen, a..e; each model's head is one of the five.
+    # Exposure: m1 a, a (head), b, c (tail); m2 d, d (head), c, e (tail).
+    assert out.rows() == [
+        ("m1", "head", 2.0, 2 / 4, 1 / 5),
+        ("m1", "tail", 2.0, 2 / 4, 4 / 5),
+        ("m2", "head", 2.0, 2 / 4, 1 / 5),
+        ("m2", "tail", 2.0, 2 / 4, 4 / 5),
+    ]
+
+
+# -- ranks from scores, without truth -----------------------------------------------------
+
+
+def test_scores_rank_without_truth(constructor: Constructor) -> None:
+    # Scores, higher first, equal ones by item ascending (evaluate's default): user 1
+    # ranks c (0.9), then a and b (0.5 each: a first); user 2 ranks d, then a.
+    scored = pl.DataFrame(
+        {
+            "user": [1, 1, 1, 2, 2],
+            "item": ["a", "b", "c", "a", "d"],
+            "score": [0.5, 0.5, 0.9, 0.1, 0.7],
+        }
+    )
+    out = fm.exposure(constructor(scored), score="score", k=2, item_groups=constructor(GROUPS))
+    assert_kind(out, constructor)
+    # Within k = 2: user 1 c (y) at 1, a (x) at 2; user 2 d (y and z) at 1, a (x) at 2.
+    x, y, z = 2 * E2, E1 + E1, E1
+    total = x + y + z
+    # Catalog: the items seen, a b c d: x holds a, b; y c, d; z d.
+    want = [
+        ("x", x, x / total, 2 / 5),
+        ("y", y, y / total, 2 / 5),
+        ("z", z, z / total, 1 / 5),
+    ]
+    assert to_polars(out).rows() == want
+    # The same table as from the ranks those scores give (b third, in the catalog).
+    ranked = pl.DataFrame(
+        {"user": [1, 1, 1, 2, 2], "item": ["c", "a", "b", "d", "a"], "rank": [1, 2, 3, 1, 2]}
+    )
+    assert fm.exposure(ranked, k=2, item_groups=GROUPS).rows() == want
+
+
+# -- names that clash with the result's ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"group": "exposure"},
+            "group: expected a column name other than the output column 'exposure' (a "
+            "column of the result), got 'exposure'; rename the column",
+        ),
+        (
+            {"group": "catalog_share"},
+            "group: expected a column name other than the output column 'catalog_share' "
+            "(a column of the result), got 'catalog_share'; rename the column",
+        ),
+        (
+            {"by": "merit_share"},
+            "by: expected a column name other than the output column 'merit_share' (a "
+            "column of the result), got 'merit_share'; rename the column",
+        ),
+        (
+            {"by": "group"},
+            "by: expected a column name other than the output column 'group' (the item "
+            "groups' column), got 'group'; rename the column",
+        ),
+        (
+            {"by": "model", "group": "model"},
+            "by: expected a column name other than the output column 'model' (the item "
+            "groups' column), got 'model'; rename the column",
+        ),
+    ],
+    ids=["group-exposure", "group-catalog-share", "by-merit-share", "by-group", "by-is-group"],
+)
+def test_a_name_of_the_result_is_refused(
+    constructor: Constructor, options: dict[str, Any], message: str
+) -> None:
+    # Every input carries each column the options name (the group column too).
+    group = options.get("group", "group")
+    recs = RECS.with_columns(pl.lit("m").alias(options.get("by", "model")))
+    groups = GROUPS.rename({"group": group})
+    with pytest.raises(InvalidOptionError) as info:
+        fm.exposure(
+            constructor(recs), constructor(TRUTH), k=3, item_groups=constructor(groups), **options
+        )
+    assert str(info.value) == message
+    # With the default groups (train) as well: the group column is the result's alone.
+    with pytest.raises(InvalidOptionError) as info:
+        fm.exposure(recs, k=3, train=TRUTH.select("user", "item"), **options)
+    assert str(info.value) == message
+
+
+def test_a_nan_group_is_refused_as_a_null_is(constructor: Constructor) -> None:
+    # Float group labels: d's NaN names no group (polars would make it a group).
+    groups = constructor(GROUPS.with_columns(group=pl.Series([1.0, 1.0, 2.0, 2.0, math.nan])))
+    with pytest.raises(InvalidValueError) as info:
+        fm.exposure(constructor(RECS), k=3, item_groups=groups)
+    if is_pandas_numpy(groups):
+        # numpy-backed pandas has no missing value but NaN: it arrives as a null.
+        want = "expected no nulls in key or group column 'group', found 1 null row(s)"
+        label = "None"
+    else:
+        want = "expected no NaN in group column 'group', found 1 NaN row(s)"
+        label = "nan"
+    assert str(info.value) == f"item_groups: {want}, e.g. item='d', group={label}"

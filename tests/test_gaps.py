@@ -24,9 +24,10 @@ from frame_metrics.errors import (
     InvalidOptionError,
     InvalidValueError,
     MissingColumnsError,
+    Pass,
 )
 from frame_metrics.stats import welch_t_test
-from tests.conftest import Constructor, assert_kind, recmetrics, to_polars
+from tests.conftest import Constructor, assert_kind, is_pandas_numpy, recmetrics, to_polars
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
@@ -609,12 +610,72 @@ def test_bad_values() -> None:
     with pytest.raises(
         InvalidOptionError,
         match=re.escape(
-            "by: expected by columns not named as a column of the result (metric, k, group, "
-            "n_users, mean, diff, diff_low, diff_high, p_value, mean_abs_diff, range), got "
-            "['group']; rename them first"
+            "by: expected a column name other than the output column 'group' (a column of "
+            "the result), got 'group'; rename the column"
         ),
     ):
         fm.gaps(SMALL.with_columns(group=pl.lit(1)), "country", by="group")
+
+
+def test_a_nan_group_is_refused_as_a_null_is(constructor: Constructor) -> None:
+    # A float group column: user 3's NaN names no group (polars would make the NaNs a
+    # group of their own).
+    labels = pl.Series("country", [1.0, 2.0, math.nan, 2.0, 1.0, 2.0])
+    frame = constructor(SMALL.with_columns(labels))
+    # numpy-backed pandas has no missing value but NaN: it arrives as a null.
+    label = "None" if is_pandas_numpy(frame) else "nan"
+    with pytest.raises(InvalidValueError) as info:
+        fm.gaps(frame, "country")
+    assert str(info.value) == (
+        "per_user: expected a group for every user, found 1 row(s) without one (country), "
+        f"e.g. user=3, country={label}; give them a group (such as 'unknown') or leave them "
+        "out of per_user"
+    )
+    # The same labels in a frame of groups: refused as its null would be.
+    groups = constructor(SMALL.select("user", labels))
+    with pytest.raises(InvalidValueError) as info:
+        fm.gaps(constructor(SMALL.drop("country")), groups)
+    if is_pandas_numpy(groups):
+        want = "expected no nulls in group column 'country', found 1 null row(s)"
+    else:
+        want = "expected no NaN in group column 'country', found 1 NaN row(s)"
+    assert str(info.value) == f"group: {want}, e.g. user=3, country={label}"
+
+
+def test_a_model_column_without_by_proposes_by(constructor: Constructor) -> None:
+    # evaluate's per-user output of two models, passed on without by=: the model column
+    # is no metric, and the message says which by= to pass.
+    per_user = pl.DataFrame(
+        {
+            "model": ["a", "a", "b", "b"],
+            "user": [1, 2, 1, 2],
+            "country": ["de", "fr", "de", "fr"],
+            "ndcg@10": [0.5, 0.25, 1.0, 0.0],
+        }
+    )
+    with pytest.raises(InvalidValueError) as info:
+        fm.gaps(constructor(per_user), "country", n_resamples=10)
+    assert str(info.value) == (
+        "per_user: expected numeric metric columns, found 'model' of dtype String; every "
+        "column other than the user key, the by columns and the group column is a metric; "
+        "if 'model' holds several models or segments, pass by='model'"
+    )
+    proposed = info.value.parts[-1]
+    assert isinstance(proposed, Pass)
+    assert proposed == Pass("by", "model")
+    # Doing what it says: each model's groups, de minus fr.
+    out = fm.gaps(constructor(per_user), "country", by=proposed.value, n_resamples=10)
+    assert_kind(out, constructor)
+    assert to_polars(out).select("model", "group", "n_users", "mean", "diff").rows() == [
+        ("a", "de", 1, 0.5, 0.5 - 0.25),
+        ("a", "fr", 1, 0.25, 0.5 - 0.25),
+        ("b", "de", 1, 1.0, 1.0 - 0.0),
+        ("b", "fr", 1, 0.0, 1.0 - 0.0),
+    ]
+    # With by= given, another text column is no model to propose in its place.
+    with pytest.raises(InvalidValueError) as info:
+        fm.gaps(per_user.with_columns(note=pl.lit("x")), "country", by="model")
+    assert str(info.value).endswith("and the group column is a metric")
 
 
 # --- the plot ---------------------------------------------------------------------------
@@ -723,6 +784,15 @@ def test_cli_errors(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
         2,
         "frame-metrics: error: group: expected a group column or frame, or train= for the "
         "default split into active and inactive users, got neither\n",
+    )
+    # The proposal of by= in the command line's words.
+    SMALL.with_columns(model=pl.lit("a")).write_csv(tmp_path / "models.csv")
+    code = main(["gaps", str(tmp_path / "models.csv"), "--group-col", "country"])
+    assert (code, capsys.readouterr().err) == (
+        1,
+        "frame-metrics: error: per_user: expected numeric metric columns, found 'model' of "
+        "dtype String; every column other than the user key, the by columns and the group "
+        "column is a metric; if 'model' holds several models or segments, pass --by model\n",
     )
 
 

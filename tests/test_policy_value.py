@@ -263,6 +263,37 @@ def test_a_logged_policy_absent_from_recs_is_not_excused() -> None:
     assert out.select("model", "n_rows", "value", "share_shown").rows() == [("z", 4, 0.0, 0.0)]
 
 
+@pytest.mark.parametrize("estimator", ["ips", "snips", "dr"])
+def test_extreme_finite_weights_give_their_values(constructor: Constructor, estimator: str) -> None:
+    # pscores of 1e-300 and 2e-300 on the shown rows (user 1's a, user 2's c): w =
+    # 0.5 / 1e-300 and half of it (2e-300 is twice 1e-300, both floats), near 5e299,
+    # whose squares overflow a float. Unshown rows keep their pscores (w = 0).
+    logs = LOGS.with_columns(pscore=pl.Series([1e-300, 0.25, 0.2, 2e-300]))
+    kwargs: dict[str, Any] = {"k": 2, "estimator": estimator, "n_resamples": 0}
+    if estimator == "dr":
+        kwargs["reward_model"] = "q"
+    out = fm.policy_value(constructor(logs), constructor(RECS), **kwargs)
+    assert_kind(out, constructor)
+    row = to_polars(out).row(0, named=True)
+    w = 0.5 / 1e-300
+    # ess = (Σw)² / Σw², the same over any scale: (1 + 1/2)² / (1 + 1/4), the weights
+    # over the largest.
+    assert row["ess"] == (1 + 0.5) ** 2 / (1 + 0.25)
+    assert row["largest_weight"] == w
+    # Rewards: user 1's a 1, user 2's c 0.
+    want = {
+        "ips": (w * 1.0 + (w / 2) * 0.0) / 4,
+        "snips": (w * 1.0) / (w + w / 2),
+        # Spec 9.5's sum (each direct-method term vanishes beside w at this scale).
+        "dr": (DM[1] + w * (1.0 - 0.6) + DM[1] + DM[2] + DM[2] + (w / 2) * (0.0 - 0.2)) / 4,
+    }[estimator]
+    assert row["value"] == pytest.approx(want, rel=1e-15)
+    # Equal finite weights give their count exactly: both shown rows at 1e-300.
+    equal = logs.with_columns(pscore=pl.Series([1e-300, 0.25, 0.2, 1e-300]))
+    same_w = to_polars(fm.policy_value(constructor(equal), constructor(RECS), **kwargs))
+    assert same_w["ess"].item() == 2.0
+
+
 # -- every frame kind, row order ----------------------------------------------------------
 
 
@@ -755,6 +786,17 @@ CASES: list[
         InvalidValueError,
         "logs: expected no nulls in key column 'user', found 1 null row(s), e.g. user=None, "
         "item='b', reward=0.0, pscore=0.25",
+    ),
+    (
+        # w = 0.5 / 5e-324 is past the largest float: no value can be estimated with it.
+        "pscore-so-small-w-overflows",
+        lambda logs: logs.with_columns(pscore=pl.Series([5e-324, 0.25, 0.2, 0.8])),
+        same,
+        {},
+        InvalidValueError,
+        "logs: expected π_b(item | user) in column 'pscore' large enough that w = π_e / π_b "
+        "is a finite float, found 1 row(s) where w overflows, e.g. user=1, item='a', "
+        "pscore=5e-324",
     ),
     (
         "max-weight-zero",

@@ -38,7 +38,7 @@ from frame_metrics.errors import (
     UnmatchedIdsWarning,
 )
 from frame_metrics.metrics.registry import REGISTRY
-from tests.conftest import Constructor, to_polars
+from tests.conftest import Constructor, evaluate_as_polars, to_polars
 
 # -- the spec's formulas, in plain Python -----------------------------------------------------
 
@@ -382,6 +382,69 @@ def test_metric_string_sets_ips() -> None:
     out = fm.evaluate(RECS, TRUTH, metrics=["precision@3", "precision(ips=ips)@3"], propensity="p")
     assert out["precision@3"][0] == pytest.approx(2 / 3, rel=1e-15)
     assert out["precision(ips=ips)@3"][0] == 2.0  # (2 + 4) / 3
+
+
+# -- a perfect list is exactly at the bound (spec 9, clarified 2026-11-27) -------------------
+
+#: Propensities whose weights 1/P and normalised weights have long binary expansions, so
+#: that sums of them in different orders round differently; distinct within a user, so
+#: that the list in descending weight is the ideal one.
+PERFECT_PROPENSITIES = [0.3, 0.7, 0.9, 0.45, 0.123456789, 1.0, 0.05, 0.61, 1 / 3]
+
+
+def _perfect_lists(seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Users whose list holds all their relevant items, heaviest weight first.
+
+    Then two judged non-relevant items (relevance 0). Relevance 1 throughout, so that the
+    weighted gains are in the order of the weights: the list is in ideal order.
+    """
+    rng = random.Random(seed)
+    rec_rows, truth_rows = [], []
+    for user in range(300):
+        props = sorted(rng.sample(PERFECT_PROPENSITIES, rng.randint(1, 7)))
+        for rank, p in enumerate(props, start=1):
+            # Scores: every two relevant items tie (ties="average" averages within k).
+            rec_rows.append((user, rank, rank, float(100 - (rank + 1) // 2)))
+            truth_rows.append((user, rank, 1.0, p))
+        for j in (1, 2):
+            item = 100 + j
+            rec_rows.append((user, item, len(props) + j, float(-j)))
+            truth_rows.append((user, item, 0.0, 1.0))
+    recs = pl.DataFrame(rec_rows, schema=["user", "item", "rank", "score"], orient="row")
+    truth = pl.DataFrame(truth_rows, schema=["user", "item", "relevance", "p"], orient="row")
+    return recs, truth
+
+
+@pytest.mark.parametrize("ips", ["snips", "ips"])
+def test_a_perfect_list_is_exactly_at_the_bound(
+    constructor: Constructor, ips: Literal["snips", "ips"]
+) -> None:
+    # Recall's numerator is Σ w̃ over the hits, its denominator Σ w̃ over R: one sum over
+    # one set when the list holds all of R, so exactly 1 (not 0.9999999999999998); so
+    # are R-precision's and bpref's (no judged non-relevant item above a relevant one),
+    # NDCG (in ideal order), hit rate and MRR. Each is bounded by 1 under weights.
+    recs, truth = _perfect_lists(3)
+    metrics = ["recall@10", "r_precision", "bpref", "ndcg@10", "hit_rate@10", "mrr@10"]
+    call: dict[str, Any] = {"metrics": metrics, "propensity": "p", "ips": ips}
+    got = evaluate_as_polars(constructor, recs.drop("score"), truth, **call)
+    assert got.height == 300
+    for name in metrics:
+        assert got[name].to_list() == [1.0] * 300, name
+    # The same lists ranked from scores, equal scores averaged over their orders: every
+    # tie group lies within k, so recall is again the whole of R.
+    averaged = evaluate_as_polars(
+        constructor,
+        recs.drop("rank"),
+        truth,
+        score="score",
+        ties="average",
+        metrics=["recall@10", "ndcg@10"],
+        propensity="p",
+        ips=ips,
+    )
+    assert averaged["recall@10"].to_list() == [1.0] * 300
+    mean = fm.evaluate(recs.drop("score"), truth, aggregate=True, **call).row(0, named=True)
+    assert mean == {"n_users": 300, **dict.fromkeys(metrics, 1.0)}
 
 
 # -- every frame kind, row order, buckets, Dask ----------------------------------------------

@@ -24,7 +24,7 @@ from typing import ClassVar
 
 import polars as pl
 
-from frame_metrics.columns import check_roles
+from frame_metrics.columns import check_roles, key_roles
 from frame_metrics.families.base import Context, Family
 from frame_metrics.metrics.context import rbp_weight
 from frame_metrics.metrics.expected_exposure import NAMES, ExposureContext
@@ -111,8 +111,7 @@ class ExpectedExposureFamily(Family):
         c = spec.columns
         if c.sample is None:
             return
-        keys = {f"user[{i}]" if len(c.user) > 1 else "user": u for i, u in enumerate(c.user)}
-        keys |= {f"by[{i}]" if len(c.by) > 1 else "by": b for i, b in enumerate(c.by)}
+        keys = key_roles(c.user, c.by)
         role, column = c.order
         check_roles(
             {spec.source_label: {**keys, "item": c.item, role: column, "sample": c.sample}}, {}

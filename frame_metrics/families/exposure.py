@@ -15,6 +15,9 @@ an item in none is left out), or by default from ``train=``: aplt's head and tai
 item absent from train is tail). The targets: the groups' shares of catalog items (the
 catalog given, else the items seen, as coverage), of relevant truth rows (merit: every
 truth row, a table over every partition in a partitioned run), uniform, or a table.
+Where the groups' table carries ``by`` columns, each ``by`` group's shares count its own
+groups alone; with ``item_groups`` per ``by`` group and no catalog given, a ``by``
+group's catalog is its own rows of ``item_groups`` (spec 9, clarified 2026-11-27).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
+from frame_metrics.columns import check_roles, key_roles
 from frame_metrics.errors import InvalidOptionError, Keyword, MissingInputError
 from frame_metrics.extras import catalog_items, item_popularity, missing_from
 from frame_metrics.families.base import (
@@ -51,7 +55,7 @@ from frame_metrics.metrics.registry import Requested
 from frame_metrics.options import MetricOptions
 from frame_metrics.prepare import RANK
 from frame_metrics.spec import Spec
-from frame_metrics.validation import CheckedFrame, null_checks
+from frame_metrics.validation import CheckedFrame, nan_label_checks, null_checks
 
 __all__ = [
     "DEFAULT_GROUPS",
@@ -127,8 +131,16 @@ class ExposureFamily(Family):
         return {"item_groups": [spec.columns.group]}
 
     def check_call(self, spec: Spec, *, aggregate: bool) -> None:
-        """Group-level metrics need ``aggregate=True``; groups need item_groups or train."""
+        """Group-level metrics need ``aggregate=True``; groups need item_groups or train.
+
+        And item_groups' group column is none of its by and item columns (a column named
+        like a by column is read as that by column).
+        """
         requests = spec.of_family(self.name)
+        c = spec.columns
+        if "item_groups" in spec.frames:
+            roles = {**key_roles([], c.by), "item": c.item, "group": c.group}
+            check_roles({"item_groups": roles}, {})
         corpus = [q.column for q in requests if q.metric.population == "corpus"]
         if corpus and not aggregate:
             raise InvalidOptionError(
@@ -399,9 +411,12 @@ def _item_groups(ctx: Context) -> tuple[pl.LazyFrame, list[str]] | None:
     c = ctx.spec.columns
     extra = ctx.inputs.extra("item_groups", [c.item, c.group])
     keys = [*extra.by, c.item, c.group]
-    ctx.checks.append(
-        CheckedFrame("item_groups", extra.frame, null_checks(keys, "key or group"), keys)
-    )
+    schema = extra.frame.collect_schema()
+    checks = [
+        *null_checks(keys, "key or group"),
+        *nan_label_checks([c.group], "group", schema),
+    ]
+    ctx.checks.append(CheckedFrame("item_groups", extra.frame, checks, keys))
     # A repeated (item, group) row says the same thing again: counted once.
     table = extra.frame.select(*extra.by, c.item, pl.col(c.group).alias(GROUP)).unique()
     found = (table, list(extra.by))
@@ -518,25 +533,46 @@ def target_shares(ctx: Context, q: Requested, seen: pl.LazyFrame | None) -> pl.L
         weight = pl.lit(1.0, pl.Float64)
         cells = universe.with_columns(weight.alias(_WEIGHT))
     elif target == "catalog":
-        items, items_by = catalog_table(ctx)
-        counts = (
-            group_rows(ctx, items)
-            .group_by([*items_by, GROUP])
-            .agg(pl.len().cast(pl.Int64).alias(_WEIGHT))
-        )
+        given = _item_groups(ctx)
+        if given is not None and given[1] and "catalog" not in ctx.inputs.extras:
+            # item_groups per by group and no catalog given: a by group's catalog is
+            # its own rows of item_groups (spec 9, clarified 2026-11-27).
+            items = given[0].select(*given[1], ctx.spec.columns.item).unique()
+            items_by = given[1]
+        else:
+            items, items_by = catalog_table(ctx)
+        grouped, items_by = _grouped_per_by(ctx, items, items_by, seen)
+        counts = grouped.group_by([*items_by, GROUP]).agg(pl.len().cast(pl.Int64).alias(_WEIGHT))
         cells = _joined_counts(universe, counts, [b for b in by if b in items_by])
     elif target == "merit":
         merit, truth_by = merit_table(ctx, q.options.threshold)
-        counts = (
-            group_rows(ctx, merit)
-            .group_by([*truth_by, GROUP])
-            .agg(pl.col(_MERIT).sum().alias(_WEIGHT))
-        )
+        grouped, truth_by = _grouped_per_by(ctx, merit, truth_by, seen)
+        counts = grouped.group_by([*truth_by, GROUP]).agg(pl.col(_MERIT).sum().alias(_WEIGHT))
         cells = _joined_counts(universe, counts, [b for b in by if b in truth_by])
     else:
         assert isinstance(target, tuple)
         cells = _explicit(ctx, universe, target)
     return normalised(cells, by, _WEIGHT, TARGET).select(*by, GROUP, TARGET)
+
+
+def _grouped_per_by(
+    ctx: Context, rows: pl.LazyFrame, rows_by: list[str], seen: pl.LazyFrame | None
+) -> tuple[pl.LazyFrame, list[str]]:
+    """Item rows (catalog items, merit counts) in their groups, and the ``by`` columns now.
+
+    Where the groups' table (``item_groups``, or train for head and tail) carries ``by``
+    columns the rows lack, each row stands in every ``by`` group of ``seen`` and takes
+    that group's item groups: a ``by`` group's shares count its own groups' rows, never
+    another group's (joined on the item alone, each item would count once per ``by``
+    group that groups it, in every ``by`` group).
+    """
+    given = _item_groups(ctx)
+    groups_by = given[1] if given is not None else _popularity(ctx)[1]
+    missing = [b for b in groups_by if b not in rows_by]
+    if missing and seen is not None:
+        rows = rows.join(seen.select(missing).unique(), how="cross")
+        rows_by = [*rows_by, *missing]
+    return group_rows(ctx, rows), rows_by
 
 
 def _joined_counts(universe: pl.LazyFrame, counts: pl.LazyFrame, on: list[str]) -> pl.LazyFrame:

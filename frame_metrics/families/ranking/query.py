@@ -44,7 +44,7 @@ from frame_metrics.families.ranking.stats import (
     NeededStats,
     Source,
 )
-from frame_metrics.families.ranking.weights import MASS, WEIGHT, with_weights
+from frame_metrics.families.ranking.weights import WEIGHT, with_weights
 from frame_metrics.metrics.context import gain_expr, is_relevant
 from frame_metrics.options import MetricOptions
 from frame_metrics.prepare import PROPENSITY, RANK, REL, TIE_FIRST, TIE_LAST
@@ -257,13 +257,11 @@ def user_statistics(
     if needed.weighted:
         # Propensity-scored (spec 9.4): each relevant row counts w̃ times, its gain too.
         relevant = with_weights(relevant, inputs.truth_keys, options)
-        ips = options.ips == "ips"
         relevant = relevant.select(
             *on,
             (pl.col(GAIN) * pl.col(WEIGHT)).alias(GAIN),
             *([REL] if REL in hit_needs else []),
             WEIGHT,
-            *([MASS] if ips else []),
         )
     # With few distinct gains the ideal DCG is built from counts of each: levels of this
     # call's data, passed to the truth aggregation and kept nowhere else (weighted gains
@@ -284,9 +282,7 @@ def user_statistics(
             frame = inputs.all_keys.join(frame, on=keys, how="left", nulls_equal=True)
     if needed.uses("hits"):
         columns = [*keys, item, RANK, *([TIE_FIRST, TIE_LAST] if needed.tied else [])]
-        # The per-user mass stays on the truth side: the hit rows carry the row's weight.
-        hit_side = relevant.drop(MASS, strict=False)
-        hit_rows = _hit_rows(inputs.top.select(columns), hit_side, on, inputs.packed)
+        hit_rows = _hit_rows(inputs.top.select(columns), relevant, on, inputs.packed)
         for extra, join_on in inputs.hit_columns:
             hit_rows = hit_rows.join(extra, on=join_on, how="left", nulls_equal=True)
         hit_rows = _with_user_counts(hit_rows, per_user_truth, inputs, hit_needs, options)

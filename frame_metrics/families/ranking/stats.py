@@ -27,10 +27,12 @@ whatever the input row order, frame kind or polars engine.
 
 Propensity-scored metrics (spec 9.4, ``propensity=``) count each relevant item w̃ times
 (:mod:`frame_metrics.families.ranking.weights`): the hit and truth rows carry ``WEIGHT``
-and a gain already multiplied by it, hits@k is the sum of the first hits@k weights in
-rank order, ``|R|`` the user's weight mass, and AP's hits@r the running sum of weights.
-These are the unweighted sums with each 1 replaced by w̃, so weights of exactly 1.0 give
-the unweighted bits. The number of hits (how many terms a prefix holds), the number of
+and a gain already multiplied by it, hits@k is the sum of the weights of the hits within
+k, ``|R|`` the user's weight mass, and AP's hits@r the running sum of weights. A sum over
+a set of relevant items (hits@k, ``|R|``, bpref's) adds its terms in descending order,
+one way for every set, so a list holding all of R has hits@k = ``|R|`` to the bit (recall
+exactly 1). These are the unweighted sums with each 1 replaced by w̃, so weights of
+exactly 1.0 give the unweighted bits. The number of hits (how many terms a prefix holds), the number of
 relevant items (who is evaluated, R-precision's cutoff, the ideal list's length), the
 first hit's rank and any-hit stay counts.
 """
@@ -45,7 +47,7 @@ from typing import Literal
 
 import polars as pl
 
-from frame_metrics.families.ranking.weights import MASS, WEIGHT
+from frame_metrics.families.ranking.weights import WEIGHT
 from frame_metrics.metrics.context import (
     BOUNDED_FLOATS,
     dcg_term,
@@ -230,6 +232,18 @@ class UserStats:
         self._record.prefix_sums.setdefault(name, (list_name, prefix_k))
         return pl.col(name)
 
+    def _weight_sum(self, source: Source, name: str, terms: pl.Expr) -> pl.Expr:
+        """A sum over a set of the user's relevant items counted w̃ times: ``Σ w̃``, or bpref's.
+
+        Every such sum (hits@k, ``|R|``, the hits within ``|R|``, bpref's) adds its
+        set's terms in one order, descending values, whatever rows the set came from:
+        the same set gives the same float, so a list holding all of R has hits@k equal
+        to ``Σ_R w̃`` to the bit (recall exactly 1; spec 9, clarified 2026-11-27). Terms
+        of 1.0 sum to their count, the unweighted value; bpref's unweighted terms fall
+        along the ranks, so in rank order they are already in this order.
+        """
+        return self._term_sum(source, name, terms.sort(descending=True))
+
     @property
     def _averaged(self) -> bool:
         return self._tied and self.options.ties == "average"
@@ -249,8 +263,8 @@ class UserStats:
         if weighted:
             # The same counts with each relevant item counting w̃ (sums in rank order).
             w = pl.col(WEIGHT)
-            inside = self._term_sum("hits", f"_fm_winside@{k}", w.filter(b <= k))
-            m = self._term_sum("hits", f"_fm_wacross@{k}", w.filter(across))
+            inside = self._weight_sum("hits", f"_fm_winside@{k}", w.filter(b <= k))
+            m = self._weight_sum("hits", f"_fm_wacross@{k}", w.filter(across))
         n = self._agg("hits", f"_fm_across_n@{k}", (b - a + 1).filter(across).first())
         slots = self._agg("hits", f"_fm_across_s@{k}", (k - a + 1).filter(across).first())
         return inside, m, n, slots
@@ -270,8 +284,9 @@ class UserStats:
                 share = (m.cast(pl.Int64) * slots).cast(pl.Float64) / n.cast(pl.Float64)
             return inside.cast(pl.Float64) + pl.when(m > 0).then(share).otherwise(0.0)
         if self._weighted:
-            # Σ w̃ over the hits within k: the first hits@k weights in rank order.
-            return self._term_sum("hits", f"_fm_whits@{k}", pl.col(WEIGHT), prefix_k=k)
+            # Σ w̃ over the hits within k.
+            within = pl.col(WEIGHT).filter(pl.col(RANK) <= k)
+            return self._weight_sum("hits", f"_fm_whits@{k}", within)
         return self._count(k)
 
     def _count(self, k: int) -> pl.Expr:
@@ -304,7 +319,7 @@ class UserStats:
         if self._weighted:
             # The cutoff stays the number of relevant items (positions), the hits weigh w̃.
             hit = pl.col(RANK) <= pl.col(HIT_N_RELEVANT)
-            return self._term_sum("hits", "_fm_whits_within_r", pl.col(WEIGHT).filter(hit))
+            return self._weight_sum("hits", "_fm_whits_within_r", pl.col(WEIGHT).filter(hit))
         within = (pl.col(RANK) <= pl.col(HIT_N_RELEVANT)).sum()
         return self._agg("hits", "_fm_hits_within_r", within)
 
@@ -355,8 +370,11 @@ class UserStats:
         )
         if self._weighted:
             # Each relevant item's term counts w̃ times; n_r, R and N inside it stay counts.
+            # Summed as |R| is: a list with no judged non-relevant item above a relevant
+            # one has bpref exactly 1.
             self._record.row_needs["judged"].add(WEIGHT)
             term = term * pl.col(WEIGHT)
+            return self._weight_sum("judged", "_fm_bpref", term.filter(pl.col(IS_REL)))
         return self._term_sum("judged", "_fm_bpref", term.filter(pl.col(IS_REL)))
 
     def judged_count(self, k: int) -> pl.Expr:  # noqa: D102
@@ -368,10 +386,9 @@ class UserStats:
     def relevant_mass(self) -> pl.Expr:  # noqa: D102
         if not self._weighted:
             return self.n_relevant()
-        if self.options.ips == "snips":
-            # Σ_R w̃ = |R| exactly: the normalisation makes the weights average 1.
-            return self.n_relevant().cast(pl.Float64)
-        return self._agg("truth", "_fm_relevant_mass", pl.col(MASS).first())
+        # Σ_R w̃ as every weighted count is summed (not |R| under snips, which the
+        # rounded w̃ need not add up to).
+        return self._weight_sum("truth", "_fm_relevant_mass", pl.col(WEIGHT))
 
     def n_listed(self, k: int) -> pl.Expr:  # noqa: D102
         return self._agg("listed", f"_fm_listed@{k}", (pl.col(RANK) <= k).sum())
@@ -527,6 +544,8 @@ class NeededStats:
         (documented for ``group_by``, in every engine); one sort of the rows is much
         cheaper than a sort within each of a million groups.
         """
+        if source == "truth":
+            return False  # no ranks: its lists are in value order (see _weight_sum)
         terms = any(s == source for s, _ in self.terms.values())
         return terms or (source == "hits" and bool(self.dcg or self.ap))
 

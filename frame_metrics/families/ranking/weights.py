@@ -5,8 +5,9 @@ so to be rated. Each relevant truth row gets a propensity ``P`` in (0, 1] (a tru
 column, or train popularity), a weight ``w = min(1/P, max_weight)`` and, under
 ``ips="snips"``, the weight normalised over the user's relevant items,
 ``w̃ = w · |R| / Σ_R w``. The ranking statistics then count each relevant item ``w̃``
-times (:mod:`frame_metrics.families.ranking.stats`): the same sums, in the same order,
-as the unweighted ones, so weights of exactly 1.0 give the unweighted bits.
+times (:mod:`frame_metrics.families.ranking.stats`): the unweighted sums with each 1
+replaced by w̃, so weights of exactly 1.0 give the unweighted bits, and a sum over a set
+of relevant items taken one way for every set (``|R| = Σ_R w̃`` too).
 
 Exactness: ``Σ_R w`` is summed as integers (each weight scaled by a power of two taken
 from the user's largest weight, so that it is a whole number), which is exact and does
@@ -30,7 +31,6 @@ from frame_metrics.options import MetricOptions
 from frame_metrics.prepare import PROPENSITY
 
 __all__ = [
-    "MASS",
     "RAW_WEIGHT",
     "TRAIN_USERS",
     "WEIGHT",
@@ -44,8 +44,8 @@ __all__ = [
 WEIGHT = "_fm_weight"
 #: w = min(1/P, max_weight), before any normalisation (diagnostics read it).
 RAW_WEIGHT = "_fm_raw_weight"
-#: Σ_R w̃ of the row's user under ``ips="ips"`` (Σ_R w), on each of its relevant rows.
-MASS = "_fm_relevant_mass"
+#: Σ_R w of the row's user, exactly (the snips normalisation's denominator).
+_MASS = "_fm_raw_mass"
 #: n_i, the distinct train users of an item (``propensity="popularity"``).
 TRAIN_USERS = "_fm_propensity_n"
 _MOST = "_fm_propensity_most"
@@ -104,7 +104,7 @@ def _unscaled(units: pl.Expr, shift: pl.Expr) -> pl.Expr:
 def with_weights(
     relevant: pl.LazyFrame, keys: Sequence[str], options: MetricOptions
 ) -> pl.LazyFrame:
-    """The relevant rows with ``WEIGHT`` (w̃), ``RAW_WEIGHT`` (w) and, under ips, ``MASS``.
+    """The relevant rows with ``WEIGHT`` (w̃) and ``RAW_WEIGHT`` (w).
 
     ``relevant`` holds one user's (``keys``) relevant truth rows with ``PROPENSITY``.
     w = 1/P clipped at ``max_weight``; under ``"snips"``, w̃ = w·|R| / Σ_R w with Σ_R w
@@ -120,13 +120,13 @@ def with_weights(
     # may be off by one either way: the headroom allows it).
     shift = _TOP - raw.max().over(keys).log(2).floor().cast(pl.Int64, strict=False)
     rows = rows.with_columns(shift.alias(_SHIFT)).with_columns(
-        _unscaled(_scaled_units(raw, pl.col(_SHIFT)).sum().over(keys), pl.col(_SHIFT)).alias(MASS),
+        _unscaled(_scaled_units(raw, pl.col(_SHIFT)).sum().over(keys), pl.col(_SHIFT)).alias(_MASS),
         pl.len().over(keys).cast(pl.Float64).alias(_N),
     )
     # Under snips, w·|R| and Σ_R w are each one correctly rounded operation on the same
     # exact value when the weights are equal: their quotient is then exactly 1.0.
-    weight = (raw * pl.col(_N)) / pl.col(MASS) if options.ips == "snips" else raw
-    return rows.with_columns(weight.alias(WEIGHT)).drop(_SHIFT, _N)
+    weight = (raw * pl.col(_N)) / pl.col(_MASS) if options.ips == "snips" else raw
+    return rows.with_columns(weight.alias(WEIGHT)).drop(_SHIFT, _N, _MASS)
 
 
 _ESS = "_fm_ess"
