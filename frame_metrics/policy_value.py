@@ -769,11 +769,30 @@ def _exponent(top: float | None) -> int:
     --------
     >>> _exponent(1.0), _exponent(0.75), _exponent(1e300), _exponent(0.0), _exponent(None)
     (95, 96, -901, 0, 0)
+    >>> _exponent(5e-324)  # the least subnormal, 2^-1074: its terms keep 96 bits too
+    1169
     """
     if top is None or not math.isfinite(top) or top == 0.0:
         return 0  # no values, all 0, or a NaN or ±inf the input checks report
-    # top = m · 2^e with 0.5 <= m < 1, exactly: top < 2^e.
-    return max(-1000, min(1000, _FIXED_BITS - math.frexp(top)[1]))
+    # top = m · 2^e with 0.5 <= m < 1, exactly: top < 2^e (e >= -1073 for a float).
+    return _FIXED_BITS - math.frexp(top)[1]
+
+
+def _times_two_to(value: pl.Expr, s: int) -> pl.Expr:
+    """``value · 2^s``, exact where the result is a normal float, for any float's s.
+
+    2^s itself is no float past 2^1023 (s of a subnormal column's terms reaches 1169):
+    the scaling is two exact steps then.
+
+    Examples
+    --------
+    >>> pl.select(_times_two_to(pl.lit(5e-324), 1169)).item() == 2.0**95
+    True
+    """
+    if abs(s) <= 1000:
+        return value * 2.0**s
+    half = s // 2
+    return value * 2.0**half * 2.0 ** (s - half)
 
 
 def _fixed_point(frame: pl.DataFrame, sources: dict[str, str]) -> pl.LazyFrame:
@@ -793,7 +812,7 @@ def _fixed_point(frame: pl.DataFrame, sources: dict[str, str]) -> pl.LazyFrame:
         # Not strict: a NaN or infinite term (a pscore of 0) is null here, and the input
         # checks collected before report its cause (or validate=False gives a null).
         *(
-            (pl.col(src) * 2.0 ** exps[name]).round().cast(pl.Int128, strict=False).alias(name)
+            _times_two_to(pl.col(src), exps[name]).round().cast(pl.Int128, strict=False).alias(name)
             for name, src in sources.items()
         ),
         *(pl.lit(exps[name], pl.Int64).alias(f"{name}.s") for name in sources),
@@ -805,7 +824,8 @@ def _unscaled(frame: pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
     if frame.height == 0:
         return frame.with_columns(pl.col(names).cast(pl.Float64))
     return frame.with_columns(
-        pl.col(name).cast(pl.Float64) * 2.0 ** -int(frame[f"{name}.s"][0]) for name in names
+        _times_two_to(pl.col(name).cast(pl.Float64), -int(frame[f"{name}.s"][0])).alias(name)
+        for name in names
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+from fractions import Fraction
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -521,12 +522,15 @@ def reference(
             )
             / n
         )
-    sw, sw2 = math.fsum(w), math.fsum(x * x for x in w)
+    # ess exactly, as the sheet defines it: (Σw)²/Σw² in rationals, since w² of a weight
+    # below 1e-162 underflows a float (and above 1e154 overflows it).
+    sw = sum(Fraction(x) for x in w)
+    sw2 = sum(Fraction(x) ** 2 for x in w)
     return {
         "n_users": len({row[0] for row in logs}),
         "n_rows": n,
         "value": value,
-        "ess": sw * sw / sw2 if sw2 else None,
+        "ess": float(sw * sw / sw2) if sw2 else None,
         "share_shown": sum(1 for u, i, _, _ in logs if pi.get((u, i), 0.0) > 0) / n,
         "largest_weight": max(w),
     }
