@@ -608,7 +608,7 @@ def test_the_command_line_reads_the_sample_column(
 
 
 def test_the_docs_page_example() -> None:
-    # docs/expected-exposure.md, user 2: rankings [a], [b], [b, a]; relevant {a, b}:
+    # docs/metrics/expected_exposure.md, user 2: rankings [a], [b], [b, a]; relevant {a, b}:
     # ε_a = (1 + 0.5) / 3, ε_b = 2 / 3, ε* = 0.75 each.
     recs = pl.DataFrame(
         {

@@ -18,7 +18,7 @@ import html
 import importlib
 import inspect
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from griffe_sphinx_roles import without_roles
 
@@ -465,11 +465,16 @@ def _metric_section(
     yield ""
 
 
-def family_pages(own_pages: Mapping[str, str] | None = None) -> dict[str, str]:
+def family_pages(
+    own_pages: Mapping[str, str] | None = None, guides: Collection[str] = ()
+) -> dict[str, str]:
     """The Markdown of every family page, keyed by its path.
 
     ``own_pages`` maps the metrics with a page of their own (beside the family pages, at
-    ``metrics/<name>.md``) to its title, which their sections link to.
+    ``metrics/<name>.md``) to its title, which their sections link to. ``guides`` are the
+    families whose page is written by hand (``docs/metrics/<family>.md``: a walk-through
+    of the family): theirs is the registry part alone, under a heading of its own, which
+    the build appends to the hand-written page, so that the family has one page.
     """
     own_pages = own_pages or {}
     check_formulas()
@@ -477,13 +482,27 @@ def family_pages(own_pages: Mapping[str, str] | None = None) -> dict[str, str]:
     pages = {}
     for family, metrics in families().items():
         title = family_title(family)
+        if family in guides:
+            head = [
+                "## Every metric of the page, from the registry {#registry}",
+                "",
+                "Generated from the metric registry when the site is built: every metric "
+                f"registered in `frame_metrics.metrics.{family}`, with its formula, its "
+                "inputs, its options and an example. The notation is on the "
+                "[metrics overview](index.md#notation); the printed outputs below are "
+                "computed by the build.",
+            ]
+        else:
+            head = [
+                f"# {title}",
+                "",
+                "Generated from the metric registry when the site is built: every metric "
+                f"registered in `frame_metrics.metrics.{family}`. The notation is on the "
+                "[metrics overview](index.md#notation); the printed outputs below are "
+                "computed by the build.",
+            ]
         lines = [
-            f"# {title}",
-            "",
-            "Generated from the metric registry when the site is built: every metric "
-            f"registered in `frame_metrics.metrics.{family}`. The notation is on the "
-            "[metrics overview](index.md#notation); the printed outputs below are computed "
-            "by the build.",
+            *head,
             "",
             "| metric | formula |",
             "|---|---|",
