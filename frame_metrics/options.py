@@ -1019,8 +1019,10 @@ def markdown() -> str:
         "*Changes*: the per-user statistics (hits, gains, the relevant set), or only how a "
         "metric combines them.",
         "",
-        "| option | values | default | read by | changes | where | flag | what it does |",
-        "|---|---|---|---|---|---|---|---|",
+        # Six columns, the flag under its option and what it changes under where it is set:
+        # the eight of the table as separate columns did not fit the page's column.
+        "| option, flag | values | default | read by | where; changes | what it does |",
+        "|---|---|---|---|---|---|",
     ]
     for row in OPTIONS:
         if row.choices:
@@ -1040,7 +1042,8 @@ def markdown() -> str:
             if yes
         )
         lines.append(
-            f"| `{row.name}` | {values} | `{default}` | {read_by} | {_STAGES[row.stage]} "
-            f"| {where} | `{row.flag}` | {row.doc.replace('|', chr(92) + '|')} |"
+            f"| `{row.name}`<br>`{row.flag}` | {values} | `{default}` | {read_by} "
+            f"| {where}; *changes* {_STAGES[row.stage]} "
+            f"| {row.doc.replace('|', chr(92) + '|')} |"
         )
     return "\n".join(lines) + "\n"

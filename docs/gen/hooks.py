@@ -198,8 +198,12 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
     """Fill in the generated parts of a page, then run its examples.
 
     README's Quickstart commands, the architecture page's diagram and table, the registry's
-    part of a hand-written family page.
+    part of a hand-written family page; the options page has no table of contents.
     """
+    if page.file.src_uri == "options.md":
+        # The page is one wide table and has no sections: the table of contents' column
+        # goes to the table, so that all its columns fit.
+        page.meta["hide"] = [*page.meta.get("hide", []), "toc"]
     guides = _guides(config)
     if page.file.src_uri in {gen_metrics.page_path(family) for family in guides}:
         registry = gen_metrics.family_pages(gen_headline.titles(), guides)
