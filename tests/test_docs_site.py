@@ -112,6 +112,44 @@ def test_every_metric_has_formula_options_and_example(build: Build) -> None:
     assert all(f"<code>{name}</code>" in overview for name in REGISTRY)
 
 
+def test_family_pages_give_a_scale_to_read_a_value_against(build: Build) -> None:
+    """miscalibration and the expected-exposure metrics have no fixed upper bound (it
+    depends on alpha, p, k and the user): their sections say what 0 and the bound mean,
+    with the bounds worked out here from the definitions (spec 9.1, 9.2)."""
+    import math
+
+    def section(name: str) -> str:
+        text = page(build, f"metrics/{_family(REGISTRY[name])}")
+        part = text.split(f'id="{name.replace("_", "-")}"', 1)[1].split("<h2 ", 1)[0]
+        return _text(part)
+
+    # KL against (1 - alpha) q + alpha p: a missed category costs p log2(1/alpha); a list
+    # without any categorised item (q = 0) misses every one. JS distance of q = 0: m = p/2.
+    miscalibration = section("miscalibration")
+    assert "Scale:" in miscalibration
+    assert f"{math.log2(1 / 0.01):.2f} bits" in miscalibration
+    assert f"{math.sqrt(0.5):.3f}" in miscalibration
+    assert "[0, 1]" in miscalibration
+    # ||e - e*||^2 <= ||e||^2 + ||e*||^2 (e, e* >= 0), each at most sum_{r<=k} p^(2(r-1)).
+    p, k = 0.5, 10
+    one_list = (1 - p ** (2 * k)) / (1 - p**2)
+    ee_loss = section("ee_loss")
+    assert "Scale:" in ee_loss
+    assert f"{2 * one_list:.2f} at the default p = {p} and k = {k}" in ee_loss
+    assert f", {2 * (1 - p**2) / (1 - p**2):g} at k = 1" in ee_loss
+    assert "‖ε*‖² = ee_loss - ee_disparity + 2·ee_relevance" in ee_loss  # no * lost to emphasis
+    assert f"{one_list:.2f} at the default p = {p}" in section("ee_disparity")
+    assert "Scale:" in section("ee_relevance")
+    # The frame methods' docstrings say it too.
+    import polars as pl
+
+    import frame_metrics  # noqa: F401 - registers .recmetrics
+
+    frame = pl.DataFrame({"user": [1], "item": ["a"], "rank": [1]})
+    assert "Scale: In bits." in (frame.recmetrics.miscalibration.__doc__ or "")
+    assert f"{2 * one_list:.2f}" in (frame.recmetrics.ee_loss.__doc__ or "")
+
+
 def _options(parser: Any) -> Iterator[tuple[str, str]]:
     for action in parser._actions:
         if action.choices and hasattr(action, "_choices_actions"):

@@ -324,10 +324,14 @@ def _option_link(option: str) -> str:
 
 
 def cell(text: str) -> str:
-    """Text for a table cell: outside code spans, pipes and HTML escaped."""
+    """Text for a table cell: outside code spans, pipes, HTML and ``*`` escaped.
+
+    ``*`` is the registry's "ideal" mark (``ε*``), which Markdown would read as emphasis.
+    """
     parts = text.replace("\n", " ").split("`")
     return "`".join(
-        p if i % 2 else html.escape(p, quote=False).replace("|", "\\|") for i, p in enumerate(parts)
+        p if i % 2 else html.escape(p, quote=False).replace("|", "\\|").replace("*", "\\*")
+        for i, p in enumerate(parts)
     )
 
 
@@ -401,6 +405,7 @@ def facts(metric: Metric) -> list[tuple[str, str]]:
         ("Column", column),
         ("Who is averaged", POPULATION[metric.population]),
         ("Range", _range(metric)),
+        *([("Scale", cell(metric.scale))] if metric.scale else []),
         ("Inputs", "; ".join(NEEDS[n] for n in sorted(metric.needs)) or "`recs` only"),
         ("Computed", f"`{metric.family}`: {KIND[metric.family]}"),
     ]
