@@ -37,7 +37,8 @@ __all__ = [
     "page_path",
 ]
 
-#: The formula of every registry metric in LaTeX, keyed by metric name. Notation on the
+#: The formula of every registry metric in LaTeX, keyed by metric name; a long one is
+#: set on two or three lines (``gathered``) so that it fits the page's column. Notation on the
 #: metrics index page: L is a user's list by rank, L[r] its item at rank r, L_{:k} the top
 #: k, R the relevant items, rel(i) an item's relevance.
 LATEX: dict[str, str] = {
@@ -50,8 +51,9 @@ LATEX: dict[str, str] = {
     "hit_rate": r"\mathrm{hit\_rate@}k = \mathbb{1}\left[\mathrm{hits@}k > 0\right]",
     "mrr": r"\mathrm{mrr@}k = \frac{1}{\min\{r \le k : L[r] \in R\}}"
     r"\quad (0 \text{ when no relevant item is in } L_{:k})",
-    "ap": r"\mathrm{AP@}k = \frac{1}{D} \sum_{r \le k,\ L[r] \in R} \frac{\mathrm{hits@}r}{r},"
-    r"\qquad D = \min(|R|, k) \text{ by default } (\texttt{ap\_denominator})",
+    "ap": r"\begin{gathered}\mathrm{AP@}k = \frac{1}{D} \sum_{r \le k,\ L[r] \in R}"
+    r"\frac{\mathrm{hits@}r}{r},\\"
+    r"D = \min(|R|, k) \text{ by default } (\texttt{ap\_denominator})\end{gathered}",
     "dcg": r"\mathrm{DCG@}k = \sum_{r=1}^{k} \frac{g\left(\mathrm{rel}(L[r])\right)}{\log_2(r + 1)},"
     r"\qquad g(x) = x \text{ by default } (\texttt{gain})",
     "ndcg": r"\mathrm{nDCG@}k = \frac{\mathrm{DCG@}k}{\mathrm{IDCG@}k},"
@@ -84,25 +86,29 @@ LATEX: dict[str, str] = {
     "rmse": r"\mathrm{RMSE} = \sqrt{\frac{1}{|P|} \sum_{(u, i) \in P} (r_{ui} - \hat r_{ui})^2}",
     "mae": r"\mathrm{MAE} = \frac{1}{|P|} \sum_{(u, i) \in P} |r_{ui} - \hat r_{ui}|",
     # expected exposure (spec 9.2): ε over the user's S rankings, ε* of the ideal
-    "ee_loss": r"\mathrm{ee\_loss@}k = \sum_{i} (\epsilon_i - \epsilon^*_i)^2,"
-    r"\qquad \epsilon_i = \frac{1}{S} \sum_{s=1}^{S} [r_{is} \le k]\, p^{r_{is} - 1},"
-    r"\qquad \epsilon^*_i = \frac{1}{m_g} \sum_{r=b_g+1}^{\min(b_g + m_g,\, k)} p^{r-1}",
+    "ee_loss": r"\begin{gathered}\mathrm{ee\_loss@}k = \sum_{i} (\epsilon_i - \epsilon^*_i)^2,"
+    r"\\ \epsilon_i = \frac{1}{S} \sum_{s=1}^{S} [r_{is} \le k]\, p^{r_{is} - 1},"
+    r"\qquad \epsilon^*_i = \frac{1}{m_g} \sum_{r=b_g+1}^{\min(b_g + m_g,\, k)} p^{r-1}"
+    r"\end{gathered}",
     "ee_disparity": r"\mathrm{ee\_disparity@}k = \sum_{i} \epsilon_i^2",
     "ee_relevance": r"\mathrm{ee\_relevance@}k = \sum_{i} \epsilon_i\, \epsilon^*_i",
     # exposure and provider fairness
-    "exposure_gini": r"\mathrm{exposure\_gini@}k = \frac{\sum_{j=1}^{n} (2j - n - 1)\, E_{(j)}}"
-    r"{n \sum_{j} E_j},\qquad E(i) = \sum_u e(\mathrm{rank}_u(i)),\ "
-    r"e(r) = \tfrac{1}{\log_2(r + 1)} \text{ by default } (\texttt{exposure})",
-    "exposure_parity": r"\mathrm{exposure\_parity@}k = 1 - \sqrt{\mathrm{JSD}_2(s, t)},"
-    r"\qquad s_g = \frac{\sum_{i \in g} E(i)}{\sum_{g'} \sum_{i \in g'} E(i)},"
-    r"\ t = \texttt{parity\_target}",
+    "exposure_gini": r"\begin{gathered}\mathrm{exposure\_gini@}k = "
+    r"\frac{\sum_{j=1}^{n} (2j - n - 1)\, E_{(j)}}{n \sum_{j} E_j},\\"
+    r"E(i) = \sum_u e(\mathrm{rank}_u(i)),\ "
+    r"e(r) = \tfrac{1}{\log_2(r + 1)} \text{ by default } (\texttt{exposure})\end{gathered}",
+    "exposure_parity": r"\begin{gathered}\mathrm{exposure\_parity@}k = "
+    r"1 - \sqrt{\mathrm{JSD}_2(s, t)},\\"
+    r"s_g = \frac{\sum_{i \in g} E(i)}{\sum_{g'} \sum_{i \in g'} E(i)},"
+    r"\ t = \texttt{parity\_target}\end{gathered}",
     "list_parity": r"\mathrm{list\_parity@}k = 1 - \sqrt{\mathrm{JSD}_2(s_u, t)},"
     r"\qquad s_{u,g} \propto \sum_{r \le k,\ L[r] \in g} e(r)",
     # calibration
-    "miscalibration": r"\mathrm{miscalibration@}k = \sum_{g:\ p(g|u) > 0} p(g|u)"
-    r"\log_2 \frac{p(g|u)}{(1 - \alpha)\, q(g|u) + \alpha\, p(g|u)},"
-    r"\qquad p(g|u) = \frac{\sum_{i \in H_u} w_{ui}\, p(g|i)}{\sum_{i \in H_u} w_{ui}},"
-    r"\quad q(g|u) = \frac{\sum_{r \le k} w_r\, p(g|L[r])}{\sum_{r \le k} w_r}",
+    "miscalibration": r"\begin{gathered}\mathrm{miscalibration@}k = \sum_{g:\ p(g|u) > 0} p(g|u)"
+    r"\log_2 \frac{p(g|u)}{(1 - \alpha)\, q(g|u) + \alpha\, p(g|u)},\\"
+    r"p(g|u) = \frac{\sum_{i \in H_u} w_{ui}\, p(g|i)}{\sum_{i \in H_u} w_{ui}},"
+    r"\qquad q(g|u) = \frac{\sum_{r \le k} w_r\, p(g|L[r])}{\sum_{r \le k} w_r}"
+    r"\end{gathered}",
 }
 
 #: Who gets a value, by ``Metric.population``.
