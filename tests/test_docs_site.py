@@ -15,7 +15,11 @@ The site is built once into a temporary folder (about 15 s). Then:
   reports its box; the screenshot (PNG) is then cropped to that box and must show ink
   there: a typeset formula (MathJax's own glyphs, not TeX source) and a drawn plot (a
   loaded image with coloured marks); the architecture diagram's names keep a readable
-  contrast with what they are drawn on, in the light and the dark (slate) scheme.
+  contrast with what they are drawn on, in the light and the dark (slate) scheme;
+- and the pages readers found hard to read (options, exposure, calibration, expected
+  exposure, NDCG, biased logs), at 1,280 and 2,600 px: every table column within the page,
+  no code line or display formula past its box, each page once in the navigation, and
+  text, code and formulas readable in both schemes.
 
 Skips when mkdocs is not installed (the ``docs`` extra, part of ``dev``); the browser check
 skips without ``chromium`` except on CI (``CI`` set), where .ci/run installs it.
