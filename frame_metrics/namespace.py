@@ -97,8 +97,10 @@ class RecMetricsNamespace:
 
         one_metric.__name__ = name
         label = name if not metric.takes_k else f"{name}@k"  # the column as called
-        one_metric.__doc__ = f"``{label}``: {metric.formula}. See frame_metrics.evaluate." + (
-            f"\n\nPeers: {metric.notes}" if metric.notes else ""
+        one_metric.__doc__ = (
+            f"``{label}``: {metric.formula}. See frame_metrics.evaluate."
+            + (f"\n\nScale: {metric.scale}" if metric.scale else "")
+            + (f"\n\nPeers: {metric.notes}" if metric.notes else "")
         )
         return one_metric
 

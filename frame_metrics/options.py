@@ -664,10 +664,14 @@ OPTIONS: tuple[Option, ...] = (
         None,
         _GAMMA,
         "With propensity='popularity' (required there): P_i = (n_i / max n)^((gamma + 1) / 2), "
-        "n_i the distinct train users of item i (Yang et al. 2018).",
+        "n_i the distinct train users of item i (Yang et al. 2018). No default: it depends "
+        "on the data; Yang et al. estimated 1.55 to 3.07 on their three data sets, so about 2 "
+        "is a start (report a range). A larger gamma lowers rare items' P faster, so they "
+        "weigh more: more correction, more variance; -1 gives P = 1, unweighted.",
         RANKING,
         "statistics",
-        "the gamma of --propensity popularity: P = (n / max n)^((gamma + 1) / 2)",
+        "the gamma of --propensity popularity: P = (n / max n)^((gamma + 1) / 2); "
+        "larger: rare items weigh more (Yang et al. estimated 1.55 to 3.07)",
         _check_gamma,
         preset=False,
         per_metric=False,
@@ -869,7 +873,13 @@ class MetricOptions:
         row's P in (0, 1], or ``"popularity"``: P from train popularity with
         ``propensity_gamma``; ``None``: unweighted.
     propensity_gamma
-        The γ of ``propensity="popularity"``: P_i = (n_i / max_j n_j)^((γ + 1) / 2).
+        The γ of ``propensity="popularity"``: P_i = (n_i / max_j n_j)^((γ + 1) / 2). It has
+        no default, as it depends on the data: Yang et al. (RecSys 2018) estimated it for
+        each of their data sets, from 1.55 (CiteULike) to 3.07 (Tradesy), so about 2 is a
+        starting point, and a result worth reporting over a range of γ. A larger γ lowers
+        the propensity of rare items faster, so they weigh more (a stronger correction
+        towards the long tail, and more variance: see ``fm.diagnose``'s effective sample
+        size); γ = -1 gives P = 1 for every item, the unweighted metric.
     ips
         ``"snips"``: the weights w = 1/P are normalised per user over the relevant items,
         w · |R| / Σ_R w; ``"ips"``: w as it is.
@@ -1063,8 +1073,10 @@ def markdown() -> str:
         "*Changes*: the per-user statistics (hits, gains, the relevant set), or only how a "
         "metric combines them.",
         "",
-        "| option | values | default | read by | changes | where | flag | what it does |",
-        "|---|---|---|---|---|---|---|---|",
+        # Six columns, the flag under its option and what it changes under where it is set:
+        # the eight of the table as separate columns did not fit the page's column.
+        "| option, flag | values | default | read by | where; changes | what it does |",
+        "|---|---|---|---|---|---|",
     ]
     for row in OPTIONS:
         if row.choices:
@@ -1086,7 +1098,8 @@ def markdown() -> str:
             if yes
         )
         lines.append(
-            f"| `{row.name}` | {values} | `{default}` | {read_by} | {_STAGES[row.stage]} "
-            f"| {where} | `{row.flag}` | {row.doc.replace('|', chr(92) + '|')} |"
+            f"| `{row.name}`<br>`{row.flag}` | {values} | `{default}` | {read_by} "
+            f"| {where}; *changes* {_STAGES[row.stage]} "
+            f"| {row.doc.replace('|', chr(92) + '|')} |"
         )
     return "\n".join(lines) + "\n"

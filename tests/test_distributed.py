@@ -8,8 +8,11 @@ that partitioning by user bucket changes nothing (to 1e-12 relative).
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -25,6 +28,7 @@ from frame_metrics.errors import (
     InvalidOptionError,
     Keyword,
     MissingColumnsError,
+    MissingDependencyError,
 )
 from tests.test_errors import CASES as ERROR_CASES
 from tests.test_errors import RECS as ERROR_RECS
@@ -657,6 +661,86 @@ def test_spark_call_warns_nothing(spark: Any) -> None:
         fm.evaluate(recs, truth, k=2, by="model").toArrow()
         fm.diagnose(recs, truth, k=2)
     assert [str(w.message) for w in seen] == []
+
+
+def _python_without(module: str, folder: Path) -> Path:
+    """A Python of this interpreter that imports what this one does, except ``module``.
+
+    A virtual environment without packages of its own (no pip: made in a blink) whose
+    sitecustomize puts this Python's search path on its own and refuses ``module`` as
+    Python refuses a module that is not installed: the issue's worker Python, a python3
+    with polars but no pyarrow, whatever this machine's python3 has.
+    """
+    import venv
+
+    venv.EnvBuilder(with_pip=False).create(folder)
+    (site_packages,) = folder.glob("lib/python*/site-packages")
+    search = [entry for entry in sys.path if entry and Path(entry).is_dir()]
+    (site_packages / "sitecustomize.py").write_text(
+        f"""import importlib.abc, site, sys
+
+for entry in {search!r}:
+    site.addsitedir(entry)
+
+
+class NotInstalled(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == {module!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, NotInstalled())
+"""
+    )
+    python = folder / "bin" / "python"
+    refused = subprocess.run(
+        [python, "-c", f"import polars, frame_metrics.api; import {module}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert f"No module named {module!r}" in refused.stderr, refused.stderr[-2000:]
+    return python
+
+
+def test_spark_workers_on_another_python_say_so_in_one_line(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run with a virtual environment's python without activating it, Spark starts its
+    workers on the python3 of the PATH; one without pyarrow failed the call with a 40-line
+    PythonException. It is one line now, naming both Pythons and the fix; the fix works."""
+    from frame_metrics.distributed.spark import _arrow
+
+    other = _python_without("pyarrow", tmp_path / "venv")
+    recs, truth = spark.createDataFrame(_arrow(RECS)), spark.createDataFrame(_arrow(TRUTH))
+    # PySpark reads PYSPARK_PYTHON into sparkContext.pythonExec when the session starts
+    # and ships it with every Python function: set here, the next calls' workers really
+    # start on `other`, without a second session (a JVM holds one, started in ~10 s).
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", str(other))
+    for call in (
+        lambda: fm.evaluate(recs, truth, k=2, aggregate=True),
+        lambda: fm.evaluate(recs, truth, k=2).toArrow(),
+        lambda: fm.diagnose(recs, truth, k=2),
+    ):
+        with pytest.raises(MissingDependencyError) as caught:
+            call()
+        error, message = caught.value, str(caught.value)
+        assert error.name == "pyarrow"
+        assert "\n" not in message
+        assert error.__cause__ is None
+        assert error.__suppress_context__  # the PythonException is not shown
+        assert message.startswith("expected pyarrow on the Python of Spark's workers")
+        assert f"they run {other}, another Python than this one ({sys.executable})" in message
+    fix = re.search(
+        r"set PYSPARK_PYTHON=(\S+) in the environment before the Spark session", message
+    )
+    assert fix is not None, message
+    assert fix.group(1) == sys.executable
+    # What the message says: the workers on this Python (as PYSPARK_PYTHON would make them).
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", fix.group(1))
+    got = _spark_result(fm.evaluate(recs, truth, k=2, aggregate=True))
+    assert_frame_equal(got, fm.evaluate(RECS, TRUTH, k=2, aggregate=True))
 
 
 _CONNECT_SCRIPT = """

@@ -95,6 +95,28 @@ def test_an_ideal_deterministic_ranking_has_no_loss() -> None:
     assert got["ee_disparity@3"] == pytest.approx(1 + 0.7**2 + 0.7**4, rel=1e-15)
 
 
+def test_the_loss_reaches_its_bound_when_no_attention_falls_on_a_relevant_item() -> None:
+    # The scale the registry gives ee_loss: for ε, ε* >= 0, ‖ε − ε*‖² <= ‖ε‖² + ‖ε*‖²,
+    # equal when ε·ε* = 0, and each norm is at most one full list's Σ_{r<=k} p^(2(r−1)).
+    # User 1: relevant a, b, c of distinct grades, shown x, y, z (nothing relevant) at
+    # k = 3, p = 0.5: ε over x, y, z and ε* over a, b, c are both (1, 0.5, 0.25).
+    # User 2: the same relevant items and no list: the loss of an empty list is ‖ε*‖².
+    recs = pl.DataFrame({"user": 1, "item": ["x", "y", "z"], "rank": [1, 2, 3]})
+    truth = pl.DataFrame(
+        {"user": [1, 1, 1, 2, 2, 2], "item": ["a", "b", "c"] * 2, "relevance": [3, 2, 1] * 2}
+    )
+    got = fm.evaluate(recs, truth, metrics=EE, k=[1, 3])
+    rows = {row["user"]: row for row in got.iter_rows(named=True)}
+    full = 1 + 0.5**2 + 0.25**2  # Σ_{r<=3} 0.5^(2(r−1))
+    assert full == (1 - 0.5**6) / (1 - 0.5**2)
+    assert rows[1]["ee_loss@3"] == 2 * full == 2.625
+    assert rows[1]["ee_disparity@3"] == full
+    assert rows[1]["ee_relevance@3"] == 0.0
+    assert rows[1]["ee_loss@1"] == 2.0  # 2(1 − p²)/(1 − p²) at k = 1
+    assert rows[2]["ee_loss@3"] == full  # ‖ε*‖², the empty list's loss
+    assert rows[2]["ee_loss@1"] == 1.0
+
+
 def test_samples_average_the_exposure_over_each_users_own_rankings(
     constructor: Constructor,
 ) -> None:
@@ -608,7 +630,7 @@ def test_the_command_line_reads_the_sample_column(
 
 
 def test_the_docs_page_example() -> None:
-    # docs/expected-exposure.md, user 2: rankings [a], [b], [b, a]; relevant {a, b}:
+    # docs/metrics/expected_exposure.md, user 2: rankings [a], [b], [b, a]; relevant {a, b}:
     # ε_a = (1 + 0.5) / 3, ε_b = 2 / 3, ε* = 0.75 each.
     recs = pl.DataFrame(
         {

@@ -7,7 +7,10 @@ non-interactive Agg backend, where ``plt.show()`` returns at once.
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,3 +77,109 @@ def test_ci_runs_the_readme_test_command() -> None:
     commands = [line for line in ci.splitlines() if line and not line.lstrip().startswith("#")]
     assert commands[-1] == quickstart_commands()[1]
     assert sum(" -m pip install" in line for line in commands) == 1  # no other install
+
+
+#: Run in a fresh interpreter: the README's Python blocks (JSON on stdin), in order and in
+#: one namespace, where importing a module named in argv[1] fails as it does when it is not
+#: installed. Prints, per block, null when it ran, else its error and the last module refused.
+_RUN_WITHOUT = r"""
+import importlib.abc, json, sys
+
+blocked = set(json.loads(sys.argv[1]))
+refused = []
+
+
+class NotInstalled(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in blocked:
+            refused.append(name.split(".")[0])
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, NotInstalled())
+namespace = {"__name__": "__readme__"}
+outcomes = []
+for i, block in enumerate(json.loads(sys.stdin.read())):
+    refused.clear()
+    try:
+        exec(compile(block, f"README.md python block {i + 1}", "exec"), namespace)
+        outcomes.append(None)
+    except Exception as error:
+        outcomes.append([type(error).__name__, str(error), refused[-1] if refused else None])
+print(json.dumps(outcomes))
+"""
+
+
+def _normal(name: str) -> str:
+    """A distribution name as pip compares them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _extras() -> dict[str, set[str]]:
+    """pyproject's extras: the distributions each installs, this package's extras expanded."""
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    project = tomllib.loads((README.parent / "pyproject.toml").read_text())["project"]
+    listed: dict[str, list[str]] = project["optional-dependencies"]
+    extras: dict[str, set[str]] = {}
+    for extra in listed:
+        todo, seen, found = [extra], set(), set()
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for requirement in listed[name]:
+                match = re.match(r"([A-Za-z0-9._-]+)(?:\[([^\]]*)\])?", requirement)
+                assert match, requirement
+                if _normal(match.group(1)) == _normal(project["name"]):
+                    todo += [e.strip() for e in (match.group(2) or "").split(",") if e.strip()]
+                else:
+                    found.add(_normal(match.group(1)))
+        extras[extra] = found
+    return extras
+
+
+def test_each_block_runs_after_the_first_command_or_names_its_extra() -> None:
+    """Quickstart's first command installs polars and the package alone. A block that needs
+    more (pandas, duckdb, numpy, matplotlib, dask) says which extra brings it, in the block
+    itself (``pip install '.[pandas]'``): a reader who copies only the block still sees it.
+    Here every module an extra installs is refused on import, as after that command."""
+    import importlib.metadata
+
+    extras = _extras()
+    from_extras = set().union(*extras.values())
+    modules = importlib.metadata.packages_distributions()
+    blocked = sorted(
+        module
+        for module, distributions in modules.items()
+        if {_normal(d) for d in distributions} & from_extras
+    )
+    assert {"pandas", "pyarrow", "numpy", "duckdb"} <= set(blocked)
+    blocks = python_blocks()
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_WITHOUT, json.dumps(blocked)],
+        input=json.dumps(blocks),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+        cwd=README.parent,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcomes = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(outcomes) == len(blocks)
+    assert outcomes[0] is None, f"the first block needs an extra: {outcomes[0]}"
+    for i, (block, outcome) in enumerate(zip(blocks, outcomes, strict=True)):
+        if outcome is None:
+            continue
+        error, message, module = outcome
+        assert error in {"ModuleNotFoundError", "ImportError"}, (i + 1, error, message)
+        assert module is not None, (i + 1, message)
+        needed = {_normal(d) for d in modules[module]}
+        named = re.findall(r"pip install '\.\[([a-z]+)\]'", block)
+        assert any(needed & extras[extra] for extra in named), (
+            f"README.md python block {i + 1} needs {module} ({message}): "
+            f"it should say pip install '.[extra]' with an extra that installs it, "
+            f"it names {named}"
+        )

@@ -223,7 +223,7 @@ truth = pl.DataFrame({
 
 
 def side_by_side(metrics, k=2):
-    """One row per metric string: each user's value, then the mean over users."""
+    """A row per metric string: each user's value, then the mean over users."""
     call = {"score": "score", "metrics": metrics, "k": k}
     per_user = fm.evaluate(recs, truth, **call)
     means = fm.evaluate(recs, truth, aggregate=True, **call).drop("n_users")
@@ -232,7 +232,8 @@ def side_by_side(metrics, k=2):
     )
     means = means.unpivot(variable_name="metric", value_name="mean")
     table = table.join(means, on="metric", how="left", maintain_order="left")
-    return table.with_columns(pl.exclude("metric").round(4))  # 4 decimals fit the page'''
+    # 4 decimals: the table fits the page
+    return table.with_columns(pl.exclude("metric").round(4))'''
 
 
 def page_path(name: str) -> str:

@@ -18,7 +18,7 @@ import html
 import importlib
 import inspect
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from griffe_sphinx_roles import without_roles
 
@@ -37,7 +37,8 @@ __all__ = [
     "page_path",
 ]
 
-#: The formula of every registry metric in LaTeX, keyed by metric name. Notation on the
+#: The formula of every registry metric in LaTeX, keyed by metric name; a long one is
+#: set on two or three lines (``gathered``) so that it fits the page's column. Notation on the
 #: metrics index page: L is a user's list by rank, L[r] its item at rank r, L_{:k} the top
 #: k, R the relevant items, rel(i) an item's relevance.
 LATEX: dict[str, str] = {
@@ -50,8 +51,9 @@ LATEX: dict[str, str] = {
     "hit_rate": r"\mathrm{hit\_rate@}k = \mathbb{1}\left[\mathrm{hits@}k > 0\right]",
     "mrr": r"\mathrm{mrr@}k = \frac{1}{\min\{r \le k : L[r] \in R\}}"
     r"\quad (0 \text{ when no relevant item is in } L_{:k})",
-    "ap": r"\mathrm{AP@}k = \frac{1}{D} \sum_{r \le k,\ L[r] \in R} \frac{\mathrm{hits@}r}{r},"
-    r"\qquad D = \min(|R|, k) \text{ by default } (\texttt{ap\_denominator})",
+    "ap": r"\begin{gathered}\mathrm{AP@}k = \frac{1}{D} \sum_{r \le k,\ L[r] \in R}"
+    r"\frac{\mathrm{hits@}r}{r},\\"
+    r"D = \min(|R|, k) \text{ by default } (\texttt{ap\_denominator})\end{gathered}",
     "dcg": r"\mathrm{DCG@}k = \sum_{r=1}^{k} \frac{g\left(\mathrm{rel}(L[r])\right)}{\log_2(r + 1)},"
     r"\qquad g(x) = x \text{ by default } (\texttt{gain})",
     "ndcg": r"\mathrm{nDCG@}k = \frac{\mathrm{DCG@}k}{\mathrm{IDCG@}k},"
@@ -84,25 +86,29 @@ LATEX: dict[str, str] = {
     "rmse": r"\mathrm{RMSE} = \sqrt{\frac{1}{|P|} \sum_{(u, i) \in P} (r_{ui} - \hat r_{ui})^2}",
     "mae": r"\mathrm{MAE} = \frac{1}{|P|} \sum_{(u, i) \in P} |r_{ui} - \hat r_{ui}|",
     # expected exposure (spec 9.2): ε over the user's S rankings, ε* of the ideal
-    "ee_loss": r"\mathrm{ee\_loss@}k = \sum_{i} (\epsilon_i - \epsilon^*_i)^2,"
-    r"\qquad \epsilon_i = \frac{1}{S} \sum_{s=1}^{S} [r_{is} \le k]\, p^{r_{is} - 1},"
-    r"\qquad \epsilon^*_i = \frac{1}{m_g} \sum_{r=b_g+1}^{\min(b_g + m_g,\, k)} p^{r-1}",
+    "ee_loss": r"\begin{gathered}\mathrm{ee\_loss@}k = \sum_{i} (\epsilon_i - \epsilon^*_i)^2,"
+    r"\\ \epsilon_i = \frac{1}{S} \sum_{s=1}^{S} [r_{is} \le k]\, p^{r_{is} - 1},"
+    r"\qquad \epsilon^*_i = \frac{1}{m_g} \sum_{r=b_g+1}^{\min(b_g + m_g,\, k)} p^{r-1}"
+    r"\end{gathered}",
     "ee_disparity": r"\mathrm{ee\_disparity@}k = \sum_{i} \epsilon_i^2",
     "ee_relevance": r"\mathrm{ee\_relevance@}k = \sum_{i} \epsilon_i\, \epsilon^*_i",
     # exposure and provider fairness
-    "exposure_gini": r"\mathrm{exposure\_gini@}k = \frac{\sum_{j=1}^{n} (2j - n - 1)\, E_{(j)}}"
-    r"{n \sum_{j} E_j},\qquad E(i) = \sum_u e(\mathrm{rank}_u(i)),\ "
-    r"e(r) = \tfrac{1}{\log_2(r + 1)} \text{ by default } (\texttt{exposure})",
-    "exposure_parity": r"\mathrm{exposure\_parity@}k = 1 - \sqrt{\mathrm{JSD}_2(s, t)},"
-    r"\qquad s_g = \frac{\sum_{i \in g} E(i)}{\sum_{g'} \sum_{i \in g'} E(i)},"
-    r"\ t = \texttt{parity\_target}",
+    "exposure_gini": r"\begin{gathered}\mathrm{exposure\_gini@}k = "
+    r"\frac{\sum_{j=1}^{n} (2j - n - 1)\, E_{(j)}}{n \sum_{j} E_j},\\"
+    r"E(i) = \sum_u e(\mathrm{rank}_u(i)),\ "
+    r"e(r) = \tfrac{1}{\log_2(r + 1)} \text{ by default } (\texttt{exposure})\end{gathered}",
+    "exposure_parity": r"\begin{gathered}\mathrm{exposure\_parity@}k = "
+    r"1 - \sqrt{\mathrm{JSD}_2(s, t)},\\"
+    r"s_g = \frac{\sum_{i \in g} E(i)}{\sum_{g'} \sum_{i \in g'} E(i)},"
+    r"\ t = \texttt{parity\_target}\end{gathered}",
     "list_parity": r"\mathrm{list\_parity@}k = 1 - \sqrt{\mathrm{JSD}_2(s_u, t)},"
     r"\qquad s_{u,g} \propto \sum_{r \le k,\ L[r] \in g} e(r)",
     # calibration
-    "miscalibration": r"\mathrm{miscalibration@}k = \sum_{g:\ p(g|u) > 0} p(g|u)"
-    r"\log_2 \frac{p(g|u)}{(1 - \alpha)\, q(g|u) + \alpha\, p(g|u)},"
-    r"\qquad p(g|u) = \frac{\sum_{i \in H_u} w_{ui}\, p(g|i)}{\sum_{i \in H_u} w_{ui}},"
-    r"\quad q(g|u) = \frac{\sum_{r \le k} w_r\, p(g|L[r])}{\sum_{r \le k} w_r}",
+    "miscalibration": r"\begin{gathered}\mathrm{miscalibration@}k = \sum_{g:\ p(g|u) > 0} p(g|u)"
+    r"\log_2 \frac{p(g|u)}{(1 - \alpha)\, q(g|u) + \alpha\, p(g|u)},\\"
+    r"p(g|u) = \frac{\sum_{i \in H_u} w_{ui}\, p(g|i)}{\sum_{i \in H_u} w_{ui}},"
+    r"\qquad q(g|u) = \frac{\sum_{r \le k} w_r\, p(g|L[r])}{\sum_{r \le k} w_r}"
+    r"\end{gathered}",
 }
 
 #: Who gets a value, by ``Metric.population``.
@@ -324,10 +330,14 @@ def _option_link(option: str) -> str:
 
 
 def cell(text: str) -> str:
-    """Text for a table cell: outside code spans, pipes and HTML escaped."""
+    """Text for a table cell: outside code spans, pipes, HTML and ``*`` escaped.
+
+    ``*`` is the registry's "ideal" mark (``ε*``), which Markdown would read as emphasis.
+    """
     parts = text.replace("\n", " ").split("`")
     return "`".join(
-        p if i % 2 else html.escape(p, quote=False).replace("|", "\\|") for i, p in enumerate(parts)
+        p if i % 2 else html.escape(p, quote=False).replace("|", "\\|").replace("*", "\\*")
+        for i, p in enumerate(parts)
     )
 
 
@@ -401,6 +411,7 @@ def facts(metric: Metric) -> list[tuple[str, str]]:
         ("Column", column),
         ("Who is averaged", POPULATION[metric.population]),
         ("Range", _range(metric)),
+        *([("Scale", cell(metric.scale))] if metric.scale else []),
         ("Inputs", "; ".join(NEEDS[n] for n in sorted(metric.needs)) or "`recs` only"),
         ("Computed", f"`{metric.family}`: {KIND[metric.family]}"),
     ]
@@ -465,11 +476,16 @@ def _metric_section(
     yield ""
 
 
-def family_pages(own_pages: Mapping[str, str] | None = None) -> dict[str, str]:
+def family_pages(
+    own_pages: Mapping[str, str] | None = None, guides: Collection[str] = ()
+) -> dict[str, str]:
     """The Markdown of every family page, keyed by its path.
 
     ``own_pages`` maps the metrics with a page of their own (beside the family pages, at
-    ``metrics/<name>.md``) to its title, which their sections link to.
+    ``metrics/<name>.md``) to its title, which their sections link to. ``guides`` are the
+    families whose page is written by hand (``docs/metrics/<family>.md``: a walk-through
+    of the family): theirs is the registry part alone, under a heading of its own, which
+    the build appends to the hand-written page, so that the family has one page.
     """
     own_pages = own_pages or {}
     check_formulas()
@@ -477,13 +493,27 @@ def family_pages(own_pages: Mapping[str, str] | None = None) -> dict[str, str]:
     pages = {}
     for family, metrics in families().items():
         title = family_title(family)
+        if family in guides:
+            head = [
+                "## Every metric of the page, from the registry {#registry}",
+                "",
+                "Generated from the metric registry when the site is built: every metric "
+                f"registered in `frame_metrics.metrics.{family}`, with its formula, its "
+                "inputs, its options and an example. The notation is on the "
+                "[metrics overview](index.md#notation); the printed outputs below are "
+                "computed by the build.",
+            ]
+        else:
+            head = [
+                f"# {title}",
+                "",
+                "Generated from the metric registry when the site is built: every metric "
+                f"registered in `frame_metrics.metrics.{family}`. The notation is on the "
+                "[metrics overview](index.md#notation); the printed outputs below are "
+                "computed by the build.",
+            ]
         lines = [
-            f"# {title}",
-            "",
-            "Generated from the metric registry when the site is built: every metric "
-            f"registered in `frame_metrics.metrics.{family}`. The notation is on the "
-            "[metrics overview](index.md#notation); the printed outputs below are computed "
-            "by the build.",
+            *head,
             "",
             "| metric | formula |",
             "|---|---|",

@@ -25,6 +25,10 @@ _BLOCK = re.compile(
 )
 
 
+#: A line of a table polars prints: its box-drawing frame.
+_TABLE = re.compile(r"^[┌╞│].*[┐╡│]$", re.M)
+
+
 class ExampleError(RuntimeError):
     """A documentation example raised: the build stops with the code and the traceback."""
 
@@ -66,7 +70,10 @@ def run_blocks(markdown: str, where: str) -> str:
         parts = [f"```python\n{code}```\n"]
         output = printed.getvalue()
         if output.strip():
-            parts.append(f'\n```text title="Output"\n{output.rstrip()}\n```\n')
+            # A printed table keeps its lines whole (docs/stylesheets/extra.css wraps the
+            # other code blocks): wrapped, its columns would no longer line up.
+            kind = ".text .fm-table" if _TABLE.search(output) else ".text"
+            parts.append(f'\n```{{{kind} title="Output"}}\n{output.rstrip()}\n```\n')
         if match.group("figures"):
             for i, png in enumerate(_figures(), start=1):
                 data = base64.b64encode(png).decode("ascii")

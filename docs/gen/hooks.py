@@ -1,6 +1,8 @@
 """MkDocs hooks (``hooks:`` in mkdocs.yml): the pages and assets generated at build time.
 
-- the metric pages, one per registry family, and the metrics overview (gen_metrics);
+- the metric pages, one per registry family, and the metrics overview (gen_metrics); a
+  family with a hand-written page (``docs/metrics/<family>.md``) gets the registry's
+  part appended to it, so that each family has one page and one navigation entry;
 - a page for each headline metric (NDCG, MAP, recall, ...): variants and peers (gen_headline);
 - the CLI reference, the errors page and the performance page (gen_reference);
 - ``docs/conventions.md`` served from ``frame_metrics.conventions.markdown()`` and
@@ -121,14 +123,33 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     return config
 
 
+def _guides(config: MkDocsConfig) -> list[str]:
+    """The families whose page is written by hand (``docs/metrics/<family>.md``).
+
+    The build appends the registry's part to it (:func:`on_page_markdown`) rather than
+    adding a second page: one page, and one entry in the navigation, per family.
+    """
+    return [
+        family
+        for family in gen_metrics.families()
+        if (Path(config.docs_dir) / gen_metrics.page_path(family)).is_file()
+    ]
+
+
 @event_priority(100)  # before mkdocs-jupyter's on_files, which wraps the notebooks
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     """Add the generated pages, the notebooks and MathJax to the site's files."""
     own_pages = gen_headline.titles()
+    guides = {gen_metrics.page_path(family) for family in _guides(config)}
+    family_pages = {
+        path: text
+        for path, text in gen_metrics.family_pages(own_pages).items()
+        if path not in guides
+    }
     pages = {
         "metrics/index.md": gen_metrics.index_page(own_pages),
         **gen_headline.headline_pages(),
-        **gen_metrics.family_pages(own_pages),
+        **family_pages,
         "cli.md": gen_reference.cli_page(),
         "errors.md": gen_reference.errors_page(),
         "performance.md": gen_reference.performance_page(),
@@ -174,7 +195,19 @@ def on_page_read_source(page: Page, config: MkDocsConfig) -> str | None:
 
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
-    """Fill in README's Quickstart commands and the architecture page; run the examples."""
+    """Fill in the generated parts of a page, then run its examples.
+
+    README's Quickstart commands, the architecture page's diagram and table, the registry's
+    part of a hand-written family page; the options page has no table of contents.
+    """
+    if page.file.src_uri == "options.md":
+        # The page is one wide table and has no sections: the table of contents' column
+        # goes to the table, so that all its columns fit.
+        page.meta["hide"] = [*page.meta.get("hide", []), "toc"]
+    guides = _guides(config)
+    if page.file.src_uri in {gen_metrics.page_path(family) for family in guides}:
+        registry = gen_metrics.family_pages(gen_headline.titles(), guides)
+        markdown = markdown.rstrip("\n") + "\n\n" + registry[page.file.src_uri]
     if QUICKSTART in markdown:
         markdown = markdown.replace(QUICKSTART, gen_reference.readme_quickstart())
     markdown = gen_architecture.fill(markdown)

@@ -19,6 +19,10 @@ rows lazy over that pass, kept with ``persist()`` until that DataFrame is droppe
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import os
+import re
+import shutil
 import sys
 import warnings
 import weakref
@@ -30,6 +34,7 @@ import pyarrow as pa
 
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.distributed import core
+from frame_metrics.errors import FrameMetricsError, MissingDependencyError
 from frame_metrics.frames import kind_of, to_lazy
 from frame_metrics.spec import Spec
 
@@ -415,9 +420,104 @@ def _session_conf(session: Any, settings: Mapping[str, str]) -> Iterator[None]:
             conf.unset(key)
 
 
-def _our_actions(session: Any) -> contextlib.AbstractContextManager[None]:
-    """Settings for the Spark jobs a call runs itself (checks, tables over every user)."""
-    return _session_conf(session, {_ARROW_BATCH_ROWS: str(_OUR_BATCH_ROWS)})
+@contextlib.contextmanager
+def _our_actions(session: Any) -> Iterator[None]:
+    """Settings for the Spark jobs a call runs itself (checks, tables over every user).
+
+    A worker that cannot import a module this Python has (pyarrow, polars, the package
+    itself) is a worker on another Python: its 40-line ``PythonException`` becomes one
+    :class:`MissingDependencyError` that says so and how to fix it
+    (:func:`_missing_on_workers`).
+    """
+    with _session_conf(session, {_ARROW_BATCH_ROWS: str(_OUR_BATCH_ROWS)}):
+        try:
+            yield
+        except Exception as error:
+            missing = _missing_on_workers(error, session)
+            if missing is None:
+                raise
+            raise missing from None
+
+
+#: How a Python worker's traceback ends when an import failed.
+_NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+
+
+def _worker_python(session: Any) -> str | None:
+    """The Python Spark starts its workers with, as PySpark gives it to them.
+
+    ``PYSPARK_PYTHON`` when the session started, else ``python3`` of the PATH; ``None``
+    on Spark Connect, whose client has no SparkContext (the server decides).
+    """
+    try:
+        return str(session.sparkContext.pythonExec)
+    except Exception:
+        return None
+
+
+def _missing_on_workers(error: BaseException, session: Any) -> MissingDependencyError | None:
+    """The error to raise for ``error``, a Spark job's, when it is a worker's failed import.
+
+    ``None`` when it is not one: not a ``PythonException``, no ``ModuleNotFoundError``
+    in its text, or a module this Python lacks too (then it is not about which Python
+    the workers run). ``name`` is the module; the message names the workers' Python and
+    this one, and the fix: ``PYSPARK_PYTHON`` set to this interpreter before the session
+    starts (PySpark reads it then), or the module installed where the workers run.
+
+    Examples
+    --------
+    >>> class PythonException(Exception):
+    ...     pass
+    >>> class Context:
+    ...     pythonExec = "/opt/other/python3"
+    >>> class Session:
+    ...     sparkContext = Context()
+    >>> failure = PythonException("ModuleNotFoundError: No module named 'pyarrow'")
+    >>> error = _missing_on_workers(failure, Session())
+    >>> error.name, str(error).startswith("expected pyarrow on the Python of Spark's workers")
+    ('pyarrow', True)
+    >>> _missing_on_workers(PythonException("ZeroDivisionError: division by zero"), Session())
+    """
+    # By its name, which classic sessions' (pyspark.errors.exceptions.captured) and
+    # Spark Connect's (pyspark.errors.exceptions.connect) share: no pyspark import here.
+    if type(error).__name__ != "PythonException":
+        return None
+    found = _NO_MODULE.search(str(error))
+    if found is None:
+        return None
+    module = found.group(1)
+    if importlib.util.find_spec(module.split(".")[0]) is None:
+        return None
+    here = sys.executable
+    worker = _worker_python(session)
+    if worker is None:
+        runs = "they run on the Spark Connect server"
+        fix = (
+            f"install {module} there, or start the server with PYSPARK_PYTHON set to a "
+            "Python that has it"
+        )
+    else:
+        path = worker if os.path.isabs(worker) else shutil.which(worker)
+        notes = [] if path in (None, worker) else [f"{path} here"]
+        if worker == "python3" and "PYSPARK_PYTHON" not in os.environ:
+            notes.append("PYSPARK_PYTHON is not set")  # PySpark's default, python3 of the PATH
+        where = worker + (f" ({'; '.join(notes)})" if notes else "")
+        # Paths compared as written: a virtual environment's python links to its base
+        # Python's, which does not see the environment's packages.
+        if path is not None and os.path.abspath(path) == os.path.abspath(here):
+            runs = f"they run {where}, this Python's path, on machines where it lacks {module}"
+            fix = f"install {module} where the workers run: pip install 'frame_metrics[spark]'"
+        else:
+            runs = f"they run {where}, another Python than this one ({here})"
+            fix = f"set PYSPARK_PYTHON={here} in the environment before the Spark session starts"
+    # The class's own constructor advises pip install, which is not the fix here: its
+    # message is given as FrameMetricsError's parts, and its name set as it sets it.
+    missing = MissingDependencyError.__new__(MissingDependencyError)
+    FrameMetricsError.__init__(
+        missing, f"expected {module} on the Python of Spark's workers, not found: {runs}; {fix}"
+    )
+    missing.name = module
+    return missing
 
 
 def _persisted(frame: Any) -> Any:

@@ -9,6 +9,10 @@ per (user, category) with ``p``, the numerators of ``q`` and the user's denomina
 :class:`CalibrationContext`, inside a ``group_by(user).agg``, and sums over the
 categories in fixed point (:func:`fixed_sum`), so the value does not depend on the
 order rows arrived in.
+
+The scale: 0 bits is a perfectly calibrated list, log2(1/α) (6.64 bits at α = 0.01) the
+most a list can score, the value of a list without any categorised item; the
+Jensen-Shannon variant (``divergence="js"``) lies in [0, 1].
 """
 
 from __future__ import annotations
@@ -286,6 +290,14 @@ register(
         family="calibration",
         population="history",
         options=frozenset({"calibration_alpha", "calibration_weight", "divergence"}),
+        scale="In bits. 0: the list's category mix is the history's (perfectly calibrated). "
+        "Each history category the list misses costs p(g|u)·log2(1/α), and no term costs "
+        "more, so the value is at most log2(1/α), 6.64 bits at the default α = 0.01, which a "
+        "list "
+        "without any categorised item within k scores (q = 0). divergence='js': the "
+        "Jensen-Shannon distance, in [0, 1]: 0 for equal mixes, 1 for a list whose "
+        "categories are all outside the history; a list without any categorised item "
+        "scores √(1/2) ≈ 0.707.",
         notes="The reference notebook of ethen8181/machine-learning (recsys/calibration): the "
         "same KL (log2, alpha = 0.01, uniform weights, 1/|G(i)| per item), but it rounds each "
         "share to three decimals first. LibRec's MiscalibrationEvaluator reverses the "

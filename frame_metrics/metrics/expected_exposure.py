@@ -7,6 +7,11 @@ over the user's rankings (one for a deterministic system, several told apart by
 it when items of one relevance grade share their positions equally. ``ee_disparity`` is
 ``‖ε‖²``, ``ee_relevance`` is ``ε·ε*`` and ``ee_loss`` is ``‖ε − ε*‖²``.
 
+The scale: ``ee_loss`` is 0 when the exposure is the target's, ``‖ε*‖²`` for a user shown
+nothing, at most ``ee_disparity + ‖ε*‖²`` (no attention on a relevant item) and never above
+``2(1 − p^(2k)) / (1 − p²)``, 2.67 at p = 0.5 and k = 10; ``ee_disparity`` is at most
+``(1 − p^(2k)) / (1 − p²)``, one ranking's, and ``ee_relevance`` at most ``‖ε*‖²``.
+
 The family (:mod:`frame_metrics.families.expected_exposure`) computes the three sums per
 user and cutoff; the entries here read them from an :class:`ExposureContext`. The
 references (:class:`ExposureCase`) are the spec's definition in plain Python.
@@ -132,6 +137,14 @@ register(
         bounds=(0.0, None),
         family="expected_exposure",
         options=frozenset({"persistence"}),
+        scale="0: the exposure is the target's (ε = ε*: the ideal order, the items "
+        "of a grade sharing its positions equally, over several rankings when a grade has "
+        "more than one item). A user shown nothing scores ‖ε*‖², the loss of an empty "
+        "list (1 for one relevant item). The loss is at most ‖ε‖² + ‖ε*‖² "
+        "= ee_disparity + ‖ε*‖², reached when no attention falls on a relevant item "
+        "(ee_relevance = 0), and never above 2(1 - p^(2k)) / (1 - p²): 2.67 at the default "
+        "p = 0.5 and k = 10, 2 at k = 1. ‖ε*‖² = ee_loss - ee_disparity + "
+        "2·ee_relevance, from the same call.",
         notes=_NOTES,
         samples=True,
     )
@@ -146,6 +159,9 @@ register(
         bounds=(0.0, None),
         family="expected_exposure",
         options=frozenset({"persistence"}),
+        scale="0: nothing shown within k. At most (1 - p^(2k)) / (1 - p²), the value of one "
+        "ranking of k items (1.33 at the default p = 0.5 and k = 10): rankings that vary "
+        "over samples spread the attention and score less.",
         notes=_NOTES,
         samples=True,
     )
@@ -159,6 +175,8 @@ register(
         bounds=(0.0, None),
         family="expected_exposure",
         options=frozenset({"persistence"}),
+        scale="0: no attention on a relevant item. At most ‖ε*‖², the value of the "
+        "ideal order (relevant items by grade, first).",
         notes=_NOTES,
         samples=True,
     )

@@ -102,6 +102,10 @@ class Metric:
     population: Population = "relevant"
     #: How peers define the same metric where they differ (named peer, differing choice).
     notes: str = ""
+    #: How to read a value, for a metric whose range alone does not say it (its upper
+    #: bound depends on the options or on the user): what 0 and the bound mean and which
+    #: lists reach them.
+    scale: str = ""
     #: Options this metric reads beyond those of its population (see :meth:`reads`).
     options: frozenset[str] = frozenset()
     #: Reads the whole recommended list, not only the top k (bpref, rbp, r_precision).
