@@ -10,9 +10,9 @@ from __future__ import annotations
 import importlib
 import json
 import math
-from fractions import Fraction
 import re
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
