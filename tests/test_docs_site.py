@@ -52,6 +52,7 @@ import pytest
 from frame_metrics.cli import build_parser
 from frame_metrics.conventions import CONVENTIONS
 from frame_metrics.metrics.registry import REGISTRY
+from tests.conftest import recmetrics
 
 pytest.importorskip("mkdocs", reason="the docs extra is not installed: pip install -e '.[docs]'")
 
@@ -150,8 +151,8 @@ def test_family_pages_give_a_scale_to_read_a_value_against(build: Build) -> None
     import frame_metrics  # noqa: F401 - registers .recmetrics
 
     frame = pl.DataFrame({"user": [1], "item": ["a"], "rank": [1]})
-    assert "Scale: In bits." in (frame.recmetrics.miscalibration.__doc__ or "")
-    assert f"{2 * one_list:.2f}" in (frame.recmetrics.ee_loss.__doc__ or "")
+    assert "Scale: In bits." in (recmetrics(frame).miscalibration.__doc__ or "")
+    assert f"{2 * one_list:.2f}" in (recmetrics(frame).ee_loss.__doc__ or "")
 
 
 def _options(parser: Any) -> Iterator[tuple[str, str]]:

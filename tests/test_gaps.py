@@ -663,6 +663,7 @@ def test_a_model_column_without_by_proposes_by(constructor: Constructor) -> None
     proposed = info.value.parts[-1]
     assert isinstance(proposed, Pass)
     assert proposed == Pass("by", "model")
+    assert isinstance(proposed.value, str)
     # Doing what it says: each model's groups, de minus fr.
     out = fm.gaps(constructor(per_user), "country", by=proposed.value, n_resamples=10)
     assert_kind(out, constructor)

@@ -321,8 +321,8 @@ def option_docs() -> dict[str, str]:
 
 
 def _ranking_readers() -> set[str]:
-    """The metrics judged against relevance: those that read the ranking options."""
-    return {m.name for m in REGISTRY.values() if "threshold" in m.reads()}
+    """The metrics propensity weights reach: those that read the ranking options (``ips``)."""
+    return {m.name for m in REGISTRY.values() if "ips" in m.reads()}
 
 
 def _option_link(option: str) -> str:
