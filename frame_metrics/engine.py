@@ -32,7 +32,8 @@ __all__ = [
     "diagnose",
     "evaluate",
     "family_counts",
-    "id_screen",
+    "report",
+    "screens",
     "unseen_items",
 ]
 
@@ -51,7 +52,9 @@ def evaluate(spec: Spec, inputs: Inputs, *, aggregate: bool) -> Any:
     plan, result = query(spec, inputs, aggregate=aggregate)
     if plan.first_checks:
         run_checks(plan.first_checks, engine=DEFAULT_ENGINE)
-    looks = screens(spec, inputs.source.lazy, None if inputs.truth is None else inputs.truth.lazy)
+    truth = None if inputs.truth is None else inputs.truth.lazy
+    top = None if plan.ctx.prepared is None else plan.ctx.prepared.top
+    looks = screens(spec, inputs.source.lazy, truth, top=top)
     screening = [[*s.queries()] for s in looks]
     queries = [q for qs in screening for q in qs]
     if inputs.source.kind == "polars-lazy":
@@ -66,7 +69,12 @@ def evaluate(spec: Spec, inputs: Inputs, *, aggregate: bool) -> Any:
 
 
 def screens(
-    spec: Spec, recs: pl.LazyFrame, truth: pl.LazyFrame | None, *, within: pl.Expr | None = None
+    spec: Spec,
+    recs: pl.LazyFrame,
+    truth: pl.LazyFrame | None,
+    *,
+    within: pl.Expr | None = None,
+    top: pl.LazyFrame | None = None,
 ) -> list[Screen]:
     """The looks at the data that may warn (ids, star ratings, users without lists).
 
@@ -74,6 +82,9 @@ def screens(
     are the typed inputs (``truth`` None for a long table, whose relevance ``recs``
     carries, a null rank marking a relevant item not recommended). ``within``: the ids
     screen samples the users this filter keeps (a bucketed run's first bucket).
+    ``top``: the prepared rows within the largest cutoff, which the result's query reads
+    too: who has a recommendation the metrics read (one the metrics never read leaves
+    the user at 0 as none does), without another pass over every row of recs.
     """
     if not spec.validate or "truth" not in spec.needs:
         return []
@@ -100,6 +111,7 @@ def screens(
         relevant = judged.filter(rel > 0 if t is None else rel >= t)
         # A long table's recommended rows are those with a rank.
         listed = recs if truth is not None else recs.filter(pl.col(c.rank).is_not_null())
+        listed = listed if top is None else top
         out.append(CoverageScreen(listed, relevant, c.user))
     return out
 
@@ -120,19 +132,6 @@ def report(
         if not (unmatched and isinstance(look, CoverageScreen)):
             warned = look.report(mine)
             unmatched |= warned and isinstance(look, IdScreen)
-
-
-def id_screen(spec: Spec, inputs: Inputs) -> IdScreen | None:
-    """The check that the ids of recs and truth match (:mod:`frame_metrics.id_match`).
-
-    One of the input checks: none with ``validate=False``, nor without truth (a long
-    table's ids are in one frame) or a metric that reads it.
-    """
-    if not spec.validate or inputs.truth is None or "truth" not in spec.needs:
-        return None
-    c = spec.columns
-    truth_by = [b for b in c.by if b in inputs.truth.lazy.collect_schema()]
-    return IdScreen(inputs.source.lazy, inputs.truth.lazy, [*truth_by, *c.user], c.item)
 
 
 def family_counts(spec: Spec, inputs: Inputs, prepared: Prepared) -> list[DiagnosticCount]:

@@ -79,7 +79,7 @@ class RelevanceScreen:
     ...     warnings.simplefilter("always")
     ...     warned = screen.report([q.collect() for q in screen.queries()])
     >>> print(caught[0].message)
-    threshold: expected a threshold saying which relevance levels are relevant, found none, and truth column 'relevance' with 5 levels that look like star ratings (0.5, 1.0, 3.5, 4.0, 5.0): every level above 0 counts as relevant (0.5 too) and gains its value; pass threshold=4 (or the level you mean), or pass threshold=None to keep rel > 0 and say so
+    threshold: expected a threshold saying which relevance levels are relevant, found none, and truth column 'relevance' with levels that look like star ratings (0.5, 1.0, 3.5, 4.0, 5.0): every level above 0 counts as relevant (0.5 too) and gains its value; pass threshold=4 (or the level you mean), or pass threshold=None to keep rel > 0 and say so
     """
 
     def __init__(self, frame: pl.LazyFrame, relevance: str, label: str) -> None:
@@ -93,32 +93,44 @@ class RelevanceScreen:
         return [self.frame.select(rel.filter(rel.is_finite()).max())]
 
     def report(self, frames: Sequence[pl.DataFrame]) -> bool:
-        """Warn when the levels look like star ratings (module docstring)."""
+        """Warn when the levels look like star ratings (module docstring).
+
+        Past the largest level, one cheap pass over the column: whether any value is
+        off the half-star grid; the levels shown are those of its first
+        :data:`SAMPLE_ROWS` rows, and the levels are counted over every row only when
+        those show fewer than three.
+        """
         (top,) = frames
         largest = top.item()
         if largest is None or largest < STAR_TOP:
             return False
         rel = pl.col(self.relevance)
         finite = rel.filter(rel.is_finite())
-        found = self.frame.select(
-            ((finite * 2) != (finite * 2).floor()).any().alias("off_half"),
-            finite.unique().sort().head(_SHOWN_LEVELS).implode().alias("levels"),
-            finite.n_unique().alias("n"),
-            finite.filter(finite > 0).min().alias("lowest"),
-        ).collect()
-        off_half, levels, n, lowest = found.row(0)
-        if off_half or n < 3:
+        off_half, sampled = pl.collect_all(
+            [
+                self.frame.select(((finite * 2) != (finite * 2).floor()).any()),
+                self.frame.head(SAMPLE_ROWS).select(finite.unique().sort()),
+            ]
+        )
+        if off_half.item():
             return False
-        shown = ", ".join(f"{v:g}" if v != int(v) else f"{v:.1f}" for v in levels)
-        more = f", ... ({n} in all)" if n > len(levels) else ""
+        levels = sampled[self.relevance].to_list()
+        whole = len(levels) >= 3 or self.frame.select(finite.n_unique()).collect().item() >= 3
+        if not whole:
+            return False
+        lowest = min((v for v in levels if v > 0), default=None)
+        if lowest is None:
+            lowest = self.frame.select(finite.filter(finite > 0).min()).collect().item()
+        shown = ", ".join(f"{v:.1f}" for v in levels[:_SHOWN_LEVELS])
+        more = ", ..." if len(levels) > _SHOWN_LEVELS or len(levels) < 3 else ""
         # Four stars of five: the usual "liked" of a star scale, at the same share of
         # any scale's top (rounded to a level the scale has, a multiple of 0.5).
         liked = min(largest, math.floor(largest * 0.8 * 2 + 0.5) / 2)
         warn(
             RelevanceWarning(
                 "expected a threshold saying which relevance levels are relevant, found "
-                f"none, and {self.label} column {self.relevance!r} with {n} levels that look "
-                f"like star ratings ({shown}{more}): every level above 0 counts as relevant "
+                f"none, and {self.label} column {self.relevance!r} with levels that look like "
+                f"star ratings ({shown}{more}): every level above 0 counts as relevant "
                 f"({lowest:g} too) and gains its value; ",
                 Pass("threshold", int(liked) if liked == int(liked) else liked),
                 " (or the level you mean), or ",

@@ -49,9 +49,7 @@ from frame_metrics.options import (
     other_tie_rules,
     validate_k,
 )
-
-#: Each option's default: a call option at its default is not reported as unread.
-_DEFAULT_OF: dict[str, Any] = {o.name: o.default for o in OPTIONS}
+from frame_metrics.options import option as option_row
 
 #: The options a metric string may set (``"recall(ips=ips)@10"``): the table's per-metric ones.
 _PER_METRIC: tuple[str, ...] = tuple(o.name for o in OPTIONS if o.per_metric)
@@ -764,7 +762,8 @@ def _ignored_by_tool(
     name = f"{possessive(tool.tool)} {tool.name}"
     found: list[_Unread] = []
     for option, value in given.items():
-        if value is None or value == _DEFAULT_OF.get(option) or option not in metric.reads():
+        # An option at its default (ips='snips', say) was not set by the caller.
+        if value is None or option not in metric.reads() or value == option_row(option).default:
             continue
         without = {**given, option: None}
         if metric.effective(resolve_options(without, **layers)) != options:
