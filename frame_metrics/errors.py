@@ -341,7 +341,7 @@ class RelevanceWarning(FrameMetricsWarning):
     With at least three levels, all multiples of 0.5 and the largest 3 or more, and
     neither ``threshold=`` nor ``convention=`` given, every rating above 0 is relevant
     (half a star too) and gains its stars (spec section 8). Passing ``threshold=``
-    (``None`` included, to keep ``rel > 0``) says what is meant and silences it.
+    (``None`` included: every level above 0 relevant, as meant) silences it.
     """
 
 

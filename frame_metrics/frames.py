@@ -267,7 +267,9 @@ def _not_read(name: str, column: str, found: str) -> pl.Expr:
     """A column the call does not read: in the schema (messages list it), never converted.
 
     Reading it is a bug of this package (the call's columns were named wrongly), so it
-    raises rather than give nulls.
+    raises rather than give nulls. A column keeps its kind in the schema (Float64 for
+    floats, String for text, a list of text for lists), so that a message can propose it
+    (a score, a features column); any other is of dtype Null.
     """
 
     def refuse(_: pl.Series) -> pl.Series:
@@ -276,7 +278,26 @@ def _not_read(name: str, column: str, found: str) -> pl.Expr:
             "this bug of frame_metrics"
         )
 
-    return pl.lit(None, pl.Null).map_batches(refuse, return_dtype=pl.Null).alias(column)
+    dtype = _placeholder_dtype(found)
+    return pl.lit(None, dtype).map_batches(refuse, return_dtype=dtype).alias(column)
+
+
+def _placeholder_dtype(found: str) -> pl.DataType:
+    """The kind of a foreign column type, as a polars dtype (Null when none is told).
+
+    Examples
+    --------
+    >>> [_placeholder_dtype(t) for t in ("double", "VARCHAR", "list<item: string>", "int64")]
+    [Float64, String, List(String), Null]
+    """
+    kind = found.lower()
+    if "[]" in kind or kind.startswith(("list", "large_list")):
+        return pl.List(pl.String())
+    if "float" in kind or "double" in kind:
+        return pl.Float64()
+    if any(word in kind for word in ("string", "utf8", "varchar", "str", "category", "dictionary")):
+        return pl.String()
+    return pl.Null()
 
 
 def _read(

@@ -119,7 +119,10 @@ def test_a_long_table_of_ratings_warns() -> None:
     with caught() as seen:
         fm.evaluate(long, metrics=["recall@2"])
     [message] = of(seen, fm.RelevanceWarning)
-    assert "long table column 'relevance' with levels that look like star ratings (1.0, 3.0, 5.0)" in message
+    assert (
+        "long table column 'relevance' with levels that look like star ratings (1.0, 3.0, 5.0)"
+        in message
+    )
 
 
 # --- users without recommendations --------------------------------------------------------------

@@ -22,8 +22,13 @@ from frame_metrics.errors import (
 )
 from tests.conftest import Constructor, is_pandas_numpy
 
-RECS = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]})
-TRUTH = pl.DataFrame({"user": [1, 2], "item": [11, 12], "relevance": [1.0, 2.0]})
+# Each frame on lines that fit the documentation's code column (the errors page shows them).
+RECS = pl.DataFrame(
+    {"user": [1, 1, 2], "item": [10, 11, 10], "rank": [1, 2, 1]},
+)
+TRUTH = pl.DataFrame(
+    {"user": [1, 2], "item": [11, 12], "relevance": [1.0, 2.0]},
+)
 
 Case = tuple[
     str,

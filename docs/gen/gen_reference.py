@@ -250,10 +250,18 @@ def _inline(text: str) -> str:
 
 
 def _code(text: str) -> str:
-    """Inline code for a table cell (a lambda's body, or a dict)."""
+    """Inline code for a table cell (a lambda's body, or a dict).
+
+    As HTML, with a break opportunity (``<wbr>``, not copied with the text) after each
+    opening bracket, comma and ``=``: an expression longer than the column breaks there,
+    never inside a name.
+    """
     text = re.sub(r"\s+", " ", text).strip()
     text = re.sub(r"^lambda \w+: ", "", text)
-    return f"`{text}`" if text else "—"
+    if not text:
+        return "—"
+    escaped = html.escape(text).replace("|", "&#124;")
+    return "<code>" + re.sub(r"([(\[,=])", r"\1<wbr>", escaped) + "</code>"
 
 
 def errors_page() -> str:
@@ -320,8 +328,12 @@ def errors_page() -> str:
         frames,
         "```",
         "",
-        "| case and error | what is wrong | message |",
-        "|---|---|---|",
+        # The messages are long and their words long: they may break anywhere (the
+        # fm-messages class), so that the table fits the column without scrolling.
+        '<div class="fm-messages" markdown>',
+        "",
+        "| case, error and what is wrong | message |",
+        "|---|---|",
     ]
     for (name, recs, truth, call, error, message), case in zip(
         shown, namespace["CASES"], strict=True
@@ -344,8 +356,8 @@ def errors_page() -> str:
             for label, code in (("recs", recs), ("truth", truth), ("call", call))
             if code and code != "{}"
         ]
-        lines.append(f"| `{name}`<br>{error} | {'<br>'.join(wrong)} | {_inline(got)} |")
-    lines.append("")
+        lines.append(f"| `{name}`<br>{error}<br>{'<br>'.join(wrong)} | {_inline(got)} |")
+    lines += ["", "</div>", ""]
     return "\n".join(lines) + "\n"
 
 
