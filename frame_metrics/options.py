@@ -388,6 +388,8 @@ def _choice(
 
 #: Expected exposure's metrics: judged against relevance, outside the ranking family.
 _EE = ("ee_loss", "ee_disparity", "ee_relevance")
+#: The per-user metrics of the top rows not judged against relevance.
+_LISTED = ("novelty", "arp", "aplt", "diversity", "miscalibration", "list_parity")
 
 #: Every option, in the order the command line and the documentation list them.
 OPTIONS: tuple[Option, ...] = (
@@ -470,6 +472,7 @@ OPTIONS: tuple[Option, ...] = (
         "equal scores (with --score-col): a tie rule, or the average",
         RANKING,
         "statistics",
+        also=(*_LISTED, *_EE),
     ),
     _choice(
         "users",

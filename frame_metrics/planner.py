@@ -11,6 +11,7 @@ Dask) builds its queries from a :class:`Plan`; none holds family logic.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import polars as pl
 
@@ -21,6 +22,7 @@ from frame_metrics.exact_sums import exact_partials, exact_totals
 from frame_metrics.families import FAMILIES, Family
 from frame_metrics.families.base import GROUP_USERS, Context
 from frame_metrics.inputs import Inputs
+from frame_metrics.metrics.registry import Requested
 from frame_metrics.prepare import prepare_ratings
 from frame_metrics.spec import EXTRA_INPUTS, Spec
 from frame_metrics.validation import CheckedFrame
@@ -145,7 +147,12 @@ class Plan:
         """One row per user with a value for at least one per-user metric."""
         spec, ctx = self.spec, self.ctx
         keys = spec.columns.keys
-        parts = [p for f in self.families if (p := f.per_user(ctx)) is not None]
+        parts = [
+            p
+            for f in self.families
+            for c in self.tie_contexts(f)
+            if (p := f.per_user(c)) is not None
+        ]
         if not parts:
             # Metrics with one value per group only (so aggregate=True): the users are
             # those with a recommendation, and only their number is read, so no sort.
@@ -164,6 +171,29 @@ class Plan:
         if aggregate:
             return self.aggregate(per_user)
         return per_user.select(*self.spec.columns.keys, *self.spec.metric_columns)
+
+    def tie_contexts(self, family: Family) -> list[Context]:
+        """The family's context, and one per tie rule that metric strings set apart.
+
+        Scored recs are ranked once, by the call's tie rule, into the prepared top rows
+        that every family reads. A per-user metric not judged against relevance
+        (novelty, diversity, calibration, expected exposure, list parity) whose string
+        sets another rule (``"novelty(ties=item_desc)@10"``) is computed from top rows
+        ranked by that rule, in a context of its own: the same metric as with the
+        rule at the call (spec section 8: a string says what the call can). The ranking
+        metrics judged against relevance rank by their own rule already.
+        """
+        spec, ctx = self.spec, self.ctx
+        apart = [q for q in spec.of_family(family.name) if _ranked_apart(q, spec)]
+        if not apart or ctx.prepared is None:
+            return [ctx]
+        rest = tuple(q for q in spec.requests if q not in apart)
+        contexts = [replace(ctx, spec=replace(spec, requests=rest))]
+        for rule in sorted({q.options.ties for q in apart}):
+            own = tuple(q for q in apart if q.options.ties == rule)
+            prepared = replace(ctx.prepared, top=ctx.prepared.ranked(rule), tie_rule=rule)
+            contexts.append(replace(ctx, spec=replace(spec, requests=own), prepared=prepared))
+        return contexts
 
     # -- per group -------------------------------------------------------------------------
 
@@ -345,6 +375,14 @@ class Plan:
             out = _left_join(out, groups, by)
         out = out.select(*by, *lead, *spec.metric_columns)
         return out.sort(by) if by else out
+
+
+def _ranked_apart(q: Requested, spec: Spec) -> bool:
+    """A per-user metric reading the top rows, whose string sets a tie rule of its own."""
+    per_user = q.metric.population in ("listed", "history") or (
+        q.metric.population == "relevant" and q.metric.family != "ranking"
+    )
+    return per_user and spec.columns.score is not None and q.options.ties != spec.options.ties
 
 
 def _left_join(left: pl.LazyFrame, right: pl.LazyFrame, by: Sequence[str]) -> pl.LazyFrame:

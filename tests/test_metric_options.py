@@ -329,7 +329,7 @@ ERRORS: list[tuple[str, str]] = [
     ),
     (
         "novelty(threshold=1)@5",
-        "metrics: expected options novelty reads (none), got threshold in 'novelty(threshold=1)@5'",
+        "metrics: expected options novelty reads (ties), got threshold in 'novelty(threshold=1)@5'",
     ),
     # A repeated option.
     (
@@ -1231,6 +1231,8 @@ def test_every_option_the_call_gives_a_metric_its_string_gives_too() -> None:
             checked += 1
             string = f"{name}({option}={value})"
             if option == "ties" and option not in metric.reads():
+                # Corpus metrics: the call's tie rule, and advice that works (above).
+                assert metric.population == "corpus", name
                 with pytest.raises(InvalidOptionError, match="pass ties='item_desc' to the call"):
                     call(string)
                 continue
@@ -1260,3 +1262,19 @@ def test_expected_exposure_reads_a_threshold_in_its_string(
         constructor, TOOL_RECS, TOOL_TRUTH, metrics=[f"{metric}@3"], score="score", threshold=2
     )
     assert got[string].to_list() == at_call[f"{metric}@3"].to_list()
+
+
+def test_a_list_metric_takes_its_own_tie_rule(constructor: Constructor) -> None:
+    # a and b tie at the top of user 1's list. Train: a had by 1 user, b by 3. arp@1 is the
+    # popularity of the first item: a (1) under the call's rule (item ascending), b (3)
+    # under the string's item_desc; each as at the call, in one call.
+    recs = pl.DataFrame({"user": [1, 1, 1], "item": ["a", "b", "c"], "score": [1.0, 1.0, 0.5]})
+    truth = pl.DataFrame({"user": [1], "item": ["c"], "relevance": [1]})
+    train = pl.DataFrame({"user": [7, 7, 8, 9], "item": ["a", "b", "b", "b"]})
+    names = ["arp@1", "arp(ties=item_desc)@1"]
+    got = run(constructor, recs, truth, metrics=names, score="score", train=train)
+    assert got.rows() == [(1, 1.0, 3.0)]
+    at_call = run(
+        constructor, recs, truth, metrics=["arp@1"], score="score", train=train, ties="item_desc"
+    )
+    assert at_call.rows() == [(1, 3.0)]

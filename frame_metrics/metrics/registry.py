@@ -137,17 +137,23 @@ class Metric:
 
         A metric judged against relevance reads the options of who is evaluated
         (``threshold``, ``empty``, ``users``, a ``convention``), a ranking one also the
-        ranking options; every metric reads its own (:attr:`options`).
+        ranking options; every per-user metric of the top rows the tie rule; every
+        metric its own (:attr:`options`).
         """
+        own = set(self.options)
+        if self.population in ("listed", "history", "relevant"):
+            # A per-user metric of the top rows reads the tie rule that ranked scores
+            # (the planner ranks them apart for it: Plan.tie_contexts).
+            own.add("ties")
         if self.population != "relevant":
-            return self.options
+            return frozenset(own)
         # Who is evaluated (section 3) reads the threshold, empty= and users=, and a
         # convention may set them: every metric of that population reads them, so a
         # metric string may set them (spec section 8: it never says less than the call).
         base = {"threshold", "empty", "users", "convention"}
         if self.family == "ranking":
-            base |= {"relevant_set", "ties", "ips"}
-        return frozenset(base) | self.options
+            base |= {"relevant_set", "ips"}
+        return frozenset(base | own)
 
     def column(self, k: int) -> str:
         """The output column: ``"<name>@<k>"``, or the bare name for a metric without k."""
