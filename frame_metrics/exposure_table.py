@@ -255,7 +255,8 @@ def _exposure_table(
     by = key_roles([], c.by)
     check_roles({"recs": by}, {c.group: "the item groups' column", **outputs})
     check_roles({"item_groups": {"group": c.group}}, outputs, output_roles=("group",))
-    check_call(spec, aggregate=True)
+    # The table's own columns, not evaluate's (n_users is no column of it).
+    check_call(spec, aggregate=True, outputs={c.group: "the item groups' column", **outputs})
     if scored:
         truth = pl.DataFrame(
             schema={**dict.fromkeys(c.user, pl.Null), c.item: pl.Null, c.relevance: pl.Float64}

@@ -10,7 +10,7 @@ Dask) builds its queries from a :class:`Plan`; none holds family logic.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import polars as pl
@@ -78,12 +78,14 @@ def reads(spec: Spec) -> dict[str, set[str]]:
     return out
 
 
-def check_call(spec: Spec, *, aggregate: bool) -> None:
+def check_call(spec: Spec, *, aggregate: bool, outputs: Mapping[str, str] | None = None) -> None:
     """What the call asks that no frame can answer: checked before reading any row.
 
     Each family's refusals (corpus metrics need ``aggregate=True``), then no column in
     two roles of one frame, reserved, or named like an output column. Every runner
-    calls it.
+    calls it. ``outputs``: the result's columns, each with what it is, when the result
+    is not evaluate's (``fm.exposure``'s table): default, the metric columns and, with
+    ``aggregate``, the counts.
     """
     families = families_of(spec)
     for family in families:
@@ -98,10 +100,12 @@ def check_call(spec: Spec, *, aggregate: bool) -> None:
     frames = {spec.source_label: recs}
     if not spec.long_table:
         frames["truth"] = {**keys, "relevance": c.relevance}
-    outputs = {name: "a metric" for name in spec.metric_columns}
-    if aggregate:
-        outputs |= {"n_users": "the number of users averaged", "n_pairs": "rated pairs"}
-    check_roles(frames, outputs)
+    named = dict(outputs or {})
+    if outputs is None:
+        named = {name: "a metric" for name in spec.metric_columns}
+        if aggregate:
+            named |= {"n_users": "the number of users averaged", "n_pairs": "rated pairs"}
+    check_roles(frames, named)
 
 
 class Plan:

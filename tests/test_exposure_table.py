@@ -569,3 +569,19 @@ def test_a_nan_group_is_refused_as_a_null_is(constructor: Constructor) -> None:
         want = "expected no NaN in group column 'group', found 1 NaN row(s)"
         label = "nan"
     assert str(info.value) == f"item_groups: {want}, e.g. item='d', group={label}"
+
+
+def test_a_by_column_named_like_an_evaluate_output(constructor: Constructor) -> None:
+    # n_users is an output of evaluate's aggregate, not of the exposure table: a by column
+    # of that name is no clash here. x at rank 1 gets 1/log2(2) = 1, y at 2 1/log2(3).
+    recs = pl.DataFrame({"n_users": ["a", "a"], "user": [1, 1], "item": ["x", "y"], "rank": [1, 2]})
+    groups = pl.DataFrame({"item": ["x", "y"], "group": ["g1", "g2"]})
+    out = fm.exposure(constructor(recs), k=2, by="n_users", item_groups=constructor(groups))
+    assert_kind(out, constructor)
+    got = to_polars(out)
+    e_y = 1 / math.log2(3)
+    assert got.columns == ["n_users", "group", "exposure", "exposure_share", "catalog_share"]
+    assert got.rows() == [
+        ("a", "g1", 1.0, 1 / (1 + e_y), 0.5),
+        ("a", "g2", e_y, e_y / (1 + e_y), 0.5),
+    ]
