@@ -174,7 +174,10 @@ def evaluate(
         convention's value, else the spec's default named here.
     threshold
         Relevance needed to count as relevant (``rel >= threshold``); default: ``rel > 0``.
-        ``0``: every truth row is relevant, whatever its relevance.
+        ``0``: every truth row is relevant, whatever its relevance. Left out on levels
+        that look like star ratings (0.5 to 5, say), the call warns
+        (:class:`~frame_metrics.errors.RelevanceWarning`); ``threshold=None`` keeps
+        ``rel > 0`` and says it is meant.
     gain
         DCG gain: ``"linear"`` (default), ``"exponential"`` (2^rel - 1), ``"binary"``, or
         a trec_eval gain table ``{level: gain}`` (levels outside it keep their relevance).
