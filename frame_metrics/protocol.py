@@ -472,9 +472,9 @@ def _fold_report(plan: Plan, fold: int) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     if options.method in splits.PER_USER:
         population = plan.labelled
         if options.method == "user_kfold":
-            population = population.filter(pl.col("_fm_user_fold") == fold)
+            population = population.filter(pl.col(splits.USER_FOLD) == fold)
         only_train = (
-            population.filter(pl.col("_fm_quota") == 0).select(key).unique().select(pl.len())
+            population.filter(pl.col(splits.QUOTA) == 0).select(key).unique().select(pl.len())
         )
     else:
         only_train = train_users.join(

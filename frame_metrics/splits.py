@@ -29,15 +29,25 @@ __all__ = [
     "DROP_CODES",
     "FOLD",
     "GLOBAL_METHODS",
+    "ITEM_COLD",
+    "ITEM_FIRST",
+    "ITEM_ROWS",
     "METHODS",
     "MULTI_FOLD",
     "PER_USER",
+    "QUOTA",
+    "USER_FOLD",
+    "Globals",
     "Plan",
     "SplitOptions",
+    "candidates",
+    "cold_items",
+    "dealt_users",
     "kept_test_rows",
     "labelled",
     "seeded_hash",
     "train_rows",
+    "window_edges",
 ]
 
 Method = Literal["last_n", "ratio", "time", "random", "user_kfold", "time_windows"]
@@ -66,10 +76,15 @@ DROP_CODES: Final = {"kept": 0, "cold_users": 1, "cold_items": 2, "seen": 3}
 _HASH: Final = f"{RESERVED_PREFIX}hash"
 _EVENT: Final = f"{RESERVED_PREFIX}event"
 _EVENTS: Final = f"{RESERVED_PREFIX}events"
-_QUOTA: Final = f"{RESERVED_PREFIX}quota"
-_USER_FOLD: Final = f"{RESERVED_PREFIX}user_fold"
+#: A user's number of test events (per-user methods): 0 keeps the user wholly in train.
+QUOTA: Final = f"{RESERVED_PREFIX}quota"
+#: Each user's fold (user_kfold).
+USER_FOLD: Final = f"{RESERVED_PREFIX}user_fold"
 _CANDIDATE: Final = f"{RESERVED_PREFIX}candidate"
 _TRAIN_UP_TO: Final = f"{RESERVED_PREFIX}train_up_to"
+ITEM_FIRST: Final = f"{RESERVED_PREFIX}item_first"
+ITEM_ROWS: Final = f"{RESERVED_PREFIX}item_rows"
+ITEM_COLD: Final = f"{RESERVED_PREFIX}item_cold"
 
 # splitmix64 (Steele, Lea and Flood 2014; Vigna's reference code): the increment and the
 # two multipliers of its finaliser. UInt64 arithmetic in polars wraps, as the mixer needs.
@@ -190,6 +205,28 @@ class SplitOptions:
         return list(self.user)
 
 
+@dataclass(frozen=True)
+class Globals:
+    """What a split reads over every row, for a run that sees one part of the users.
+
+    On one frame these are expressions over the whole frame. Spark and Dask partition the
+    rows by user, so a partition sees each of its users whole but not the others: the
+    runner computes these first (sheet section 10's values, from every partition) and a
+    partition's plan reads them as literals and tables.
+
+    ``cut``: the time method's cut; ``threshold``: the random method's k-th smallest event
+    hash (None: no test row); ``end``: the largest time (time windows); ``dealt``: each
+    user's fold (user_kfold, columns key + ``USER_FOLD``); ``items``: the cold-item table
+    (:func:`item_tallies` summed, :func:`cold_items`).
+    """
+
+    cut: object = None
+    threshold: int | None = None
+    end: object = None
+    dealt: pl.LazyFrame | None = None
+    items: pl.LazyFrame | None = None
+
+
 def round_half_up(x: pl.Expr) -> pl.Expr:
     """floor(x + 0.5), the sheet's rounding of a share of rows."""
     return (x + 0.5).floor()
@@ -200,14 +237,21 @@ def _lit(value: object, dtype: pl.DataType) -> pl.Expr:
     return pl.lit(value).cast(dtype, strict=True)
 
 
-def window_edges(options: SplitOptions, dtype: pl.DataType) -> list[pl.Expr]:
+def window_edges(
+    options: SplitOptions, dtype: pl.DataType, globals_: Globals | None = None
+) -> list[pl.Expr]:
     """``edges[j]`` = end − j·window for j = 0..n_folds: window f is (edges[F−f], edges[F−f−1]].
 
     ``end`` is the call's or the largest time. A window given as text (``"7d"``, ``"1mo"``)
     is stepped back with ``dt.offset_by``, one window at a time, so calendar units work.
     """
     assert options.time is not None
-    end = pl.col(options.time).max() if options.end is None else _lit(options.end, dtype)
+    if options.end is not None:
+        end = _lit(options.end, dtype)
+    elif globals_ is not None:
+        end = _lit(globals_.end, dtype)
+    else:
+        end = pl.col(options.time).max()
     edges = [end]
     window = options.window
     for _ in range(options.n_folds):
@@ -303,27 +347,37 @@ def _per_user(frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema) -> 
     position = _event_position(options, schema)
     frame = frame.with_columns(position.alias(_EVENT))
     frame = frame.with_columns(pl.col(_EVENT).max().over(options.key).alias(_EVENTS))
-    frame = frame.with_columns(_quota(options, pl.col(_EVENTS)).alias(_QUOTA))
-    candidate = pl.col(_EVENT).cast(pl.Int64) <= pl.col(_QUOTA)
-    fold = pl.col(_USER_FOLD) if options.method == "user_kfold" else pl.lit(0, dtype=pl.Int64)
+    frame = frame.with_columns(_quota(options, pl.col(_EVENTS)).alias(QUOTA))
+    candidate = pl.col(_EVENT).cast(pl.Int64) <= pl.col(QUOTA)
+    fold = pl.col(USER_FOLD) if options.method == "user_kfold" else pl.lit(0, dtype=pl.Int64)
     return frame.with_columns(
         pl.when(candidate).then(fold).otherwise(None).cast(pl.Int64).alias(FOLD)
     )
 
 
-def _user_folds(frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema) -> pl.LazyFrame:
+def dealt_users(users: pl.LazyFrame, options: SplitOptions, schema: pl.Schema) -> pl.LazyFrame:
+    """Each distinct user of ``users`` (the key columns) with its fold (``USER_FOLD``)."""
+    return (
+        users.unique()
+        .with_columns(seeded_hash(options.seed, options.key, schema))
+        .sort([_HASH, *options.key])
+        .with_columns((pl.int_range(pl.len(), dtype=pl.Int64) % options.n_folds).alias(USER_FOLD))
+        .drop(_HASH)
+    )
+
+
+def _user_folds(
+    frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema, globals_: Globals | None
+) -> pl.LazyFrame:
     """Deal users into folds by the seeded hash of the user key, like cards.
 
     The i-th user in hash order (ties by the key) goes to fold i mod n_folds, so fold
     sizes differ by at most one user.
     """
-    users = frame.select(options.key).unique()
-    dealt = (
-        users.with_columns(seeded_hash(options.seed, options.key, schema))
-        .sort([_HASH, *options.key])
-        .with_columns((pl.int_range(pl.len(), dtype=pl.Int64) % options.n_folds).alias(_USER_FOLD))
-        .drop(_HASH)
-    )
+    if globals_ is not None and globals_.dealt is not None:
+        dealt = globals_.dealt
+    else:
+        dealt = dealt_users(frame.select(options.key), options, schema)
     return frame.join(dealt, on=options.key, how="left", nulls_equal=True, maintain_order="left")
 
 
@@ -331,13 +385,17 @@ def _first_of_events(options: SplitOptions) -> pl.Expr:
     return pl.struct(options.event).is_first_distinct()
 
 
-def _global(frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema) -> pl.LazyFrame:
+def _global(
+    frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema, globals_: Globals | None
+) -> pl.LazyFrame:
     zero = pl.lit(0, dtype=pl.Int64)
     if options.method == "time":
         assert options.time is not None
         time = pl.col(options.time)
         if options.at is not None:
             cut = _lit(options.at, schema[options.time])
+        elif globals_ is not None:
+            cut = _lit(globals_.cut, schema[options.time])
         else:
             assert options.test_share is not None
             # The time at 0-based position floor((1 − s)·n) of the events' sorted times.
@@ -349,15 +407,18 @@ def _global(frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema) -> pl
     if options.method == "random":
         assert options.test_share is not None
         hashed = seeded_hash(options.seed, options.event, schema)
-        firsts = hashed.filter(_first_of_events(options))
-        wanted = round_half_up(pl.lit(options.test_share) * firsts.len().cast(pl.Float64))
-        # The k-th smallest hash of the events; null when k is 0 (a tiny frame).
-        threshold = firsts.bottom_k(wanted.cast(pl.Int64)).max()
+        if globals_ is not None:
+            threshold = pl.lit(globals_.threshold, dtype=pl.UInt64)
+        else:
+            firsts = hashed.filter(_first_of_events(options))
+            wanted = round_half_up(pl.lit(options.test_share) * firsts.len().cast(pl.Float64))
+            # The k-th smallest hash of the events; null when k is 0 (a tiny frame).
+            threshold = firsts.bottom_k(wanted.cast(pl.Int64)).max()
         chosen = (hashed <= threshold).fill_null(False)
         return frame.with_columns(pl.when(chosen).then(zero).alias(FOLD))
     # time_windows: each row's window, numbered 0 (oldest) .. n_folds − 1.
     assert options.time is not None
-    edges = window_edges(options, schema[options.time])
+    edges = window_edges(options, schema[options.time], globals_)
     time = pl.col(options.time)
     folds = options.n_folds
     which: Any = pl.lit(None, dtype=pl.Int64)
@@ -370,7 +431,40 @@ def _global(frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema) -> pl
     return frame.with_columns(which.alias(FOLD)).with_columns(left.alias(_TRAIN_UP_TO))
 
 
-def _filters(frame: pl.LazyFrame, options: SplitOptions) -> pl.LazyFrame:
+def item_tallies(candidates: pl.LazyFrame, options: SplitOptions) -> pl.LazyFrame:
+    """Per item, what decides whether it is cold in a fold; partitions' tallies add up.
+
+    Time windows: the item's earliest time (``ITEM_FIRST``; partitions' take the min). The
+    other methods: the item's rows per ``FOLD`` (null: no fold's test) as ``ITEM_ROWS``
+    (partitions' add up). Read by :func:`cold_items`.
+    """
+    if options.method == "time_windows":
+        assert options.time is not None
+        first = pl.col(options.time).min().alias(ITEM_FIRST)
+        return candidates.group_by(options.item).agg(first)
+    return candidates.group_by(options.item, FOLD).agg(pl.len().cast(pl.Int64).alias(ITEM_ROWS))
+
+
+def cold_items(tallies: pl.LazyFrame, options: SplitOptions) -> pl.LazyFrame:
+    """Every partition's :func:`item_tallies` made the table :func:`labelled` reads.
+
+    Fold f's train is every row but fold f's test candidates, so an item is cold in fold
+    f when all its rows are fold f's candidates: one ``FOLD`` group, and it is f.
+    """
+    if options.method == "time_windows":
+        return tallies.group_by(options.item).agg(pl.col(ITEM_FIRST).min())
+    summed = tallies.group_by(options.item, FOLD).agg(pl.col(ITEM_ROWS).sum())
+    return (
+        summed.group_by(options.item)
+        .agg(pl.len().alias("groups"), pl.col(FOLD).first())
+        .filter((pl.col("groups") == 1) & pl.col(FOLD).is_not_null())
+        .select(options.item, FOLD, pl.lit(True).alias(ITEM_COLD))
+    )
+
+
+def _filters(
+    frame: pl.LazyFrame, options: SplitOptions, globals_: Globals | None = None
+) -> pl.LazyFrame:
     """Label each test candidate: kept, or dropped by the first filter that drops it."""
     candidate = pl.col(FOLD).is_not_null()
     if options.method == "time_windows":
@@ -380,7 +474,11 @@ def _filters(frame: pl.LazyFrame, options: SplitOptions) -> pl.LazyFrame:
         time = pl.col(options.time)
         edge = pl.col(_TRAIN_UP_TO)
         cold_user = time.min().over(options.key) > edge
-        cold_item = time.min().over(options.item) > edge
+        if globals_ is not None and globals_.items is not None:
+            frame = frame.join(globals_.items, on=options.item, how="left", nulls_equal=True)
+            cold_item = pl.col(ITEM_FIRST) > edge
+        else:
+            cold_item = time.min().over(options.item) > edge
         seen = time.min().over([*options.key, options.item]) <= edge
     else:
         # Fold f's train is every row but fold f's candidates. A user's candidates are all
@@ -389,8 +487,13 @@ def _filters(frame: pl.LazyFrame, options: SplitOptions) -> pl.LazyFrame:
         other = (~candidate).cast(pl.UInt32)
         cold_user = other.sum().over(options.key) == 0
         seen = other.sum().over([*options.key, options.item]) > 0
-        in_fold = candidate.cast(pl.UInt32).sum().over([options.item, FOLD])
-        cold_item = pl.len().over(options.item) == in_fold
+        if globals_ is not None and globals_.items is not None:
+            on = [options.item, FOLD]
+            frame = frame.join(globals_.items, on=on, how="left", nulls_equal=True)
+            cold_item = pl.col(ITEM_COLD).fill_null(value=False)
+        else:
+            in_fold = candidate.cast(pl.UInt32).sum().over([options.item, FOLD])
+            cold_item = pl.len().over(options.item) == in_fold
     code = pl.lit(DROP_CODES["kept"], dtype=pl.UInt8)
     # Written last to first so that the first filter in the sheet's order wins.
     rules = [("seen", seen), ("cold_items", cold_item), ("cold_users", cold_user)]
@@ -400,28 +503,37 @@ def _filters(frame: pl.LazyFrame, options: SplitOptions) -> pl.LazyFrame:
     return frame.with_columns(pl.when(candidate).then(code).alias(DROP))
 
 
-def labelled(frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema) -> Plan:
-    """Label every row of ``frame`` with its test fold (``FOLD``) and filter (``DROP``)."""
-    columns = list(schema.names())
-    work = frame
+def candidates(
+    frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema, globals_: Globals | None = None
+) -> pl.LazyFrame:
+    """Every row with ``FOLD``: the fold whose test it is a candidate of (null: none)."""
     if options.method in PER_USER:
         if options.method == "user_kfold":
-            work = _user_folds(work, options, schema)
-        work = _per_user(work, options, schema)
-    else:
-        work = _global(work, options, schema)
-    work = _filters(work, options)
+            frame = _user_folds(frame, options, schema, globals_)
+        return _per_user(frame, options, schema)
+    return _global(frame, options, schema, globals_)
+
+
+def labelled(
+    frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema, globals_: Globals | None = None
+) -> Plan:
+    """Label every row of ``frame`` with its test fold (``FOLD``) and filter (``DROP``).
+
+    ``globals_``: given when ``frame`` is one partition of the users (Spark, Dask).
+    """
+    columns = list(schema.names())
+    work = _filters(candidates(frame, options, schema, globals_), options, globals_)
     keep = [*columns, FOLD, DROP]
     edges: list[pl.Expr] = []
     extra: list[str] = []
     if options.method == "time_windows":
         assert options.time is not None
-        edges = window_edges(options, schema[options.time])
+        edges = window_edges(options, schema[options.time], globals_)
         extra = [_TRAIN_UP_TO]
     if options.method in PER_USER:
-        extra = [_QUOTA]
+        extra = [QUOTA]
         if options.method == "user_kfold":
-            extra.append(_USER_FOLD)
+            extra.append(USER_FOLD)
     return Plan(options, work.select(*keep, *extra), columns, edges)
 
 

@@ -13,6 +13,8 @@ import pytest
 from hypothesis import given, settings
 
 import frame_metrics as fm
+from frame_metrics import protocol as fm_protocol
+from frame_metrics import splits
 from tests.conftest import Constructor, recmetrics, to_polars
 from tests.split_reference import Fold, reference_split, seeded_hash
 
@@ -30,6 +32,15 @@ CASES: dict[str, dict[str, Any]] = {
     "user_kfold-share": {"n_folds": 2, "test_share": 0.5, "order": "random"},
     "time_windows": {"n_folds": 2, "window": 2},
     "keep-all": {"n": 2, "cold_users": "keep", "cold_items": "keep", "seen": "keep"},
+}
+
+
+_CALL_DEFAULTS = {
+    "user": "user",
+    "item": "item",
+    "cold_users": "drop",
+    "cold_items": "drop",
+    "seen": "drop",
 }
 
 
@@ -407,3 +418,47 @@ def test_the_namespace_forwards(constructor: Constructor) -> None:
     direct = fm.split(frame, "ratio", time="t", test_share=0.3)
     assert _rows(via_namespace.test) == _rows(direct.test)
     assert _rows(via_namespace.train) == _rows(direct.train)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_partitions_by_user_with_globals_give_the_same_labels(case: str) -> None:
+    # What Spark and Dask do: each partition holds some users whole and reads the values
+    # over every row (cut, threshold, end, folds of users, cold items) from Globals.
+    frame = _events(300, seed=8)
+    method, given_options = _method(case), CASES[case]
+    options = fm_protocol._options(
+        method, {**fm_protocol._DEFAULTS, **_CALL_DEFAULTS, "time": "t", **given_options}
+    )
+    schema = frame.schema
+    whole = splits.labelled(frame.lazy(), options, schema).labelled.collect()
+    events = frame.unique(["user", "item", "t"])
+    cut = threshold = None
+    if method == "time" and options.test_share is not None:
+        times = sorted(events["t"].to_list())
+        cut = times[math.floor((1 - options.test_share) * len(times))]
+    if method == "random":
+        assert options.test_share is not None
+        hashes = sorted(
+            seeded_hash(options.seed, *e) for e in events.select("user", "item", "t").rows()
+        )
+        k = math.floor(options.test_share * len(hashes) + 0.5)
+        threshold = hashes[k - 1] if k else None
+    dealt = splits.dealt_users(frame.lazy().select("user"), options, schema)
+    parts = [frame.filter(pl.col("user") % 3 == b).lazy() for b in range(3)]
+    first = splits.Globals(cut=cut, threshold=threshold, end=frame["t"].max(), dealt=dealt)
+    tallies = pl.concat(
+        [splits.item_tallies(splits.candidates(p, options, schema, first), options) for p in parts]
+    )
+    both = splits.Globals(
+        cut=cut,
+        threshold=threshold,
+        end=frame["t"].max(),
+        dealt=dealt,
+        items=splits.cold_items(tallies, options),
+    )
+    pieces = pl.concat(
+        [splits.labelled(p, options, schema, both).labelled for p in parts]
+    ).collect()
+    key = ["row"]
+    got = pieces.select("row", splits.FOLD, splits.DROP).sort(key)
+    assert got.equals(whole.select("row", splits.FOLD, splits.DROP).sort(key))
