@@ -445,16 +445,15 @@ def test_partitions_by_user_with_globals_give_the_same_labels(case: str) -> None
         threshold = hashes[k - 1] if k else None
     dealt = splits.dealt_users(frame.lazy().select("user"), options, schema)
     parts = [frame.filter(pl.col("user") % 3 == b).lazy() for b in range(3)]
+    # The tallies need no global value: a partitioned run takes them in its first pass.
+    tallies = pl.concat([splits.item_tallies(p, options, schema) for p in parts])
     first = splits.Globals(cut=cut, threshold=threshold, end=frame["t"].max(), dealt=dealt)
-    tallies = pl.concat(
-        [splits.item_tallies(splits.candidates(p, options, schema, first), options) for p in parts]
-    )
     both = splits.Globals(
         cut=cut,
         threshold=threshold,
         end=frame["t"].max(),
         dealt=dealt,
-        items=splits.cold_items(tallies, options),
+        items=splits.cold_items(tallies, options, schema, first),
     )
     pieces = pl.concat(
         [splits.labelled(p, options, schema, both).labelled for p in parts]
