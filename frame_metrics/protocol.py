@@ -696,6 +696,11 @@ def split(
         "seed": seed,
     }
     options = _options(method, given)
+    from frame_metrics.distributed import adapter_for
+
+    adapter = adapter_for(interactions)  # imports neither Spark nor Dask
+    if adapter is not None:
+        return _split_on_engine(adapter, interactions, options, "interactions")
     kind = kind_of(interactions)
     source = to_lazy(interactions, "interactions")
     schema = source.lazy.collect_schema()
@@ -715,6 +720,43 @@ def split(
         guarded = _guarded(plan.labelled, options, schema, "interactions")
         plan = Plan(options, guarded, plan.columns, plan.edges)
     return _result(_Local(plan, source, eager=eager))
+
+
+def _split_on_engine(adapter: Any, frame: Any, options: SplitOptions, name: str) -> Split | Folds:
+    """A Spark or Dask frame, split by its engine (:mod:`frame_metrics.distributed.split`).
+
+    The same checks as on one frame, added up over the partitions at the call; the
+    sides are frames of the input's kind.
+    """
+    from frame_metrics.distributed import split as on_engine
+
+    schema = adapter.polars_schema(frame)
+    options = _check_schema(options, schema, name)
+    options = _fix_at(options, schema[options.time] if options.time else None)
+    # The first edge of the windows is computed from the largest time, added up first.
+    checks = [c for c in _checks(options, schema) if c.meta.output_name() != "first_edge"]
+
+    def on_checks(rows: pl.DataFrame) -> None:
+        _run_checks(_added_up(rows, options, schema), options, name)
+
+    return _result(on_engine.run(adapter, frame, options, schema, checks, on_checks))
+
+
+def _added_up(rows: pl.DataFrame, options: SplitOptions, schema: pl.Schema) -> dict[str, Any]:
+    """Every partition's :func:`_checks` values as those of the whole frame.
+
+    Counts add up (a partition holds each of its users whole, so its distinct users
+    too); the times are the least and the largest.
+    """
+    extremes = {"time_min": pl.col("time_min").min(), "time_max": pl.col("time_max").max()}
+    found = rows.select(extremes.get(c, pl.col(c).sum()) for c in rows.columns)
+    values = found.row(0, named=True)
+    if options.method == "time_windows" and values["rows"]:
+        assert options.time is not None
+        end = splits.Globals(end=found.get_column("time_max"))
+        edges = splits.window_edges(options, schema[options.time], end)
+        values["first_edge"] = pl.select(edges[-1]).item()
+    return values
 
 
 def _result(sides: Sides) -> Split | Folds:

@@ -11,9 +11,11 @@ lazy over that pass kept with ``persist()``; with ``validate=False`` the result 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+import dask
 import dask.dataframe
 import numpy as np
 import pandas as pd
@@ -21,13 +23,24 @@ import polars as pl
 
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.distributed import core
+from frame_metrics.distributed.split import Condition, LabelFn, PartFn, conform
 from frame_metrics.frames import kind_of, to_lazy
 from frame_metrics.spec import Spec
+from frame_metrics.splits import FOLD, SIDE
 
-__all__ = ["diagnose", "evaluate", "is_dask", "like", "to_polars"]
+__all__ = [
+    "diagnose",
+    "evaluate",
+    "is_dask",
+    "like",
+    "polars_schema",
+    "split_parts",
+    "to_polars",
+]
 
 # dask is untyped: its frames are Any here.
 dd: Any = dask.dataframe
+dask_core: Any = dask
 
 
 def is_dask(frame: object) -> bool:
@@ -247,3 +260,142 @@ def like(frame: Any, result: pl.DataFrame) -> Any:
     """
     integers = {n: str(d) for n, d in result.schema.items() if str(d) in _NULLABLE_INTEGERS}
     return dd.from_pandas(_to_pandas(result).astype(integers), npartitions=1)
+
+
+# --------------------------------------------------------------------------- fm.split
+
+
+def polars_schema(frame: Any) -> pl.Schema:
+    """The polars schema of a dask DataFrame's partitions (read from its meta)."""
+    return _to_polars(frame._meta, "interactions").schema
+
+
+@contextlib.contextmanager
+def split_parts(frame: Any, key: list[str], schema: pl.Schema) -> Iterator[_SplitParts]:
+    """``frame``'s rows shuffled by ``key``, as polars frames kept by the workers.
+
+    Each partition is converted to polars once and persisted: every pass of
+    :func:`frame_metrics.distributed.split.run` reads it as it is (no conversion, no
+    second shuffle); the frames are dropped with the last reference to them.
+    """
+    shuffled = frame.shuffle(on=list(key), npartitions=max(1, frame.npartitions))
+    parts = [dask_core.delayed(_polars_part)(part, schema) for part in shuffled.to_delayed()]
+    yield _SplitParts(list(dask_core.persist(*parts)), frame._meta)
+
+
+def _polars_part(part: pd.DataFrame, schema: pl.Schema) -> pl.DataFrame:
+    return _to_polars(part, "interactions").cast(schema)
+
+
+def _applied(
+    fn: PartFn, part: pl.DataFrame, columns: Sequence[str], meta: pl.DataFrame
+) -> pl.DataFrame:
+    return conform(fn(part.select(columns)), meta)
+
+
+def _buckets(frame: pl.DataFrame, column: str, n: int) -> tuple[pl.DataFrame, ...]:
+    """``frame``'s rows in ``n`` parts by a hash of ``column``: a value's rows in one part."""
+    bucket = pl.col(column).hash(seed=0) % n
+    return tuple(frame.filter(bucket == i) for i in range(n))
+
+
+def _combined(fn: PartFn, pieces: Sequence[pl.DataFrame], meta: pl.DataFrame) -> pl.DataFrame:
+    return conform(fn(pl.concat(pieces, how="vertical_relaxed")), meta)
+
+
+def _regrouped(frames: Sequence[Any], column: str, fn: PartFn, meta: pl.DataFrame) -> list[Any]:
+    """Delayed frames moved so that each value of ``column`` is in one, ``fn`` on each."""
+    n = len(frames)
+    pieces = [dask_core.delayed(_buckets, nout=n)(frame, column, n) for frame in frames]
+    return [dask_core.delayed(_combined)(fn, [p[i] for p in pieces], meta) for i in range(n)]
+
+
+def _stacked(frames: Sequence[pl.DataFrame], meta: pl.DataFrame) -> pl.DataFrame:
+    return pl.concat([meta, *frames], how="vertical_relaxed").cast(meta.schema)
+
+
+def _pandas_like(frame: pl.DataFrame, meta: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` as pandas, each column in the dtype of ``meta``'s column of that name.
+
+    Through polars a column may come back in another dtype (a nullable ``Int64`` as
+    float64, ``string[pyarrow]`` as object): the caller's kind is kept.
+    """
+    out = _to_pandas(frame)
+    changed = {
+        c: meta.dtypes[c]
+        for c in out.columns
+        if c in meta.columns
+        and out.dtypes[c] != meta.dtypes[c]
+        and not isinstance(meta.dtypes[c], pd.CategoricalDtype)
+    }
+    return out.astype(changed) if changed else out
+
+
+class _SplitParts:
+    """:class:`frame_metrics.distributed.split.Parts` on persisted polars partitions."""
+
+    def __init__(self, parts: list[Any], meta: pd.DataFrame) -> None:
+        self.parts = parts
+        self.meta = meta
+
+    def run(
+        self,
+        fn: PartFn,
+        meta: pl.DataFrame,
+        columns: Sequence[str],
+        *,
+        regroup: str | None = None,
+        combine: PartFn | None = None,
+    ) -> pl.DataFrame:
+        """``fn`` on each partition's ``columns``; with ``regroup``, ``combine`` after it."""
+        outs = [dask_core.delayed(_applied)(fn, part, list(columns), meta) for part in self.parts]
+        if regroup is not None:
+            assert combine is not None
+            outs = _regrouped(outs, regroup, combine, meta)
+        return _stacked(dask_core.compute(*outs), meta)
+
+    def label(self, fn: LabelFn, metas: tuple[pl.DataFrame, ...]) -> _SplitRows:
+        """The labelled rows persisted as pandas partitions; the report's parts beside them."""
+        data_meta, stats_meta, items_meta = metas
+        meta = _pandas_like(data_meta, self.meta)
+        outs = [dask_core.delayed(fn, nout=3)(part) for part in self.parts]
+        data = [dask_core.delayed(_pandas_like)(out[0], meta) for out in outs]
+        n = len(outs)
+        kept = dask_core.persist(*data, *(out[1] for out in outs), *(out[2] for out in outs))
+        stats = _stacked(dask_core.compute(*kept[n : 2 * n]), stats_meta)
+        frame = dd.from_delayed(list(kept[:n]), meta=meta, verify_meta=False)
+        return _SplitRows(frame, stats, list(kept[2 * n :]), items_meta)
+
+
+class _SplitRows:
+    """:class:`frame_metrics.distributed.split.Labelled`: persisted labelled partitions."""
+
+    def __init__(
+        self, frame: Any, stats: pl.DataFrame, items: list[Any], items_meta: pl.DataFrame
+    ) -> None:
+        self._frame = frame
+        self.stats = stats
+        self._items = items
+        self._items_meta = items_meta
+
+    def item_counts(self, fn: PartFn, meta: pl.DataFrame) -> pl.DataFrame:
+        """``fn`` on the report's item rows, regrouped by item."""
+        item = next(c for c in self._items_meta.columns if c not in ("fold", SIDE))
+        return _stacked(dask_core.compute(*_regrouped(self._items, item, fn, meta)), meta)
+
+    def rows(self, conditions: list[Condition], columns: list[str], fold_as: str | None) -> Any:
+        """The labelled rows meeting ``conditions``, with ``columns`` (and ``fold_as``)."""
+        frame = self._frame
+        keep = None
+        for condition in conditions:
+            column = frame[condition.column]
+            if condition.op == "==":
+                test = column == condition.value
+            elif condition.op == "!=":
+                test = column != condition.value
+            else:
+                test = column <= condition.value
+            keep = test if keep is None else keep & test
+        chosen = [*columns, *([FOLD] if fold_as is not None else [])]
+        out = frame[keep][chosen]
+        return out.rename(columns={FOLD: fold_as}) if fold_as is not None else out

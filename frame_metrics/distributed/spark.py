@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import io
 import os
 import re
 import shutil
@@ -34,11 +35,21 @@ import pyarrow as pa
 
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.distributed import core
+from frame_metrics.distributed.split import ROW, Condition, LabelFn, PartFn, conform
 from frame_metrics.errors import FrameMetricsError, MissingDependencyError
 from frame_metrics.frames import kind_of, to_lazy
 from frame_metrics.spec import Spec
+from frame_metrics.splits import DROP, FOLD, SIDE
 
-__all__ = ["diagnose", "evaluate", "is_spark", "like", "to_polars"]
+__all__ = [
+    "diagnose",
+    "evaluate",
+    "is_spark",
+    "like",
+    "polars_schema",
+    "split_parts",
+    "to_polars",
+]
 
 _TAG = "_fm_frame"
 _ONE = "_fm_one"
@@ -78,6 +89,8 @@ def _small_types(table: pa.Table) -> pa.Table:
     def small(t: pa.DataType) -> pa.DataType:
         if pa.types.is_large_string(t) or pa.types.is_string_view(t):
             return pa.string()
+        if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+            return pa.binary()
         if pa.types.is_large_list(t) or pa.types.is_list(t):
             return pa.list_(small(t.value_type))
         if pa.types.is_fixed_size_list(t):
@@ -109,9 +122,15 @@ def _spark_schema(frame: pl.DataFrame) -> Any:
 
 
 def _polars_schema(frame: Any) -> pl.Schema:
+    """The polars schema of ``frame``'s rows as Spark hands them to Python.
+
+    Spark's Arrow batches hold a timestamp in the session's time zone (a timestamp
+    without time zone as it is).
+    """
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    out = pl.from_arrow(to_arrow_schema(frame.schema).empty_table())
+    zone = frame.sparkSession.conf.get("spark.sql.session.timeZone")
+    out = pl.from_arrow(to_arrow_schema(frame.schema, timezone=zone).empty_table())
     assert isinstance(out, pl.DataFrame)
     return out.schema
 
@@ -545,3 +564,174 @@ def to_polars(frame: Any) -> pl.DataFrame:
 def like(frame: Any, result: pl.DataFrame) -> Any:
     """``result`` as a Spark DataFrame of ``frame``'s session."""
     return frame.sparkSession.createDataFrame(_arrow(result))
+
+
+# --------------------------------------------------------------------------- fm.split
+
+
+def polars_schema(frame: Any) -> pl.Schema:
+    """The polars schema of a Spark DataFrame's rows as they reach Python (Arrow)."""
+    return _polars_schema(frame)
+
+
+#: The column of the kept labelled frame holding a partition's report stats (Arrow IPC).
+_PART = "_fm_part"
+
+
+@contextlib.contextmanager
+def split_parts(frame: Any, key: list[str], schema: pl.Schema) -> Iterator[_SplitParts]:
+    """``frame``'s rows hash-partitioned by ``key`` and cached while the block runs.
+
+    Every pass of :func:`frame_metrics.distributed.split.run` reads the cache (one read
+    and shuffle of the input in all); it is dropped when the block ends, the labelled
+    rows having been cached by then.
+    """
+    with _without_pandas_notice(), _our_actions(frame.sparkSession):
+        rows = _persisted(frame.repartition(*(_column(k) for k in key)))
+        try:
+            yield _SplitParts(rows, schema)
+        finally:
+            _unpersist(rows)
+
+
+def _mapped(frame: Any, fn: PartFn, schema: Mapping[str, pl.DataType], meta: pl.DataFrame) -> Any:
+    """``fn`` on each partition's rows of ``frame`` (polars frames of ``schema``), lazily.
+
+    The function carries only plain values and polars objects: Spark pickles it for the
+    workers. An empty partition gives no row.
+    """
+    types = pl.Schema(schema)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        parts = [b for b in batches if b.num_rows]
+        if parts:
+            rows = pl.from_arrow(pa.Table.from_batches(parts))
+            assert isinstance(rows, pl.DataFrame)
+            out = conform(fn(rows.cast(types)), meta)
+            yield from _arrow(out).to_batches()
+
+    return frame.mapInArrow(run, _spark_schema(meta))
+
+
+def _collected(frame: Any, meta: pl.DataFrame) -> pl.DataFrame:
+    out = pl.from_arrow(frame.toArrow())
+    assert isinstance(out, pl.DataFrame)
+    return out.cast(meta.schema) if out.height else meta.clear()
+
+
+class _SplitParts:
+    """:class:`frame_metrics.distributed.split.Parts` on a cached Spark DataFrame."""
+
+    def __init__(self, rows: Any, schema: pl.Schema) -> None:
+        self.rows = rows
+        self.schema = schema
+
+    def run(
+        self,
+        fn: PartFn,
+        meta: pl.DataFrame,
+        columns: list[str] | tuple[str, ...],
+        *,
+        regroup: str | None = None,
+        combine: PartFn | None = None,
+    ) -> pl.DataFrame:
+        """``fn`` on each partition's ``columns``; with ``regroup``, ``combine`` after it."""
+        source = self.rows.select(*(_column(c) for c in columns))
+        out = _mapped(source, fn, {c: self.schema[c] for c in columns}, meta)
+        if regroup is not None:
+            assert combine is not None
+            out = _mapped(out.repartition(_column(regroup)), combine, meta.schema, meta)
+        return _collected(out, meta)
+
+    def label(self, fn: LabelFn, metas: tuple[pl.DataFrame, ...]) -> _SplitRows:
+        """The labelled rows, cached, with the report's item rows and stats beside them.
+
+        One Spark output per partition, so its three results are stacked, told apart by
+        ``ROW``: 0 the labelled rows; 1 the report's items (the item, the fold, the side
+        in the drop column); 2 one row of the partition's report stats, as Arrow IPC.
+        """
+        data_meta, stats_meta, items_meta = metas
+        item = next(c for c in items_meta.columns if c not in ("fold", SIDE))
+        tagged_meta = pl.concat(
+            [
+                data_meta.with_columns(pl.lit(0, pl.Int8).alias(ROW)),
+                pl.DataFrame(schema={_PART: pl.Binary}),
+            ],
+            how="diagonal_relaxed",
+        )
+
+        def tag(rows: pl.DataFrame) -> pl.DataFrame:
+            data, stats, items = fn(rows)
+            return pl.concat(
+                [
+                    data.with_columns(pl.lit(0, pl.Int8).alias(ROW)),
+                    items.select(
+                        item,
+                        pl.col("fold").alias(FOLD),
+                        pl.col(SIDE).alias(DROP),
+                        pl.lit(1, pl.Int8).alias(ROW),
+                    ),
+                    pl.DataFrame(
+                        {ROW: [2], _PART: [stats.write_ipc(None).getvalue()]},
+                        schema={ROW: pl.Int8, _PART: pl.Binary},
+                    ),
+                ],
+                how="diagonal_relaxed",
+            )
+
+        kept = _persisted(_mapped(self.rows, tag, self.schema, tagged_meta))
+        try:
+            # Reading the stats computes and caches every partition.
+            blobs = kept.where(_column(ROW) == 2).select(_column(_PART)).toArrow()
+        except Exception:
+            _unpersist(kept)
+            raise
+        stats = [pl.read_ipc(io.BytesIO(b.as_py())) for b in blobs.column(0)]
+        return _SplitRows(
+            kept, pl.concat([stats_meta, *stats], how="vertical_relaxed"), item, items_meta
+        )
+
+
+class _SplitRows:
+    """:class:`frame_metrics.distributed.split.Labelled`: the cached labelled rows.
+
+    The cache is dropped when this object and every frame given out of it are no longer
+    referenced (each frame holds it): a loop of calls does not pile up cached rows. A
+    frame derived from one of them and kept longer is still right, recomputed from its
+    plan.
+    """
+
+    def __init__(self, kept: Any, stats: pl.DataFrame, item: str, items_meta: pl.DataFrame) -> None:
+        self._kept = kept
+        self.stats = stats
+        self._item = item
+        self._items_meta = items_meta
+        weakref.finalize(self, _unpersist, kept).atexit = False
+
+    def item_counts(self, fn: PartFn, meta: pl.DataFrame) -> pl.DataFrame:
+        """``fn`` on the report's item rows, regrouped by item."""
+        rows = self._kept.where(_column(ROW) == 1).select(
+            _column(self._item), _column(FOLD).alias("fold"), _column(DROP).alias(SIDE)
+        )
+        regrouped = rows.repartition(_column(self._item))
+        with _without_pandas_notice(), _our_actions(self._kept.sparkSession):
+            return _collected(_mapped(regrouped, fn, self._items_meta.schema, meta), meta)
+
+    def rows(self, conditions: list[Condition], columns: list[str], fold_as: str | None) -> Any:
+        """The labelled rows meeting ``conditions``, with ``columns`` (and ``fold_as``)."""
+        keep = _column(ROW) == 0
+        for condition in conditions:
+            column = _column(condition.column)
+            if condition.op == "==":
+                keep = keep & (column == condition.value)
+            elif condition.op == "!=":
+                keep = keep & (column != condition.value)
+            else:
+                keep = keep & (column <= condition.value)
+        chosen = [_column(c) for c in columns]
+        if fold_as is not None:
+            chosen.append(_column(FOLD).alias(fold_as))
+        out = self._kept.where(keep).select(*chosen)
+        with contextlib.suppress(AttributeError, TypeError):
+            out._fm_kept = self  # the cache lives while the frame does
+        return out
