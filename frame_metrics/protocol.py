@@ -285,19 +285,24 @@ def _check_time_value(option: str, value: object, column: str, dtype: pl.DataTyp
         ) from None
 
 
+def _aggregates(options: SplitOptions, schema: pl.Schema) -> list[splits.Aggregate]:
+    """The values over every row the data checks read (Spark and Dask compute them too)."""
+    out = [splits.Aggregate("rows", "rows")]
+    for column in [*options.user, options.item, *([options.time] if options.time else [])]:
+        out.append(splits.Aggregate(f"nulls:{column}", "nulls", (column,)))
+    if options.time is not None:
+        if schema[options.time].is_float():
+            out.append(splits.Aggregate(f"nans:{options.time}", "nans", (options.time,)))
+        out.append(splits.Aggregate("time_min", "min", (options.time,)))
+        out.append(splits.Aggregate("time_max", "max", (options.time,)))
+    if options.method == "user_kfold":
+        out.append(splits.Aggregate("users", "distinct", options.user))
+    return out
+
+
 def _checks(options: SplitOptions, schema: pl.Schema) -> list[pl.Expr]:
     """The aggregates the data checks read, in one select."""
-    out: list[pl.Expr] = [pl.len().alias("rows")]
-    for column in [*options.user, options.item, *([options.time] if options.time else [])]:
-        out.append(pl.col(column).null_count().alias(f"nulls:{column}"))
-    if options.time is not None:
-        time = pl.col(options.time)
-        if schema[options.time].is_float():
-            out.append(time.is_nan().sum().alias(f"nans:{options.time}"))
-        out.append(time.min().alias("time_min"))
-        out.append(time.max().alias("time_max"))
-    if options.method == "user_kfold":
-        out.append(pl.struct(options.user).n_unique().alias("users"))
+    out = [a.expr() for a in _aggregates(options, schema)]
     if options.method == "time_windows":
         assert options.time is not None
         out.append(splits.window_edges(options, schema[options.time])[-1].alias("first_edge"))
@@ -725,31 +730,26 @@ def split(
 def _split_on_engine(adapter: Any, frame: Any, options: SplitOptions, name: str) -> Split | Folds:
     """A Spark or Dask frame, split by its engine (:mod:`frame_metrics.distributed.split`).
 
-    The same checks as on one frame, added up over the partitions at the call; the
-    sides are frames of the input's kind.
+    The same checks as on one frame, computed by the engine over every row at the call;
+    the sides are frames of the input's kind.
     """
     from frame_metrics.distributed import split as on_engine
 
     schema = adapter.polars_schema(frame)
     options = _check_schema(options, schema, name)
     options = _fix_at(options, schema[options.time] if options.time else None)
-    # The first edge of the windows is computed from the largest time, added up first.
-    checks = [c for c in _checks(options, schema) if c.meta.output_name() != "first_edge"]
 
-    def on_checks(rows: pl.DataFrame) -> None:
-        _run_checks(_added_up(rows, options, schema), options, name)
+    def on_checks(found: pl.DataFrame) -> None:
+        _run_checks(_with_first_edge(found, options, schema), options, name)
 
-    return _result(on_engine.run(adapter, frame, options, schema, checks, on_checks))
+    sides = on_engine.run(adapter, frame, options, schema, _aggregates(options, schema), on_checks)
+    return _result(sides)
 
 
-def _added_up(rows: pl.DataFrame, options: SplitOptions, schema: pl.Schema) -> dict[str, Any]:
-    """Every partition's :func:`_checks` values as those of the whole frame.
-
-    Counts add up (a partition holds each of its users whole, so its distinct users
-    too); the times are the least and the largest.
-    """
-    extremes = {"time_min": pl.col("time_min").min(), "time_max": pl.col("time_max").max()}
-    found = rows.select(extremes.get(c, pl.col(c).sum()) for c in rows.columns)
+def _with_first_edge(
+    found: pl.DataFrame, options: SplitOptions, schema: pl.Schema
+) -> dict[str, Any]:
+    """The engine's check values, and the windows' first edge from the largest time."""
     values = found.row(0, named=True)
     if options.method == "time_windows" and values["rows"]:
         assert options.time is not None

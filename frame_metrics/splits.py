@@ -33,7 +33,6 @@ __all__ = [
     "HASH",
     "ITEM_COLD",
     "ITEM_FIRST",
-    "ITEM_LAST",
     "ITEM_ROWS",
     "METHODS",
     "MULTI_FOLD",
@@ -42,6 +41,7 @@ __all__ = [
     "REPORT_COLUMNS",
     "SIDE",
     "USER_FOLD",
+    "Aggregate",
     "Globals",
     "Plan",
     "SplitOptions",
@@ -57,6 +57,7 @@ __all__ = [
     "summed_tallies",
     "train_rows",
     "window_edges",
+    "with_cold_items",
     "with_hash",
 ]
 
@@ -97,7 +98,6 @@ _TRAIN_UP_TO: Final = f"{RESERVED_PREFIX}train_up_to"
 ITEM_FIRST: Final = f"{RESERVED_PREFIX}item_first"
 ITEM_ROWS: Final = f"{RESERVED_PREFIX}item_rows"
 ITEM_COLD: Final = f"{RESERVED_PREFIX}item_cold"
-ITEM_LAST: Final = f"{RESERVED_PREFIX}item_last"
 
 # splitmix64 (Steele, Lea and Flood 2014; Vigna's reference code): the increment and the
 # two multipliers of its finaliser. UInt64 arithmetic in polars wraps, as the mixer needs.
@@ -247,15 +247,52 @@ class Globals:
 
     ``cut``: the time method's cut; ``threshold``: the random method's k-th smallest event
     hash (None: no test row); ``end``: the largest time (time windows); ``dealt``: each
-    user's fold (user_kfold, columns key + ``USER_FOLD``); ``items``: the cold-item table
-    (:func:`item_tallies` summed, :func:`cold_items`).
+    user's fold (user_kfold, columns key + ``USER_FOLD``). The cold items come after the
+    labels (:func:`with_cold_items`). ``cut`` and ``end`` may be one-value Series (every
+    digit of a nanosecond time kept).
     """
 
     cut: object = None
     threshold: int | None = None
     end: object = None
     dealt: pl.LazyFrame | None = None
-    items: pl.LazyFrame | None = None
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One value over every row that the data checks read: ``kind`` of ``columns``.
+
+    Kinds: ``rows`` (the rows), ``nulls`` and ``nans`` (of one column), ``min`` and
+    ``max`` (of one column), ``distinct`` (distinct values of the columns together). A
+    list of them is one aggregate: polars runs :meth:`expr`, an engine its own (Spark,
+    Dask), with the same numbers.
+    """
+
+    name: str
+    kind: Literal["rows", "nulls", "nans", "min", "max", "distinct"]
+    columns: tuple[str, ...] = ()
+
+    def expr(self) -> pl.Expr:
+        """The value as a polars aggregate expression.
+
+        Examples
+        --------
+        >>> pl.DataFrame({"a": [1, None]}).select(Aggregate("n", "nulls", ("a",)).expr()).item()
+        1
+        """
+        if self.kind == "rows":
+            out = pl.len().cast(pl.Int64)
+        elif self.kind == "distinct":
+            out = pl.struct(self.columns).n_unique().cast(pl.Int64)
+        else:
+            column = pl.col(self.columns[0])
+            out = {
+                "nulls": column.null_count().cast(pl.Int64),
+                "nans": column.is_nan().sum().cast(pl.Int64),
+                "min": column.min(),
+                "max": column.max(),
+            }[self.kind]
+        return out.alias(self.name)
 
 
 def round_half_up(x: pl.Expr) -> pl.Expr:
@@ -392,7 +429,9 @@ def report_parts(plan: Plan, folds: Sequence[int]) -> tuple[pl.LazyFrame, pl.Laz
             population = plan.labelled
             if options.method == "user_kfold":
                 population = population.filter(pl.col(USER_FOLD) == fold)
-            only_train = population.filter(pl.col(QUOTA) == 0).select(key).unique()
+            # A user's quota is 0 exactly when it has no candidate (positions start at 1).
+            none = pl.col(FOLD).is_null().all().alias("_fm_none")
+            only_train = population.group_by(key).agg(none).filter(pl.col("_fm_none"))
         else:
             only_train = (
                 train.select(key)
@@ -640,60 +679,32 @@ def _global(
     return frame.with_columns(which.alias(FOLD)).with_columns(left.alias(_TRAIN_UP_TO))
 
 
-def item_tallies(frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema) -> pl.LazyFrame:
+def item_tallies(candidates: pl.LazyFrame, options: SplitOptions) -> pl.LazyFrame:
     """Per item, what decides whether it is cold; partitions' tallies add up.
 
-    Read from the rows alone, before any value over every row (cut, threshold, folds of
-    users) is known, so a partitioned run tallies in its first pass over the data:
-
-    - ``time``, ``time_windows``: the item's earliest time (``ITEM_FIRST``; a fold's
-      train is every row before a time, so the item is cold when that is after it);
-    - ``random``: the item's largest event hash (``ITEM_LAST``; cold when every row is
-      drawn, that is when it is at most the threshold);
-    - ``last_n``, ``ratio``: the item's rows per ``FOLD`` (null: no test candidate) as
-      ``ITEM_ROWS``;
-    - ``user_kfold``: the item's rows per user key of its test candidates (the key null:
-      its other rows) as ``ITEM_ROWS``: cold in fold f when they are all candidates of
-      users of fold f (a user's candidates do not depend on its fold).
-
-    Added up by :func:`summed_tallies`, read by :func:`cold_items`.
+    ``candidates``: rows with ``FOLD`` (:func:`candidates`, or :func:`labelled`'s rows).
+    Time windows: the item's earliest time (``ITEM_FIRST``; partitions' take the min).
+    The other methods: the item's rows per ``FOLD`` (null: no fold's test) as
+    ``ITEM_ROWS`` (partitions' add up). Read by :func:`cold_items`.
     """
-    item = options.item
-    if options.method in ("time", "time_windows"):
+    if options.method == "time_windows":
         assert options.time is not None
-        return frame.group_by(item).agg(pl.col(options.time).min().alias(ITEM_FIRST))
-    if options.method == "random":
-        hashed = with_hash(frame, options.seed, options.event, schema)
-        return hashed.group_by(item).agg(pl.col(_HASH).max().alias(ITEM_LAST))
-    rows = pl.len().cast(pl.Int64).alias(ITEM_ROWS)
-    if options.method == "user_kfold":
-        # Any fold will do: only whether a row is a candidate is read here.
-        dummy = frame.with_columns(pl.lit(0, dtype=pl.Int64).alias(USER_FOLD))
-        labelled = _per_user(dummy, options, schema)
-        candidate = pl.col(FOLD).is_not_null()
-        keys = [pl.when(candidate).then(pl.col(k)).alias(k) for k in options.key]
-        return labelled.group_by(item, *keys).agg(rows)
-    return candidates(frame, options, schema).group_by(item, FOLD).agg(rows)
+        first = pl.col(options.time).min().alias(ITEM_FIRST)
+        return candidates.group_by(options.item).agg(first)
+    return candidates.group_by(options.item, FOLD).agg(pl.len().cast(pl.Int64).alias(ITEM_ROWS))
 
 
 def summed_tallies(tallies: pl.LazyFrame, options: SplitOptions) -> pl.LazyFrame:
     """:func:`item_tallies` of several partitions as one, for the items they hold whole.
 
-    Rows of an item in several partitions add up (sums, the earliest time, the largest
-    hash); an item that cannot be cold whatever the global values (a row that is no
-    candidate of any fold) is left out, so what stays is small.
+    An item's rows in several partitions add up (the earliest time: the least). Of the
+    other methods' items only those that may be cold stay (one ``FOLD``, not null), so
+    what is left is small.
     """
-    item = options.item
-    if options.method in ("time", "time_windows"):
-        return tallies.group_by(item).agg(pl.col(ITEM_FIRST).min())
-    if options.method == "random":
-        return tallies.group_by(item).agg(pl.col(ITEM_LAST).max())
-    if options.method == "user_kfold":
-        summed = tallies.group_by(item, *options.key).agg(pl.col(ITEM_ROWS).sum())
-        other = pl.col(options.key[0]).is_null()  # the rows that are nobody's test
-        return summed.filter(~other.any().over(item))
-    summed = tallies.group_by(item, FOLD).agg(pl.col(ITEM_ROWS).sum())
-    return summed.filter((pl.len().over(item) == 1) & pl.col(FOLD).is_not_null())
+    if options.method == "time_windows":
+        return tallies.group_by(options.item).agg(pl.col(ITEM_FIRST).min())
+    summed = tallies.group_by(options.item, FOLD).agg(pl.col(ITEM_ROWS).sum())
+    return summed.filter((pl.len().over(options.item) == 1) & pl.col(FOLD).is_not_null())
 
 
 def cold_items(
@@ -702,52 +713,60 @@ def cold_items(
     schema: pl.Schema,
     globals_: Globals | None = None,
 ) -> pl.LazyFrame:
-    """Every partition's :func:`item_tallies` made the table :func:`labelled` reads.
+    """The ``(item, FOLD)`` pairs of items cold in a fold, from every partition's tallies.
 
-    Fold f's train is every row but fold f's candidates (time windows: every row up to
-    its left edge), so an item is cold in fold f when all its rows are fold f's
-    candidates. The table: ``(item, FOLD, ITEM_COLD)`` for each cold item and fold;
-    time windows ``(item, ITEM_FIRST)``, compared with each fold's edge by the rows.
-    ``globals_`` gives the cut, the threshold, the largest time and the users' folds.
+    Fold f's train is every row but fold f's candidates, so an item is cold in fold f
+    when all its rows are fold f's candidates: one ``FOLD`` group, and it is f. Time
+    windows: fold f's train is every row up to its window's left edge, so the item is
+    cold in each fold whose edge is before its earliest time (``globals_.end`` or the
+    call's ``end`` gives the edges). Read by :func:`with_cold_items`.
     """
     summed = summed_tallies(tallies, options)
     item = options.item
-    cold = pl.lit(True).alias(ITEM_COLD)
-    zero = pl.lit(0, dtype=pl.Int64).alias(FOLD)
-    if options.method == "time_windows":
-        assert options.time is not None
-        if options.end is not None or (globals_ is not None and globals_.end is not None):
-            # An item seen at or before window 0's left edge has a train row in every
-            # fold: only the others are sent to the partitions.
-            first_edge = window_edges(options, schema[options.time], globals_)[-1]
-            summed = summed.filter(pl.col(ITEM_FIRST) > first_edge)
-        return summed
-    if options.method == "time":
-        assert options.time is not None
-        at = options.at if options.at is not None else (globals_ or Globals()).cut
-        if at is None:
-            return summed.filter(pl.lit(False)).select(item, zero, cold)
-        first = pl.col(ITEM_FIRST) >= _lit(at, schema[options.time])
-        return summed.filter(first).select(item, zero, cold)
-    if options.method == "random":
-        threshold = (globals_ or Globals()).threshold
-        drawn = pl.col(ITEM_LAST) <= pl.lit(threshold, dtype=pl.UInt64)
-        return summed.filter(drawn.fill_null(value=False)).select(item, zero, cold)
-    if options.method == "user_kfold":
-        assert globals_ is not None
-        assert globals_.dealt is not None
-        users = summed.join(globals_.dealt, on=options.key, how="left", nulls_equal=True)
-        folds = users.group_by(item).agg(
-            pl.col(USER_FOLD).n_unique().alias("folds"), pl.col(USER_FOLD).first().alias(FOLD)
-        )
-        return folds.filter(pl.col("folds") == 1).select(item, pl.col(FOLD).cast(pl.Int64), cold)
-    return summed.select(item, FOLD, cold)
+    if options.method != "time_windows":
+        return summed.select(item, FOLD)
+    assert options.time is not None
+    edges = window_edges(options, schema[options.time], globals_)
+    folds = options.n_folds
+    return pl.concat(
+        [
+            summed.filter(pl.col(ITEM_FIRST) > edges[folds - fold]).select(
+                item, pl.lit(fold, dtype=pl.Int64).alias(FOLD)
+            )
+            for fold in range(folds)
+        ]
+    )
 
 
-def _filters(
-    frame: pl.LazyFrame, options: SplitOptions, globals_: Globals | None = None
-) -> pl.LazyFrame:
-    """Label each test candidate: kept, or dropped by the first filter that drops it."""
+def with_cold_items(labelled: pl.LazyFrame, cold: pl.LazyFrame, item: str) -> pl.LazyFrame:
+    """Labelled rows of a partition of users with the cold-item filter applied.
+
+    ``labelled``: :func:`labelled`'s rows with ``cold_items="keep"``; ``cold``:
+    :func:`cold_items` over every partition. A candidate kept or dropped as already seen
+    whose item is cold in its fold is dropped as a cold item (the sheet's order: users,
+    items, seen); a cold user's row stays counted as one.
+    """
+    flagged = cold.select(item, FOLD, pl.lit(True).alias(ITEM_COLD))
+    joined = labelled.join(
+        flagged, on=[item, FOLD], how="left", nulls_equal=True, maintain_order="left"
+    )
+    code = pl.col(DROP)
+    movable = code.is_in([DROP_CODES["kept"], DROP_CODES["seen"]])
+    # An untyped literal takes the column's integer type (UInt8 here, Int8 on Dask's rows).
+    return joined.with_columns(
+        pl.when(pl.col(ITEM_COLD).fill_null(value=False) & movable)
+        .then(pl.lit(DROP_CODES["cold_items"]))
+        .otherwise(code)
+        .alias(DROP)
+    ).drop(ITEM_COLD)
+
+
+def _filters(frame: pl.LazyFrame, options: SplitOptions) -> pl.LazyFrame:
+    """Label each test candidate: kept, or dropped by the first filter that drops it.
+
+    On a partition of the users (Spark, Dask) the cold items, which need every user's
+    rows, are left to :func:`with_cold_items` (the run labels with ``cold_items="keep"``).
+    """
     candidate = pl.col(FOLD).is_not_null()
     if options.method == "time_windows":
         # Fold f's train is every row up to its left edge: a user, item or pair has a
@@ -756,11 +775,7 @@ def _filters(
         time = pl.col(options.time)
         edge = pl.col(_TRAIN_UP_TO)
         cold_user = time.min().over(options.key) > edge
-        if globals_ is not None and globals_.items is not None:
-            frame = frame.join(globals_.items, on=options.item, how="left", nulls_equal=True)
-            cold_item = pl.col(ITEM_FIRST) > edge
-        else:
-            cold_item = time.min().over(options.item) > edge
+        cold_item = time.min().over(options.item) > edge
         seen = time.min().over([*options.key, options.item]) <= edge
     else:
         # Fold f's train is every row but fold f's candidates. A user's candidates are all
@@ -769,13 +784,8 @@ def _filters(
         other = (~candidate).cast(pl.UInt32)
         cold_user = other.sum().over(options.key) == 0
         seen = other.sum().over([*options.key, options.item]) > 0
-        if globals_ is not None and globals_.items is not None:
-            on = [options.item, FOLD]
-            frame = frame.join(globals_.items, on=on, how="left", nulls_equal=True)
-            cold_item = pl.col(ITEM_COLD).fill_null(value=False)
-        else:
-            in_fold = candidate.cast(pl.UInt32).sum().over([options.item, FOLD])
-            cold_item = pl.len().over(options.item) == in_fold
+        in_fold = candidate.cast(pl.UInt32).sum().over([options.item, FOLD])
+        cold_item = pl.len().over(options.item) == in_fold
     code = pl.lit(DROP_CODES["kept"], dtype=pl.UInt8)
     # Written last to first so that the first filter in the sheet's order wins.
     rules = [("seen", seen), ("cold_items", cold_item), ("cold_users", cold_user)]
@@ -804,7 +814,7 @@ def labelled(
     ``globals_``: given when ``frame`` is one partition of the users (Spark, Dask).
     """
     columns = list(schema.names())
-    work = _filters(candidates(frame, options, schema, globals_), options, globals_)
+    work = _filters(candidates(frame, options, schema, globals_), options)
     keep = [*columns, FOLD, DROP]
     edges: list[pl.Expr] = []
     extra: list[str] = []
@@ -812,10 +822,8 @@ def labelled(
         assert options.time is not None
         edges = window_edges(options, schema[options.time], globals_)
         extra = [_TRAIN_UP_TO]
-    if options.method in PER_USER:
-        extra = [QUOTA]
-        if options.method == "user_kfold":
-            extra.append(USER_FOLD)
+    if options.method == "user_kfold":
+        extra = [USER_FOLD]
     return Plan(options, work.select(*keep, *extra), columns, edges)
 
 

@@ -12,6 +12,7 @@ lazy over that pass kept with ``persist()``; with ``validate=False`` the result 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -23,10 +24,10 @@ import polars as pl
 
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.distributed import core
-from frame_metrics.distributed.split import Condition, LabelFn, PartFn, conform
+from frame_metrics.distributed.split import Condition, PartFn, added_up, conform
 from frame_metrics.frames import kind_of, to_lazy
 from frame_metrics.spec import Spec
-from frame_metrics.splits import FOLD, SIDE
+from frame_metrics.splits import FOLD, ITEM_FIRST, Aggregate, with_cold_items
 
 __all__ = [
     "diagnose",
@@ -280,7 +281,7 @@ def split_parts(frame: Any, key: list[str], schema: pl.Schema) -> Iterator[_Spli
     """
     shuffled = frame.shuffle(on=list(key), npartitions=max(1, frame.npartitions))
     parts = [dask_core.delayed(_polars_part)(part, schema) for part in shuffled.to_delayed()]
-    yield _SplitParts(list(dask_core.persist(*parts)), frame._meta)
+    yield _SplitParts(list(dask_core.persist(*parts)), frame._meta, schema)
 
 
 def _polars_part(part: pd.DataFrame, schema: pl.Schema) -> pl.DataFrame:
@@ -303,15 +304,26 @@ def _combined(fn: PartFn, pieces: Sequence[pl.DataFrame], meta: pl.DataFrame) ->
     return conform(fn(pl.concat(pieces, how="vertical_relaxed")), meta)
 
 
-def _regrouped(frames: Sequence[Any], column: str, fn: PartFn, meta: pl.DataFrame) -> list[Any]:
-    """Delayed frames moved so that each value of ``column`` is in one, ``fn`` on each."""
-    n = len(frames)
-    pieces = [dask_core.delayed(_buckets, nout=n)(frame, column, n) for frame in frames]
-    return [dask_core.delayed(_combined)(fn, [p[i] for p in pieces], meta) for i in range(n)]
-
-
-def _stacked(frames: Sequence[pl.DataFrame], meta: pl.DataFrame) -> pl.DataFrame:
-    return pl.concat([meta, *frames], how="vertical_relaxed").cast(meta.schema)
+def _passed(
+    parts: Sequence[Any],
+    fn: PartFn,
+    meta: pl.DataFrame,
+    columns: Sequence[str],
+    regroup: str | None,
+    combine: PartFn | None,
+) -> pl.DataFrame:
+    """``fn`` on each delayed polars partition; regrouped by a hash and combined; here."""
+    outs = [dask_core.delayed(_applied)(fn, part, list(columns), meta) for part in parts]
+    if regroup is not None:
+        assert combine is not None
+        n = len(outs)
+        pieces = [dask_core.delayed(_buckets, nout=n)(out, regroup, n) for out in outs]
+        outs = [
+            dask_core.delayed(_combined)(combine, [piece[i] for piece in pieces], meta)
+            for i in range(n)
+        ]
+    found: list[pl.DataFrame] = list(dask_core.compute(*outs))
+    return pl.concat([meta, *found], how="vertical_relaxed").cast(meta.schema)
 
 
 def _pandas_like(frame: pl.DataFrame, meta: pd.DataFrame) -> pd.DataFrame:
@@ -334,9 +346,10 @@ def _pandas_like(frame: pl.DataFrame, meta: pd.DataFrame) -> pd.DataFrame:
 class _SplitParts:
     """:class:`frame_metrics.distributed.split.Parts` on persisted polars partitions."""
 
-    def __init__(self, parts: list[Any], meta: pd.DataFrame) -> None:
+    def __init__(self, parts: list[Any], meta: pd.DataFrame, schema: pl.Schema) -> None:
         self.parts = parts
         self.meta = meta
+        self.schema = schema
 
     def run(
         self,
@@ -348,54 +361,153 @@ class _SplitParts:
         combine: PartFn | None = None,
     ) -> pl.DataFrame:
         """``fn`` on each partition's ``columns``; with ``regroup``, ``combine`` after it."""
-        outs = [dask_core.delayed(_applied)(fn, part, list(columns), meta) for part in self.parts]
-        if regroup is not None:
-            assert combine is not None
-            outs = _regrouped(outs, regroup, combine, meta)
-        return _stacked(dask_core.compute(*outs), meta)
+        return _passed(self.parts, fn, meta, columns, regroup, combine)
 
-    def label(self, fn: LabelFn, metas: tuple[pl.DataFrame, ...]) -> _SplitRows:
-        """The labelled rows persisted as pandas partitions; the report's parts beside them."""
-        data_meta, stats_meta, items_meta = metas
-        meta = _pandas_like(data_meta, self.meta)
-        outs = [dask_core.delayed(fn, nout=3)(part) for part in self.parts]
-        data = [dask_core.delayed(_pandas_like)(out[0], meta) for out in outs]
-        n = len(outs)
-        kept = dask_core.persist(*data, *(out[1] for out in outs), *(out[2] for out in outs))
-        stats = _stacked(dask_core.compute(*kept[n : 2 * n]), stats_meta)
-        frame = dd.from_delayed(list(kept[:n]), meta=meta, verify_meta=False)
-        return _SplitRows(frame, stats, list(kept[2 * n :]), items_meta)
+    def distinct(self, columns: Sequence[str]) -> pl.DataFrame:
+        """The distinct values of ``columns`` (each partition's, then all), here."""
+        meta = pl.DataFrame(schema={c: self.schema[c] for c in columns})
+        return _passed(self.parts, pl.DataFrame.unique, meta, columns, None, None).unique()
+
+    def largest(self, column: str) -> pl.Series:
+        """The largest value of ``column``, as a one-value Series."""
+        meta = pl.DataFrame(schema={column: self.schema[column]})
+        found = _passed(self.parts, _largest, meta, [column], None, None)
+        return found.select(pl.col(column).max())[column]
+
+    def label(self, fn: PartFn, meta: pl.DataFrame) -> _SplitRows:
+        """The labelled rows, persisted as polars partitions."""
+        labelled = [
+            dask_core.delayed(_applied)(fn, part, list(self.schema), meta) for part in self.parts
+        ]
+        return _SplitRows(list(dask_core.persist(*labelled)), meta, self.meta)
+
+
+def _largest(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.max()
+
+
+def _fold_range(frame: pl.DataFrame, item: str) -> pl.DataFrame:
+    """Per item, its least and largest fold (-1: a row of no fold's test)."""
+    return frame.group_by(item).agg(pl.col(FOLD).min().alias("lo"), pl.col(FOLD).max().alias("hi"))
+
+
+def _one_fold(frame: pl.DataFrame, item: str) -> pl.DataFrame:
+    """Items whose rows, over every partition, all have one fold (>= 0)."""
+    ranged = frame.group_by(item).agg(pl.col("lo").min(), pl.col("hi").max())
+    return ranged.filter((pl.col("lo") == pl.col("hi")) & (pl.col("lo") >= 0))
+
+
+def _first_time(frame: pl.DataFrame, item: str, time: str) -> pl.DataFrame:
+    return frame.group_by(item).agg(pl.col(time).min().alias(ITEM_FIRST))
+
+
+def _earliest(frame: pl.DataFrame, item: str) -> pl.DataFrame:
+    return frame.group_by(item).agg(pl.col(ITEM_FIRST).min())
 
 
 class _SplitRows:
-    """:class:`frame_metrics.distributed.split.Labelled`: persisted labelled partitions."""
+    """:class:`frame_metrics.distributed.split.Labelled`: persisted labelled partitions.
 
-    def __init__(
-        self, frame: Any, stats: pl.DataFrame, items: list[Any], items_meta: pl.DataFrame
-    ) -> None:
-        self._frame = frame
-        self.stats = stats
-        self._items = items
-        self._items_meta = items_meta
+    The sides are dask DataFrames over them: each partition's side is taken in polars
+    (the cold-item filter, :func:`frame_metrics.splits.with_cold_items`, then the
+    conditions) and converted to pandas when the frame is computed.
+    """
 
-    def item_counts(self, fn: PartFn, meta: pl.DataFrame) -> pl.DataFrame:
-        """``fn`` on the report's item rows, regrouped by item."""
-        item = next(c for c in self._items_meta.columns if c not in ("fold", SIDE))
-        return _stacked(dask_core.compute(*_regrouped(self._items, item, fn, meta)), meta)
+    def __init__(self, parts: list[Any], meta: pl.DataFrame, input_meta: pd.DataFrame) -> None:
+        self.parts = parts
+        self.meta = meta
+        self.input_meta = input_meta
+        self.cold: pl.DataFrame | None = None
+        self.item = ""
 
-    def rows(self, conditions: list[Condition], columns: list[str], fold_as: str | None) -> Any:
+    def aggregate(self, aggregates: Sequence[Aggregate]) -> pl.DataFrame:
+        """The ``aggregates`` over every kept row: each partition's, added up."""
+        fn = functools.partial(_aggregated, aggregates=list(aggregates))
+        meta = fn(self.meta)
+        return added_up(_passed(self.parts, fn, meta, self.meta.columns, None, None), aggregates)
+
+    def tallies(self, item: str, time: str | None) -> pl.DataFrame:
+        """The cold-item tallies: each partition's per item, regrouped by item."""
+        self.item = item
+        if time is not None:
+            first: PartFn = functools.partial(_first_time, item=item, time=time)
+            meta = first(self.meta)
+            combine: PartFn = functools.partial(_earliest, item=item)
+            return _passed(self.parts, first, meta, self.meta.columns, item, combine)
+        ranged: PartFn = functools.partial(_fold_range, item=item)
+        meta = ranged(self.meta)
+        combine = functools.partial(_one_fold, item=item)
+        found = _passed(self.parts, ranged, meta, self.meta.columns, item, combine)
+        return found.select(item, pl.col("lo").alias(FOLD))
+
+    def use_cold(self, cold: pl.DataFrame) -> None:
+        """The cold ``(item, FOLD)`` pairs, applied to every read from now on."""
+        self.cold = cold if cold.height else None
+
+    def _final(self) -> list[Any]:
+        if self.cold is None:
+            return self.parts
+        return [dask_core.delayed(_with_cold)(part, self.cold, self.item) for part in self.parts]
+
+    def run(
+        self,
+        fn: PartFn,
+        meta: pl.DataFrame,
+        columns: Sequence[str],
+        *,
+        regroup: str | None = None,
+        combine: PartFn | None = None,
+    ) -> pl.DataFrame:
+        """``fn`` on each partition of the labelled rows."""
+        return _passed(self._final(), fn, meta, columns, regroup, combine)
+
+    def rows(
+        self, conditions: Sequence[Condition], columns: Sequence[str], fold_as: str | None
+    ) -> Any:
         """The labelled rows meeting ``conditions``, with ``columns`` (and ``fold_as``)."""
-        frame = self._frame
-        keep = None
-        for condition in conditions:
-            column = frame[condition.column]
-            if condition.op == "==":
-                test = column == condition.value
-            elif condition.op == "!=":
-                test = column != condition.value
-            else:
-                test = column <= condition.value
-            keep = test if keep is None else keep & test
-        chosen = [*columns, *([FOLD] if fold_as is not None else [])]
-        out = frame[keep][chosen]
-        return out.rename(columns={FOLD: fold_as}) if fold_as is not None else out
+        empty = _side(self.meta, list(conditions), list(columns), fold_as)
+        meta = _pandas_like(empty, self.input_meta)
+        sides = [
+            dask_core.delayed(_pandas_side)(part, list(conditions), list(columns), fold_as, meta)
+            for part in self._final()
+        ]
+        return dd.from_delayed(sides, meta=meta, verify_meta=False)
+
+    def release(self) -> None:
+        """Nothing to do: the partitions go with the last reference to them."""
+
+
+def _aggregated(frame: pl.DataFrame, aggregates: list[Aggregate]) -> pl.DataFrame:
+    return frame.select(a.expr() for a in aggregates)
+
+
+def _with_cold(part: pl.DataFrame, cold: pl.DataFrame, item: str) -> pl.DataFrame:
+    return with_cold_items(part.lazy(), cold.lazy(), item).collect()
+
+
+def _side(
+    part: pl.DataFrame, conditions: list[Condition], columns: list[str], fold_as: str | None
+) -> pl.DataFrame:
+    keep = pl.lit(True)
+    for condition in conditions:
+        column = pl.col(condition.column)
+        if condition.op == "==":
+            keep = keep & (column == condition.value)
+        elif condition.op == "!=":
+            keep = keep & (column != condition.value)
+        else:
+            keep = keep & (column <= condition.value)
+    chosen = [pl.col(c) for c in columns]
+    if fold_as is not None:
+        chosen.append(pl.col(FOLD).cast(pl.Int64).alias(fold_as))
+    return part.filter(keep).select(chosen)
+
+
+def _pandas_side(
+    part: pl.DataFrame,
+    conditions: list[Condition],
+    columns: list[str],
+    fold_as: str | None,
+    meta: pd.DataFrame,
+) -> pd.DataFrame:
+    return _pandas_like(_side(part, conditions, columns, fold_as), meta)

@@ -1,27 +1,28 @@
 """``fm.split`` on Spark and Dask: the polars plan of :mod:`frame_metrics.splits` per partition.
 
-The rows are partitioned by user key once and kept by the engine (persisted); every
-pass below runs polars on each partition, which holds each of its users whole, and only
-small results reach the driver:
+The rows are partitioned by user key, so a partition holds each of its users whole; one
+pass runs :func:`~frame_metrics.splits.labelled` on each (the same polars code as on one
+frame) and the engine keeps its rows. What a partition cannot see is computed by the
+engine over every row, and only small results reach the driver:
 
-1. **First pass**: the data checks' aggregates (added up by
-   :mod:`frame_metrics.protocol`), the distinct events, the largest time, and what needs
-   no global value: the cold-item tallies (:func:`~frame_metrics.splits.item_tallies`,
-   regrouped by item by the engine and summed there), the hashes of the distinct users
-   (``user_kfold``: 8 bytes a user, sorted and dealt on the driver), and a first
-   histogram of the events' hashes (``random``) or times (``time`` with a share).
-2. **Order statistics** (``random``'s threshold, ``time``'s cut) exactly, by rounds of
-   histograms over what is left (:func:`_kth`): usually the first pass's histogram and
-   one pass fetching the few values of one bin.
-3. **Labels**: each partition runs :func:`~frame_metrics.splits.labelled` with those
-   values (:class:`~frame_metrics.splits.Globals`), the same polars code as on one
-   frame; its rows are kept by the engine with their fold and filter, and its part of the
-   report comes back in the same pass (:func:`~frame_metrics.splits.report_parts`).
+- **before the labels**: ``user_kfold``'s folds of users (the distinct users, dealt on
+  the driver by :func:`~frame_metrics.splits.dealt_users`), ``time_windows``' largest
+  time, and ``random``'s threshold or ``time``'s cut with a share: exact order
+  statistics, from histograms of every partition's distinct events and a pass fetching
+  the few values around the wanted rank (:func:`_kth`);
+- **after them**: the data checks (one engine aggregate over the kept rows), and the
+  cold items: every partition labels with ``cold_items="keep"``; the items whose rows
+  are all one fold's test candidates (time windows: first seen after a fold's edge) are
+  found by an engine group-by, and a join with that small table applies the filter
+  (:func:`~frame_metrics.splits.with_cold_items`; Spark's join says the same).
 
-Train, test and every fold's test are then filters of the kept rows in the engine
-(:class:`Condition`), frames of the input's kind. The adapters
-(:mod:`frame_metrics.distributed.spark`, :mod:`frame_metrics.distributed.dask`) give the
-engine's side: :class:`Parts` and :class:`Labelled`.
+On Spark the labelling is the one pass through Python for ``last_n``, ``ratio``,
+``user_kfold``, ``time`` at a time and ``time_windows``; ``random`` and ``time`` with a
+share read the rows twice more, for their order statistics. Train, test and every
+fold's test are filters of the kept rows (:class:`Condition`), frames of the input's
+kind; the report is one more pass over them, when asked. The engines' side is
+:class:`Parts` and :class:`Labelled` (:mod:`frame_metrics.distributed.spark`,
+:mod:`frame_metrics.distributed.dask`).
 """
 
 from __future__ import annotations
@@ -36,23 +37,22 @@ import polars as pl
 
 from frame_metrics import splits
 from frame_metrics.columns import RESERVED_PREFIX
-from frame_metrics.splits import DROP, FOLD, SIDE, Globals, Plan, SplitOptions
+from frame_metrics.splits import DROP, FOLD, SIDE, Aggregate, Globals, Plan, SplitOptions
 
 __all__ = [
     "BINS",
     "FETCH",
     "FROM",
-    "ROW",
     "Condition",
     "DistributedSides",
     "Labelled",
     "Parts",
+    "added_up",
     "conform",
     "run",
 ]
 
 PartFn = Callable[[pl.DataFrame], pl.DataFrame]
-LabelFn = Callable[[pl.DataFrame], tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]]
 
 #: Bins of one histogram round: partitions x 4096 rows reach the driver per round.
 BINS: Final = 4096
@@ -64,14 +64,9 @@ _ROUNDS: Final = 8
 
 #: The first fold whose train holds a row (time windows; ``n_folds``: none).
 FROM: Final = f"{RESERVED_PREFIX}from"
-#: Which kind of row an engine's kept frame holds (Spark: rows, items, report parts).
-ROW: Final = f"{RESERVED_PREFIX}row"
-#: Which kind of row a first-pass row is (see the codes below).
+#: Which kind of row a pass's row is (see the codes below).
 _WHAT: Final = f"{RESERVED_PREFIX}what"
-_CHECK, _TALLY, _USER, _BIN = 0, 1, 2, 3
-_CHECKED: Final = f"{RESERVED_PREFIX}check:"
-_EVENTS: Final = f"{RESERVED_PREFIX}n_events"
-_END: Final = f"{RESERVED_PREFIX}end"
+_CHECK, _BIN, _STATS, _ITEMS = 0, 1, 2, 3
 _HASH: Final = splits.HASH
 _KEY: Final = f"{RESERVED_PREFIX}key"
 _VALUE: Final = f"{RESERVED_PREFIX}value"
@@ -80,18 +75,17 @@ _HIGH: Final = f"{RESERVED_PREFIX}high"
 _COUNT: Final = f"{RESERVED_PREFIX}count"
 _BELOW: Final = f"{RESERVED_PREFIX}below"
 _BIN_ID: Final = f"{RESERVED_PREFIX}bin"
+_EVENTS: Final = f"{RESERVED_PREFIX}n_events"
 
 
 # --------------------------------------------------------------------------- the engine's side
 
 
 class Parts(Protocol):
-    """One call's rows partitioned by user key and kept by the engine (an adapter's).
+    """One call's rows, partitioned by user key by the engine (an adapter's).
 
-    ``run``: ``fn`` on each partition's ``columns`` (polars frames of ``schema``), its
-    rows stacked on the driver; with ``regroup`` (a column), the engine first moves them
-    so that each value of it is in one place, and ``combine`` runs there. ``label``: the
-    last pass, kept by the engine.
+    A partition holds each of its users whole. ``distinct`` and ``largest`` are the
+    engine's own aggregates; ``run`` and ``label`` run polars on each partition.
     """
 
     def run(
@@ -103,34 +97,65 @@ class Parts(Protocol):
         regroup: str | None = None,
         combine: PartFn | None = None,
     ) -> pl.DataFrame:
-        """``fn`` on every partition (``meta``: its result's schema), stacked here."""
+        """``fn`` on each partition's ``columns`` (``meta``: its result), stacked here.
+
+        With ``regroup`` (a column), the engine first moves the results so that each of
+        its values is in one place, and ``combine`` runs there.
+        """
         ...
 
-    def label(
-        self, fn: LabelFn, metas: tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]
-    ) -> Labelled:
-        """The last pass: ``fn``'s rows kept, its report parts (``metas``) beside them."""
+    def distinct(self, columns: Sequence[str]) -> pl.DataFrame:
+        """The distinct values of ``columns``, here."""
+        ...
+
+    def largest(self, column: str) -> pl.Series:
+        """The largest value of ``column``, as a one-value Series."""
+        ...
+
+    def label(self, fn: PartFn, meta: pl.DataFrame) -> Labelled:
+        """``fn``'s rows of every partition, kept by the engine."""
         ...
 
 
 class Labelled(Protocol):
-    """The labelled rows, kept by the engine, and the report's parts of every partition.
+    """The labelled rows kept by the engine, partitioned as they were labelled."""
 
-    ``stats``: every partition's report stats, on the driver; ``item_counts(fn, meta)``:
-    the report's item rows regrouped by item, ``fn`` on each group; ``rows(...)``: the
-    rows meeting every condition, with ``columns`` (and the fold as ``fold_as``).
-    """
+    def aggregate(self, aggregates: Sequence[Aggregate]) -> pl.DataFrame:
+        """The ``aggregates`` over every row, one row here."""
+        ...
 
-    stats: pl.DataFrame
+    def tallies(self, item: str, time: str | None) -> pl.DataFrame:
+        """The cold-item tallies, here.
 
-    def item_counts(self, fn: PartFn, meta: pl.DataFrame) -> pl.DataFrame:
-        """``fn`` on the report's item rows, regrouped by item; stacked here."""
+        ``(item, FOLD)`` of the items whose rows all have one fold (>= 0); with
+        ``time``, every item's earliest time (``ITEM_FIRST``).
+        """
+        ...
+
+    def use_cold(self, cold: pl.DataFrame) -> None:
+        """From now on, the rows with the cold-item filter of ``cold`` applied."""
+        ...
+
+    def run(
+        self,
+        fn: PartFn,
+        meta: pl.DataFrame,
+        columns: Sequence[str],
+        *,
+        regroup: str | None = None,
+        combine: PartFn | None = None,
+    ) -> pl.DataFrame:
+        """:meth:`Parts.run` on the labelled rows."""
         ...
 
     def rows(
         self, conditions: Sequence[Condition], columns: Sequence[str], fold_as: str | None
     ) -> Any:
-        """The kept rows meeting every condition, as a frame of the engine (lazy)."""
+        """The rows meeting every condition, as a frame of the engine (lazy)."""
+        ...
+
+    def release(self) -> None:
+        """Drop the kept rows now (the call failed)."""
         ...
 
 
@@ -146,12 +171,25 @@ class Condition:
 def conform(frame: pl.DataFrame, meta: pl.DataFrame) -> pl.DataFrame:
     """``frame`` with ``meta``'s columns and dtypes (a missing column null).
 
-    A partition's result may lack a kind of row (a partition with bad rows skips its
-    tallies); the engine needs one schema for every partition.
+    A partition's result may lack a kind of row; the engine needs one schema for every
+    partition.
     """
     return frame.select(
         (pl.col(c) if c in frame.columns else pl.lit(None)).cast(d).alias(c)
         for c, d in meta.schema.items()
+    )
+
+
+def added_up(rows: pl.DataFrame, aggregates: Sequence[Aggregate]) -> pl.DataFrame:
+    """Partitions' values of ``aggregates`` as the whole frame's (one row).
+
+    Counts add up (``distinct`` too: it is only asked of the user key, and a partition
+    holds each of its users whole); minima and maxima are the least and the largest.
+    """
+    ops = {"min": pl.Expr.min, "max": pl.Expr.max}
+    return rows.select(
+        ops.get(a.kind, pl.Expr.sum)(pl.col(a.name)).cast(rows.schema[a.name]).alias(a.name)
+        for a in aggregates
     )
 
 
@@ -342,145 +380,53 @@ def _histogram_meta(dtype: pl.DataType) -> pl.DataFrame:
     return _as_wire(pl.DataFrame(schema=schema))
 
 
-# --------------------------------------------------------------------------- folds of users
-
-
-@dataclass(frozen=True)
-class _Dealt:
-    """Every user's seeded hash, sorted, and the folds of users sharing a hash.
-
-    A user's fold is its position in the sorted hashes modulo ``n_folds``
-    (:func:`frame_metrics.splits.dealt_users`: hash order, ties by key); the few users
-    of a shared hash are placed by their key, on the driver.
-    """
-
-    hashes: pl.Series
-    shared: pl.DataFrame | None
-
-
-def _dealt(
-    users: pl.DataFrame, options: SplitOptions, schema: pl.Schema, dealt: _Dealt
-) -> pl.DataFrame:
-    """The folds (``USER_FOLD``) of ``users``' distinct keys."""
-    keys = users.select(options.key).unique()
-    hashed = splits.with_hash(keys, options.seed, options.key, schema)
-    position = dealt.hashes.search_sorted(hashed.get_column(_HASH), side="left")
-    folds = hashed.with_columns(
-        (pl.Series(position).cast(pl.Int64) % options.n_folds).alias(splits.USER_FOLD)
-    ).drop(_HASH)
-    if dealt.shared is not None and dealt.shared.height:
-        shared = dealt.shared.rename({splits.USER_FOLD: "_fm_shared"})
-        folds = folds.join(shared, on=options.key, how="left", nulls_equal=True).select(
-            *options.key,
-            pl.coalesce("_fm_shared", splits.USER_FOLD).alias(splits.USER_FOLD),
-        )
-    return folds
-
-
-def _shared_pass(
-    part: pl.DataFrame, options: SplitOptions, schema: pl.Schema, shared: pl.Series
-) -> pl.DataFrame:
-    users = part.select(options.key).unique()
-    hashed = splits.with_hash(users, options.seed, options.key, schema)
-    return _as_wire(hashed.filter(pl.col(_HASH).is_in(shared.implode())))
-
-
-def _deal(parts: Parts, options: SplitOptions, schema: pl.Schema, users: pl.DataFrame) -> _Dealt:
-    """Users dealt into folds from their hashes (the first pass's ``_USER`` rows)."""
-    hashes = _from_wire(users.get_column(_HASH)).sort()
-    repeated = hashes.filter(hashes.is_duplicated()).unique()
-    shared = None
-    if repeated.len():
-        # Two users with one hash (text or composite keys only: an integer key's hash
-        # is a bijection): their order is their key's, as dealt_users sorts.
-        fn = functools.partial(_shared_pass, options=options, schema=schema, shared=repeated)
-        meta = _as_wire(
-            pl.DataFrame(schema={**{k: schema[k] for k in options.key}, _HASH: pl.UInt64})
-        )
-        found = parts.run(fn, meta, options.key)
-        found = found.with_columns(_from_wire(found.get_column(_HASH)))
-        first = hashes.search_sorted(found.get_column(_HASH), side="left")
-        ordered = found.with_columns(pl.Series(first).cast(pl.Int64).alias("_fm_first")).sort(
-            [_HASH, *options.key]
-        )
-        shared = ordered.select(
-            *options.key,
-            ((pl.col("_fm_first") + pl.int_range(pl.len()).over(_HASH)) % options.n_folds).alias(
-                splits.USER_FOLD
-            ),
-        )
-    return _Dealt(hashes, shared)
-
-
 # --------------------------------------------------------------------------- the passes
+
+
+def _bad(part: pl.DataFrame, options: SplitOptions, schema: pl.Schema) -> bool:
+    """Whether the partition has rows the data checks refuse (null keys or times, NaN).
+
+    Such rows are not labelled; the checks raise after the pass.
+    """
+    bad = [pl.col(c).is_null().any() for c in options.event]
+    if options.time is not None and schema[options.time].is_float():
+        bad.append(pl.col(options.time).is_nan().any())
+    return bool(part.select(pl.any_horizontal(bad)).item())
 
 
 def _first_pass(
     part: pl.DataFrame,
     options: SplitOptions,
     schema: pl.Schema,
-    checks: list[pl.Expr],
-    tallies: bool,
-    histogram: bool,
+    aggregates: Sequence[Aggregate],
 ) -> pl.DataFrame:
-    """One partition's first pass: checks, and what needs no global value (see module)."""
-    time = [pl.col(options.time).max().alias(_END)] if options.time else []
-    event = pl.struct(options.event).n_unique().cast(pl.Int64).alias(_EVENTS)
-    rows = [
-        part.select(
-            *[c.name.prefix(_CHECKED) for c in checks], event, *time, pl.lit(_CHECK).alias(_WHAT)
-        )
-    ]
-    bad = [pl.col(c).is_null().any() for c in options.event]
-    if options.time is not None and schema[options.time].is_float():
-        bad.append(pl.col(options.time).is_nan().any())
-    if part.select(pl.any_horizontal(bad)).item():
-        # The checks will refuse these rows; nothing else is read of them.
-        return _as_wire(pl.concat(rows, how="diagonal_relaxed"))
-    if tallies:
-        found = splits.item_tallies(part.lazy(), options, schema).collect()
-        rows.append(found.with_columns(pl.lit(_TALLY).alias(_WHAT)))
-    if options.method == "user_kfold":
-        users = part.select(options.key).unique()
-        hashed = splits.with_hash(users, options.seed, options.key, schema).select(_HASH)
-        rows.append(hashed.with_columns(pl.lit(_USER).alias(_WHAT)))
-    if histogram:
+    """``random``'s and ``time``'s first pass: the checks, the events, a histogram."""
+    events = pl.struct(options.event).n_unique().cast(pl.Int64).alias(_EVENTS)
+    checked = part.select(*(a.expr() for a in aggregates), events)
+    rows = [checked.with_columns(pl.lit(_CHECK, pl.Int8).alias(_WHAT))]
+    if not _bad(part, options, schema):
         found = _histogram(_events(part, options, schema), None, None)
-        rows.append(found.with_columns(pl.lit(_BIN).alias(_WHAT)))
+        rows.append(found.with_columns(pl.lit(_BIN, pl.Int8).alias(_WHAT)))
     return _as_wire(pl.concat(rows, how="diagonal_relaxed"))
 
 
-def _summed(rows: pl.DataFrame, options: SplitOptions, tallies: pl.DataFrame) -> pl.DataFrame:
-    """The regrouped first-pass rows: each item's tallies added up, the others as they are."""
-    is_tally = pl.col(_WHAT) == _TALLY
-    mine = rows.filter(is_tally).select(tallies.columns).cast(tallies.schema)
-    summed = splits.summed_tallies(_tallies_from_wire(mine).lazy(), options).collect()
-    summed = _as_wire(summed).with_columns(pl.lit(_TALLY).alias(_WHAT))
-    return pl.concat([rows.filter(~is_tally), summed], how="diagonal_relaxed")
-
-
-def _tallies_from_wire(frame: pl.DataFrame) -> pl.DataFrame:
-    if splits.ITEM_LAST in frame.columns:
-        return frame.with_columns(_from_wire(frame.get_column(splits.ITEM_LAST)))
-    return frame
-
-
 def _label_pass(
-    part: pl.DataFrame,
-    options: SplitOptions,
-    schema: pl.Schema,
-    globals_: Globals,
-    dealt: _Dealt | None,
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """One partition's labelled rows (kept by the engine) and its report parts."""
-    if dealt is not None:
-        globals_ = replace(globals_, dealt=_dealt(part, options, schema, dealt).lazy())
-    plan = splits.labelled(part.lazy(), options, schema, globals_)
-    rows = plan.labelled.collect()
-    plan = Plan(options, rows.lazy(), plan.columns, plan.edges)
-    stats, items = splits.report_parts(plan, range(options.n_folds))
+    part: pl.DataFrame, options: SplitOptions, schema: pl.Schema, globals_: Globals
+) -> pl.DataFrame:
+    """A partition's rows with their labels, the cold items left for after.
+
+    Integer labels without nulls, for the engines' filters: ``FOLD`` (-1: no fold's
+    test), ``DROP`` (-1: not a candidate), time windows' ``FROM``; ``user_kfold``'s
+    ``USER_FOLD``, which the report reads.
+    """
+    columns = list(schema.names())
+    if _bad(part, options, schema):
+        return part.select(columns)  # conformed: labels null; the checks raise
+    keep = replace(options, cold_items="keep")
+    plan = splits.labelled(part.lazy(), keep, schema, globals_)
+    # Small types: every byte of these crosses from Python to the engine and is cached.
     labels = [
-        pl.col(FOLD).fill_null(-1).cast(pl.Int64),
+        pl.col(FOLD).fill_null(-1).cast(pl.Int32),
         pl.col(DROP).cast(pl.Int8).fill_null(-1),
     ]
     if options.method == "time_windows":
@@ -491,15 +437,45 @@ def _label_pass(
             pl.when(pl.col(options.time) <= plan.edges[folds - f]).then(pl.lit(f, pl.Int64))
             for f in range(folds)
         )
-        labels.append(first.fill_null(folds).alias(FROM))
-    data, stats_rows, item_rows = pl.collect_all(
-        [rows.lazy().select(*plan.columns, *labels), stats, items]
+        labels.append(first.fill_null(folds).cast(pl.Int32).alias(FROM))
+    if options.method == "user_kfold":
+        labels.append(pl.col(splits.USER_FOLD).cast(pl.Int32))
+    return plan.labelled.select(*columns, *labels).collect()
+
+
+def _report_pass(
+    part: pl.DataFrame, options: SplitOptions, schema: pl.Schema, globals_: Globals
+) -> pl.DataFrame:
+    """A partition's report parts: its stats and its items (to count over every item)."""
+    rows = part.with_columns(
+        pl.when(pl.col(FOLD) >= 0).then(pl.col(FOLD)).cast(pl.Int64).alias(FOLD),
+        pl.when(pl.col(DROP) >= 0).then(pl.col(DROP)).cast(pl.UInt8).alias(DROP),
     )
-    return data, stats_rows, item_rows
+    edges: list[pl.Expr] = []
+    if options.method == "time_windows":
+        assert options.time is not None
+        edges = splits.window_edges(options, schema[options.time], globals_)
+    plan = Plan(options, rows.lazy(), list(schema.names()), edges)
+    stats, items = splits.report_parts(plan, range(options.n_folds))
+    stats_rows, item_rows = pl.collect_all([stats, items])
+    return pl.concat(
+        [
+            stats_rows.with_columns(pl.lit(_STATS, pl.Int8).alias(_WHAT)),
+            item_rows.with_columns(pl.lit(_ITEMS, pl.Int8).alias(_WHAT)),
+        ],
+        how="diagonal_relaxed",
+    )
 
 
-def _item_count_pass(items: pl.DataFrame) -> pl.DataFrame:
-    return splits.item_counts(items.lazy()).collect()
+def _report_combine(rows: pl.DataFrame, options: SplitOptions) -> pl.DataFrame:
+    """The report rows regrouped by item: each item's rows counted, the stats as they are."""
+    is_items = pl.col(_WHAT) == _ITEMS
+    items = rows.filter(is_items).select("fold", SIDE, options.item)
+    counts = splits.item_counts(items.lazy()).collect()
+    return pl.concat(
+        [rows.filter(~is_items), counts.with_columns(pl.lit(_ITEMS, pl.Int8).alias(_WHAT))],
+        how="diagonal_relaxed",
+    )
 
 
 # --------------------------------------------------------------------------- the run
@@ -509,23 +485,18 @@ class DistributedSides:
     """A split's sides on the engine: filters of the kept labelled rows.
 
     Implements :class:`frame_metrics.protocol.Sides`: ``sides(f)`` and ``test_rows()``
-    give frames of the input's kind, lazy over the kept rows; ``report(folds)`` adds
-    the partitions' report parts up (the item counts are one more engine pass over the
-    report's item rows, the first time).
+    give frames of the input's kind, lazy over the kept rows; ``report(folds)`` is one
+    more pass over them, the first time it is asked for.
     """
 
     def __init__(
-        self,
-        options: SplitOptions,
-        schema: pl.Schema,
-        labelled: Labelled,
-        empty: pl.DataFrame,
+        self, options: SplitOptions, schema: pl.Schema, labelled: Labelled, globals_: Globals
     ) -> None:
         self.options = options
         self._schema = schema
         self._labelled = labelled
-        self._empty = empty  # an empty partition's stats: every fold and side has a row
-        self._counts: pl.DataFrame | None = None
+        self._globals = globals_
+        self._report: pl.DataFrame | None = None
 
     def sides(self, fold: int) -> tuple[Any, Any]:
         """Fold ``fold``'s train and kept test rows."""
@@ -547,14 +518,24 @@ class DistributedSides:
 
     def report(self, folds: Sequence[int]) -> pl.DataFrame:
         """The report's frame of ``folds``."""
-        if self._counts is None:
-            meta = pl.DataFrame(schema={"fold": pl.Int64, SIDE: pl.Int8, "items": pl.Int64})
-            self._counts = self._labelled.item_counts(_item_count_pass, meta)
-        wanted = pl.col("fold").is_in(list(folds))
-        stats = pl.concat([self._labelled.stats, self._empty], how="vertical_relaxed")
-        return splits.report_frame(
-            stats.filter(wanted), self._counts.filter(wanted), self.options, self._schema
-        )
+        if self._report is None:
+            self._report = self._whole_report()
+        return self._report.filter(pl.col("fold").is_in(list(folds)))
+
+    def _whole_report(self) -> pl.DataFrame:
+        options, schema = self.options, self._schema
+        fn = functools.partial(_report_pass, options=options, schema=schema, globals_=self._globals)
+        kept = _label_pass(pl.DataFrame(schema=schema), options, schema, self._globals)
+        # An empty partition's parts: every fold and side has a row.
+        empty = fn(kept)
+        combine = functools.partial(_report_combine, options=options)
+        meta = combine(empty)
+        found = self._labelled.run(fn, meta, kept.columns, regroup=options.item, combine=combine)
+        found = pl.concat([found, meta], how="vertical_relaxed")
+        what = pl.col(_WHAT)
+        stats = found.filter(what == _STATS).drop(_WHAT, "items", options.item)
+        counts = found.filter(what == _ITEMS).select("fold", SIDE, "items")
+        return splits.report_frame(stats, counts, options, schema)
 
 
 def run(
@@ -562,105 +543,87 @@ def run(
     frame: Any,
     options: SplitOptions,
     schema: pl.Schema,
-    checks: list[pl.Expr],
+    aggregates: Sequence[Aggregate],
     on_checks: Callable[[pl.DataFrame], None],
 ) -> DistributedSides:
     """Split a Spark or Dask ``frame`` (of polars ``schema``) by ``options``.
 
-    ``adapter``: the engine's module (``split_parts`` partitions the rows by user key
-    and keeps them while the call runs); ``checks``: the data checks' aggregates, run on
-    each partition; ``on_checks`` gets them stacked (with an empty partition's row) and
-    raises on a failed check.
+    ``adapter``: the engine's module (``split_parts`` partitions the rows by user key);
+    ``aggregates``: what the data checks read, computed over every row; ``on_checks``
+    gets them (one row) and raises on a failed check.
     """
     with adapter.split_parts(frame, options.key, schema) as parts:
-        return _run(parts, options, schema, checks, on_checks)
+        return _run(parts, options, schema, aggregates, on_checks)
 
 
 def _run(
     parts: Parts,
     options: SplitOptions,
     schema: pl.Schema,
-    checks: list[pl.Expr],
+    aggregates: Sequence[Aggregate],
     on_checks: Callable[[pl.DataFrame], None],
 ) -> DistributedSides:
-    columns = list(schema.names())
-    empty = pl.DataFrame(schema=schema)
-    tallies = options.cold_items == "drop"
-    wants_rank = options.method == "random" or (
-        options.method == "time" and options.test_share is not None
-    )
-    first_fn = functools.partial(
-        _first_pass,
-        options=options,
-        schema=schema,
-        checks=checks,
-        tallies=tallies,
-        histogram=wants_rank,
-    )
-    first_meta = first_fn(empty)
-    tally_meta = _tally_meta(options, schema)
-    # Tallies need every partition's rows of an item: regrouped by item, summed there.
-    combine = functools.partial(_summed, options=options, tallies=tally_meta) if tallies else None
-    first = parts.run(
-        first_fn,
-        first_meta,
-        columns,
-        regroup=options.item if tallies else None,
-        combine=combine,
-    )
-    first = pl.concat([first, first_meta], how="vertical_relaxed")
-    what = pl.col(_WHAT)
-    checked = first.filter(what == _CHECK)
-    on_checks(
-        checked.select(
-            pl.col(c).alias(c.removeprefix(_CHECKED))
-            for c in checked.columns
-            if c.startswith(_CHECKED)
-        )
-    )
-    events = int(checked.get_column(_EVENTS).sum())
     globals_ = Globals()
-    dealt: _Dealt | None = None
-    if events:
-        if options.time is not None:
-            ends = checked.get_column(_END).drop_nulls()
-            globals_ = replace(globals_, end=ends.sort().tail(1))
-        if options.method == "user_kfold":
-            dealt = _deal(parts, options, schema, first.filter(what == _USER))
-        if wants_rank:
-            dtype = pl.UInt64() if options.method == "random" else schema[options.time or ""]
-            bins = first.filter(what == _BIN).select(_BELOW, _COUNT, _LOW, _HIGH)
-            if options.method == "random":
-                assert options.test_share is not None
-                wanted = math.floor(options.test_share * events + 0.5)
-                if wanted:
-                    found = _kth(parts, options, schema, wanted, bins, dtype)
-                    globals_ = replace(globals_, threshold=int(found.item()))
-            else:
-                assert options.test_share is not None
-                position = math.floor((1.0 - options.test_share) * events)
-                cut = _kth(parts, options, schema, position + 1, bins, dtype)
-                globals_ = replace(globals_, cut=cut)
-        if tallies:
-            summed = _tallies_from_wire(
-                first.filter(what == _TALLY).select(tally_meta.columns).cast(tally_meta.schema)
-            )
-            known = globals_
-            if dealt is not None:
-                users = summed.select(options.key).drop_nulls()
-                known = replace(known, dealt=_dealt(users, options, schema, dealt).lazy())
-            items = splits.cold_items(summed.lazy(), options, schema, known).collect()
-            globals_ = replace(globals_, items=items.lazy())
-    label = functools.partial(
-        _label_pass, options=options, schema=schema, globals_=globals_, dealt=dealt
-    )
-    empty_dealt = _Dealt(pl.Series([], dtype=pl.UInt64), None) if dealt is not None else None
-    metas = _label_pass(empty, options, schema, globals_, empty_dealt)
-    labelled = parts.label(label, metas)
-    return DistributedSides(options, schema, labelled, metas[1])
+    checked = False
+    if options.method == "user_kfold":
+        users = parts.distinct(options.key).lazy()
+        dealt = splits.dealt_users(users, options, schema).collect()
+        globals_ = replace(globals_, dealt=dealt.lazy())
+    if options.method == "time_windows" and options.end is None:
+        assert options.time is not None
+        globals_ = replace(globals_, end=parts.largest(options.time))
+    if options.method == "random" or (options.method == "time" and options.test_share):
+        globals_ = _ranked(parts, options, schema, aggregates, on_checks, globals_)
+        checked = True
+    label = functools.partial(_label_pass, options=options, schema=schema, globals_=globals_)
+    meta = label(pl.DataFrame(schema=schema))
+    labelled = parts.label(label, meta)
+    try:
+        if not checked:
+            on_checks(labelled.aggregate(aggregates))
+        if options.cold_items == "drop":
+            by_time = options.time if options.method == "time_windows" else None
+            tallies = labelled.tallies(options.item, by_time)
+            if by_time is None:
+                tallies = tallies.with_columns(pl.lit(1, pl.Int64).alias(splits.ITEM_ROWS))
+            cold = splits.cold_items(tallies.lazy(), options, schema, globals_).collect()
+            labelled.use_cold(cold.cast({FOLD: meta.schema[FOLD]}))
+    except BaseException:
+        labelled.release()
+        raise
+    return DistributedSides(options, schema, labelled, globals_)
 
 
-def _tally_meta(options: SplitOptions, schema: pl.Schema) -> pl.DataFrame:
-    """The columns and dtypes of :func:`~frame_metrics.splits.item_tallies`, on the wire."""
-    empty = pl.DataFrame(schema=schema).lazy()
-    return _as_wire(splits.item_tallies(empty, options, schema).collect())
+def _ranked(
+    parts: Parts,
+    options: SplitOptions,
+    schema: pl.Schema,
+    aggregates: Sequence[Aggregate],
+    on_checks: Callable[[pl.DataFrame], None],
+    globals_: Globals,
+) -> Globals:
+    """``random``'s threshold or ``time``'s cut, after the checks of the first pass."""
+    empty = pl.DataFrame(schema=schema)
+    first_fn = functools.partial(_first_pass, options=options, schema=schema, aggregates=aggregates)
+    meta = first_fn(empty)
+    first = parts.run(first_fn, meta, options.event)
+    checked = pl.concat([first, meta], how="vertical_relaxed").filter(pl.col(_WHAT) == _CHECK)
+    names = [a.name for a in aggregates]
+    on_checks(added_up(checked.select(names), aggregates))
+    events = int(checked.get_column(_EVENTS).sum())
+    if not events:
+        return globals_
+    assert options.test_share is not None
+    bins = first.filter(pl.col(_WHAT) == _BIN).select(_BELOW, _COUNT, _LOW, _HIGH)
+    if options.method == "random":
+        # The k-th smallest event hash, k = round_half_up(s * n) (none when k is 0).
+        wanted = math.floor(options.test_share * events + 0.5)
+        if not wanted:
+            return globals_
+        found = _kth(parts, options, schema, wanted, bins, pl.UInt64())
+        return replace(globals_, threshold=int(found.item()))
+    # The time at 0-based position floor((1 - s) * n) of the events' sorted times.
+    assert options.time is not None
+    position = math.floor((1.0 - options.test_share) * events)
+    cut = _kth(parts, options, schema, position + 1, bins, schema[options.time])
+    return replace(globals_, cut=cut)
