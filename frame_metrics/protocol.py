@@ -649,6 +649,14 @@ def split(
     Split or Folds
         A :class:`Split` (``train, test = ...``, ``.report``) or :class:`Folds`.
 
+    Notes
+    -----
+    A Spark or Dask DataFrame is split by its engine, each user's rows in one partition
+    and no row brought to the driver: the call computes the values over every row and
+    labels the rows (the engine keeps them; on Spark they are cached until the last
+    frame given out is dropped), and the sides are DataFrames of the same engine,
+    filters of those rows. The report is one more pass, when asked for.
+
     Examples
     --------
     >>> import polars as pl

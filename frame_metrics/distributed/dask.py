@@ -420,14 +420,17 @@ class _SplitRows:
         self.cold: pl.DataFrame | None = None
         self.item = ""
 
-    def aggregate(self, aggregates: Sequence[Aggregate]) -> pl.DataFrame:
-        """The ``aggregates`` over every kept row: each partition's, added up."""
+    def summary(
+        self, aggregates: Sequence[Aggregate], item: str, time: str | None
+    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The checks' aggregates (each partition's, added up) and the cold-item tallies."""
         fn = functools.partial(_aggregated, aggregates=list(aggregates))
         meta = fn(self.meta)
-        return added_up(_passed(self.parts, fn, meta, self.meta.columns, None, None), aggregates)
+        found = _passed(self.parts, fn, meta, self.meta.columns, None, None)
+        return added_up(found, aggregates), self._tallies(item, time)
 
-    def tallies(self, item: str, time: str | None) -> pl.DataFrame:
-        """The cold-item tallies: each partition's per item, regrouped by item."""
+    def _tallies(self, item: str, time: str | None) -> pl.DataFrame:
+        """Each partition's tallies per item, regrouped by item."""
         self.item = item
         if time is not None:
             first: PartFn = functools.partial(_first_time, item=item, time=time)

@@ -698,53 +698,57 @@ class _SplitRows:
         self._item = ""
         weakref.finalize(self, _unpersist, kept).atexit = False
 
-    def aggregate(self, aggregates: Sequence[Aggregate]) -> pl.DataFrame:
-        """The ``aggregates`` over every kept row: one Spark aggregate.
+    def summary(
+        self, aggregates: Sequence[Aggregate], item: str, time: str | None
+    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The checks' aggregates and the cold-item tallies from one scan of the cache.
 
-        Spark's ``count(DISTINCT ...)`` leaves out rows with a null, polars counts null
-        as a value: the counts differ only where the checks refuse the nulls first.
+        Spark groups the kept rows by item once, with each aggregate's part per item
+        (counts, least and largest values) and the item's least and largest fold; that
+        small frame is cached, and the checks (its totals) and the tallies (the items of
+        one fold, or every item's earliest time) are read from it.
         """
         from pyspark.sql import functions as F
 
-        columns = []
-        for a in aggregates:
-            if a.kind == "rows":
-                value = F.count(F.lit(1))
-            elif a.kind == "distinct":
-                value = F.count_distinct(*(_column(c) for c in a.columns))
-            else:
-                column = _column(a.columns[0])
-                if a.kind == "nulls":
-                    value = F.sum(F.when(column.isNull(), 1).otherwise(0))
-                elif a.kind == "nans":
-                    value = F.sum(F.when(F.isnan(column), 1).otherwise(0))
-                else:
-                    value = F.min(column) if a.kind == "min" else F.max(column)
-            columns.append(value.alias(a.name))
-        found = pl.from_arrow(self._kept.agg(*columns).toArrow())
-        assert isinstance(found, pl.DataFrame)
-        return found.with_columns(
-            pl.col(a.name).fill_null(0).cast(pl.Int64)
-            for a in aggregates
-            if a.kind in ("rows", "nulls", "nans", "distinct")
-        )
-
-    def tallies(self, item: str, time: str | None) -> pl.DataFrame:
-        """The cold-item tallies: Spark's group-by of the kept rows by item."""
-        from pyspark.sql import functions as F
-
         self._item = item
-        groups = self._kept.groupBy(_column(item))
+        parts = [F.min(_column(FOLD)).alias("_fm_lo"), F.max(_column(FOLD)).alias("_fm_hi")]
+        totals = []
+        for i, a in enumerate(aggregates):
+            part = f"_fm_part{i}"
+            if a.kind == "rows":
+                parts.append(F.count(F.lit(1)).alias(part))
+            elif a.kind in ("nulls", "nans"):
+                column = _column(a.columns[0])
+                hit = column.isNull() if a.kind == "nulls" else F.isnan(column)
+                parts.append(F.sum(F.when(hit, 1).otherwise(0)).alias(part))
+            else:
+                extreme = F.min if a.kind == "min" else F.max
+                parts.append(extreme(_column(a.columns[0])).alias(part))
+            merge = F.sum if a.kind in ("rows", "nulls", "nans") else extreme
+            totals.append(merge(F.col(part)).alias(a.name))
         if time is not None:
-            rows = groups.agg(F.min(_column(time)).alias(ITEM_FIRST))
-            meta = pl.DataFrame(schema={item: self._schema[item], ITEM_FIRST: self._schema[time]})
-        else:
-            folds = groups.agg(F.min(_column(FOLD)).alias("lo"), F.max(_column(FOLD)).alias("hi"))
-            rows = folds.where((F.col("lo") == F.col("hi")) & (F.col("lo") >= 0)).select(
-                _column(item), F.col("lo").alias(FOLD)
+            parts.append(F.min(_column(time)).alias(ITEM_FIRST))
+        grouped = _persisted(self._kept.groupBy(_column(item)).agg(*parts))
+        try:
+            checks = pl.from_arrow(grouped.agg(*totals).toArrow())
+            assert isinstance(checks, pl.DataFrame)
+            checks = checks.with_columns(
+                pl.col(a.name).fill_null(0).cast(pl.Int64)
+                for a in aggregates
+                if a.kind in ("rows", "nulls", "nans")
             )
-            meta = pl.DataFrame(schema={item: self._schema[item], FOLD: self._schema[FOLD]})
-        return _collected(rows, meta)
+            if time is not None:
+                rows = grouped.select(_column(item), F.col(ITEM_FIRST))
+                meta = pl.DataFrame(
+                    schema={item: self._schema[item], ITEM_FIRST: self._schema[time]}
+                )
+            else:
+                one = (F.col("_fm_lo") == F.col("_fm_hi")) & (F.col("_fm_lo") >= 0)
+                rows = grouped.where(one).select(_column(item), F.col("_fm_lo").alias(FOLD))
+                meta = pl.DataFrame(schema={item: self._schema[item], FOLD: self._schema[FOLD]})
+            return checks, _collected(rows, meta)
+        finally:
+            _unpersist(grouped)
 
     def use_cold(self, cold: pl.DataFrame) -> None:
         """The cold ``(item, FOLD)`` pairs, applied to every read from now on."""

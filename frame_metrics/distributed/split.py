@@ -120,15 +120,14 @@ class Parts(Protocol):
 class Labelled(Protocol):
     """The labelled rows kept by the engine, partitioned as they were labelled."""
 
-    def aggregate(self, aggregates: Sequence[Aggregate]) -> pl.DataFrame:
-        """The ``aggregates`` over every row, one row here."""
-        ...
+    def summary(
+        self, aggregates: Sequence[Aggregate], item: str, time: str | None
+    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The checks' ``aggregates`` over every row (one row) and the cold-item tallies.
 
-    def tallies(self, item: str, time: str | None) -> pl.DataFrame:
-        """The cold-item tallies, here.
-
-        ``(item, FOLD)`` of the items whose rows all have one fold (>= 0); with
-        ``time``, every item's earliest time (``ITEM_FIRST``).
+        The tallies: ``(item, FOLD)`` of the items whose rows all have one fold (>= 0);
+        with ``time``, every item's earliest time (``ITEM_FIRST``). No ``distinct``
+        aggregate is asked for.
         """
         ...
 
@@ -565,9 +564,11 @@ def _run(
 ) -> DistributedSides:
     globals_ = Globals()
     checked = False
+    users = 0  # the distinct users, known when they are dealt
     if options.method == "user_kfold":
-        users = parts.distinct(options.key).lazy()
-        dealt = splits.dealt_users(users, options, schema).collect()
+        distinct = parts.distinct(options.key)
+        users = distinct.height
+        dealt = splits.dealt_users(distinct.lazy(), options, schema).collect()
         globals_ = replace(globals_, dealt=dealt.lazy())
     if options.method == "time_windows" and options.end is None:
         assert options.time is not None
@@ -579,11 +580,15 @@ def _run(
     meta = label(pl.DataFrame(schema=schema))
     labelled = parts.label(label, meta)
     try:
+        # The distinct users (user_kfold's check) are the users dealt: no engine count.
+        asked = [a for a in aggregates if a.kind != "distinct"]
+        assert all(a.columns == tuple(options.key) for a in _left_out(aggregates, asked))
+        by_time = options.time if options.method == "time_windows" else None
+        found, tallies = labelled.summary(asked, options.item, by_time)
         if not checked:
-            on_checks(labelled.aggregate(aggregates))
+            known = [pl.lit(users, pl.Int64).alias(a.name) for a in _left_out(aggregates, asked)]
+            on_checks(found.with_columns(known).select(a.name for a in aggregates))
         if options.cold_items == "drop":
-            by_time = options.time if options.method == "time_windows" else None
-            tallies = labelled.tallies(options.item, by_time)
             if by_time is None:
                 tallies = tallies.with_columns(pl.lit(1, pl.Int64).alias(splits.ITEM_ROWS))
             cold = splits.cold_items(tallies.lazy(), options, schema, globals_).collect()
@@ -592,6 +597,11 @@ def _run(
         labelled.release()
         raise
     return DistributedSides(options, schema, labelled, globals_)
+
+
+def _left_out(aggregates: Sequence[Aggregate], asked: Sequence[Aggregate]) -> list[Aggregate]:
+    """The aggregates left out of ``asked`` (the distinct users, counted when dealt)."""
+    return [a for a in aggregates if a not in asked]
 
 
 def _ranked(
