@@ -417,14 +417,27 @@ def report_parts(plan: Plan, folds: Sequence[int]) -> tuple[pl.LazyFrame, pl.Laz
     """
     options = plan.options
     key = list(options.user)
-    event = pl.struct(options.event).n_unique().cast(pl.Int64).alias(_SIDE_EVENTS)
+    # The repeats of an event share its labels (placed together), so each side's
+    # distinct events are counted on one row per event, found once for every fold.
+    events = Plan(
+        options,
+        plan.labelled.unique(subset=options.event, keep="any"),
+        plan.columns,
+        plan.edges,
+    )
+    count = pl.len().cast(pl.Int64).alias(_SIDE_EVENTS)
     stats: list[pl.LazyFrame] = []
     items: list[pl.LazyFrame] = []
     for fold in folds:
         train = plan.train(fold)
         test = plan.test(fold)
         candidates = plan.labelled.filter(pl.col(FOLD) == fold)
-        stats.append(train.select(*_side_stats(options, fold, 0), event))
+        train_events = events.train(fold).select(count)
+        stats.append(
+            pl.concat(
+                [train.select(*_side_stats(options, fold, 0)), train_events], how="horizontal"
+            )
+        )
         if options.method in PER_USER:
             population = plan.labelled
             if options.method == "user_kfold":
@@ -440,20 +453,20 @@ def report_parts(plan: Plan, folds: Sequence[int]) -> tuple[pl.LazyFrame, pl.Laz
             )
         fold_level = [
             candidates.select(
-                *[
-                    (pl.col(DROP) == code).sum().cast(pl.Int64).alias(f"dropped_{name}")
-                    for name, code in DROP_CODES.items()
-                    if name != "kept"
-                ],
-                event,
+                (pl.col(DROP) == code).sum().cast(pl.Int64).alias(f"dropped_{name}")
+                for name, code in DROP_CODES.items()
+                if name != "kept"
             ),
+            events.labelled.filter(pl.col(FOLD) == fold).select(count),
             only_train.select(pl.len().cast(pl.Int64).alias("users_only_in_train")),
         ]
         if options.time is not None:
             at = [*key, options.time]
-            ties = candidates.select(at).join(
-                train.select(at).unique(), on=at, how="semi", nulls_equal=True
-            )
+            # Train rows at a candidate's (user, time): the candidates' few pairs are the
+            # hash table the train rows are looked up in.
+            moments = candidates.select(at).unique()
+            tied = train.select(at).join(moments, on=at, how="semi", nulls_equal=True).unique()
+            ties = candidates.select(at).join(tied, on=at, how="semi", nulls_equal=True)
             fold_level.append(ties.select(pl.len().cast(pl.Int64).alias("ties_across_cut")))
         test_stats = test.select(*_side_stats(options, fold, 1))
         stats.append(pl.concat([test_stats, *fold_level], how="horizontal"))
@@ -481,9 +494,16 @@ def _side_stats(options: SplitOptions, fold: int, side: int) -> list[pl.Expr]:
         pl.lit(fold, dtype=pl.Int64).alias("fold"),
         pl.lit(side, dtype=pl.Int8).alias(SIDE),
         pl.len().cast(pl.Int64).alias("rows"),
-        pl.struct(options.user).n_unique().cast(pl.Int64).alias("users"),
+        _distinct(options.user).cast(pl.Int64).alias("users"),
         *time,
     ]
+
+
+def _distinct(columns: Sequence[str]) -> pl.Expr:
+    """Distinct values of ``columns`` together (a struct only for several: it costs)."""
+    if len(columns) == 1:
+        return pl.col(columns[0]).n_unique()
+    return pl.struct(columns).n_unique()
 
 
 def item_counts(items: pl.LazyFrame) -> pl.LazyFrame:

@@ -66,7 +66,12 @@ _ROUNDS: Final = 8
 FROM: Final = f"{RESERVED_PREFIX}from"
 #: Which kind of row a pass's row is (see the codes below).
 _WHAT: Final = f"{RESERVED_PREFIX}what"
-_CHECK, _BIN, _STATS, _ITEMS = 0, 1, 2, 3
+_CHECK, _BIN, _STATS, _ITEMS, _WINDOW = 0, 1, 2, 3, 4
+#: ``random``'s window around the expected threshold, in standard deviations of the
+#: k-th smallest of a partition's events' hashes (uniform; the whole frame's, with more
+#: events, vary less): the first pass brings the hashes inside, about
+#: 2 * 12 * sqrt(s (1 - s) n) of a partition's n events.
+_SPREAD: Final = 12.0
 _HASH: Final = splits.HASH
 _KEY: Final = f"{RESERVED_PREFIX}key"
 _VALUE: Final = f"{RESERVED_PREFIX}value"
@@ -399,14 +404,82 @@ def _first_pass(
     schema: pl.Schema,
     aggregates: Sequence[Aggregate],
 ) -> pl.DataFrame:
-    """``random``'s and ``time``'s first pass: the checks, the events, a histogram."""
+    """``random``'s and ``time``'s first pass: the checks, the events, a histogram.
+
+    ``random`` also brings the hashes in a window around the expected threshold
+    (:func:`_window`).
+    """
     events = pl.struct(options.event).n_unique().cast(pl.Int64).alias(_EVENTS)
     checked = part.select(*(a.expr() for a in aggregates), events)
     rows = [checked.with_columns(pl.lit(_CHECK, pl.Int8).alias(_WHAT))]
     if not _bad(part, options, schema):
-        found = _histogram(_events(part, options, schema), None, None)
-        rows.append(found.with_columns(pl.lit(_BIN, pl.Int8).alias(_WHAT)))
+        found = _events(part, options, schema)
+        histogram = _histogram(found, None, None)
+        rows.append(histogram.with_columns(pl.lit(_BIN, pl.Int8).alias(_WHAT)))
+        if options.method == "random":
+            assert options.test_share is not None
+            window = _window(found, options.test_share)
+            rows.append(window.with_columns(pl.lit(_WINDOW, pl.Int8).alias(_WHAT)))
     return _as_wire(pl.concat(rows, how="diagonal_relaxed"))
+
+
+def _window(events: pl.DataFrame, share: float) -> pl.DataFrame:
+    """A partition's event hashes near ``share`` * 2^64, with the range and those below.
+
+    The k-th smallest of n uniform 64-bit hashes, k = share * n, is share * 2^64 give or
+    take sqrt(share (1 - share) / n) * 2^64; the range is :data:`_SPREAD` of those, with
+    this partition's n (the whole frame has more events, so its threshold is closer). One
+    row gives the range (``_LOW``, ``_HIGH``) and the events below it (``_BELOW``); the
+    others each hash inside it and its events (``_COUNT``).
+    """
+    n = events.height
+    if not n:  # no row, but the columns (an empty partition gives the schema)
+        schema = {_LOW: pl.Int64, _HIGH: pl.Int64, _BELOW: pl.Int64, _VALUE: pl.Int64}
+        return pl.DataFrame(schema={**schema, _COUNT: pl.Int64})
+    middle = share * 2.0**64
+    spread = (_SPREAD * math.sqrt(share * (1.0 - share) / n) + 2.0 / n) * 2.0**64
+    low = max(0, int(middle - spread))
+    high = min(2**64 - 1, int(middle + spread))
+    key = pl.col(_KEY)
+    below = events.filter(key < pl.lit(low, pl.Int128)).height
+    values = _within(events, low, high).group_by(_VALUE).agg(pl.len().cast(pl.Int64).alias(_COUNT))
+    bounds = pl.DataFrame(
+        {_LOW: [low], _HIGH: [high], _BELOW: [below]},
+        schema={_LOW: pl.UInt64, _HIGH: pl.UInt64, _BELOW: pl.Int64},
+    )
+    return _as_wire(pl.concat([bounds, values], how="diagonal_relaxed"))
+
+
+def _from_window(rows: pl.DataFrame, wanted: int) -> int | None:
+    """The ``wanted``-th smallest hash from every partition's :func:`_window`, or None.
+
+    None: it is outside the range every partition brought. Every partition brought all its hashes in [low, high] (the largest of their lows,
+    the least of their highs) and counted those below its own low, so the hashes below
+    ``low`` and those inside are known exactly.
+    """
+    bounds = rows.filter(pl.col(_LOW).is_not_null())
+    if not bounds.height:
+        return None
+    lows, highs = _from_wire(bounds.get_column(_LOW)), _from_wire(bounds.get_column(_HIGH))
+    low, high = int(lows.max()), int(highs.min())  # type: ignore[arg-type]
+    values = rows.filter(pl.col(_LOW).is_null()).select(
+        _from_wire(rows.filter(pl.col(_LOW).is_null()).get_column(_VALUE)).alias(_VALUE),
+        pl.col(_COUNT),
+    )
+    below = int(bounds.get_column(_BELOW).sum()) + int(
+        values.filter(pl.col(_VALUE) < low).get_column(_COUNT).sum()
+    )
+    inside = (
+        values.filter((pl.col(_VALUE) >= low) & (pl.col(_VALUE) <= high))
+        .group_by(_VALUE)
+        .agg(pl.col(_COUNT).sum())
+        .sort(_VALUE)
+        .with_columns(pl.col(_COUNT).cum_sum().alias("cum"))
+    )
+    rank = wanted - below
+    if rank < 1 or not inside.height or rank > inside.get_column("cum").max():  # type: ignore[operator]
+        return None
+    return int(inside.filter(pl.col("cum") >= rank).get_column(_VALUE)[0])
 
 
 def _label_pass(
@@ -630,8 +703,11 @@ def _ranked(
         wanted = math.floor(options.test_share * events + 0.5)
         if not wanted:
             return globals_
-        found = _kth(parts, options, schema, wanted, bins, pl.UInt64())
-        return replace(globals_, threshold=int(found.item()))
+        window = first.filter(pl.col(_WHAT) == _WINDOW).select(_LOW, _HIGH, _BELOW, _VALUE, _COUNT)
+        threshold = _from_window(window, wanted)
+        if threshold is None:  # outside every partition's window: histogram rounds
+            threshold = int(_kth(parts, options, schema, wanted, bins, pl.UInt64()).item())
+        return replace(globals_, threshold=threshold)
     # The time at 0-based position floor((1 - s) * n) of the events' sorted times.
     assert options.time is not None
     position = math.floor((1.0 - options.test_share) * events)
