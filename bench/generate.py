@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import polars as pl
@@ -46,12 +45,9 @@ TRUTH_SCHEMA: dict[str, type[pl.DataType]] = {
     "relevance": pl.Int32,
 }
 
-INTERACTIONS_SCHEMA: dict[str, Any] = {
-    "user": pl.Int64,
-    "item": pl.Int64,
-    "time": pl.Datetime("us"),
-    "rating": pl.Int8,
-}
+INTERACTIONS_SCHEMA = pl.Schema(
+    [("user", pl.Int64()), ("item", pl.Int64()), ("time", pl.Datetime("us")), ("rating", pl.Int8())]
+)
 
 #: Probability of each relevance grade 1..5.
 RELEVANCE_P = np.array([0.40, 0.25, 0.17, 0.11, 0.07])
