@@ -10,6 +10,8 @@ plumbing alone shows what the engine itself costs on the data.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,8 +27,12 @@ def timed_start(start: Callable[[], Any]) -> tuple[Any, dict[str, float]]:
 
 
 def spark_session(partitions: int) -> Any:
-    """A ``local[2]`` Spark session with 12 GB driver memory and no UI."""
+    """A ``local[2]`` Spark session with 12 GB driver memory and no UI; its Python workers
+    run this interpreter unless ``PYSPARK_PYTHON`` says otherwise (else Spark starts
+    whatever ``python3`` is on the PATH, which may lack pyarrow)."""
     from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     builder: Any = SparkSession.builder
     return (

@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import functools
 import math
 import os
 import sys
@@ -57,6 +58,10 @@ if str(HERE) not in sys.path:  # running as `python bench/split.py` already has 
 
 import harness  # noqa: E402
 from harness import Check, Job, Prepared, Result, Stage, Values  # noqa: E402
+
+# This directory holds a `distributed.py`, the name of dask's `distributed` package that
+# `dask.distributed` imports: it goes last on sys.path (as in distributed.py).
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE] + [str(HERE)]
 
 # --------------------------------------------------------------------------------------
 # The methods of the sheet, as timed
@@ -229,7 +234,8 @@ def _mix_np(x: np.ndarray) -> np.ndarray:
     """splitmix64's finalizer on a uint64 array (wrapping)."""
     x = (x ^ (x >> np.uint64(30))) * np.uint64(_M1)
     x = (x ^ (x >> np.uint64(27))) * np.uint64(_M2)
-    return x ^ (x >> np.uint64(31))
+    out: np.ndarray = x ^ (x >> np.uint64(31))
+    return out
 
 
 def row_keys(user: Any, item: Any, time_us: Any, fold: Any = None) -> np.ndarray:
@@ -497,12 +503,13 @@ def prepare_fm(inputs: Inputs, method: str) -> Prepared:
     """``fm.split`` on the start frames; a LazyFrame's train and test collected together."""
     import polars as pl
 
-    import frame_metrics as fm
+    import frame_metrics
+
+    fm_any: Any = frame_metrics  # fm.split is new: not in every checkout
 
     def run() -> tuple[Any, Any]:
-        train, test = fm_frames(
-            fm.split(inputs.frame, method, time="time", **CALLS[method]), method
-        )
+        out = fm_any.split(inputs.frame, method, time="time", **CALLS[method])
+        train, test = fm_frames(out, method)
         if isinstance(train, pl.LazyFrame):
             train, test = pl.collect_all([train, test])
         return train, test
@@ -561,7 +568,9 @@ def _versions(peer: str) -> dict[str, str]:
 def prepare_replay(inputs: Inputs, method: str) -> Prepared:
     """RePlay's splitter of ``method`` on polars or pandas frames (its own columns named);
     KFolds: every fold's test (a ``fold`` column added) and the last fold's train."""
-    from replay import splitters as rs
+    import importlib
+
+    rs: Any = importlib.import_module("replay.splitters")  # untyped
 
     names = {"query_column": "user", "item_column": "item"}
     drop = {"drop_cold_users": True, "drop_cold_items": True}
@@ -586,7 +595,8 @@ def prepare_replay(inputs: Inputs, method: str) -> Prepared:
         if method != "user_kfold":
             train, test = splitter.split(frame)
             return train, test
-        tests, trains = [], []
+        tests: list[Any] = []
+        trains: list[Any] = []
         for fold, (train, test) in enumerate(splitter.split(frame)):
             tests.append(_with_fold(test, fold))
             trains[:] = [train]  # the last fold's
@@ -719,7 +729,9 @@ def prepare_fm_spark(inputs: Inputs, method: str) -> Prepared:
     materialised with Spark's ``noop`` writer, their rows counted."""
     import engines
 
-    import frame_metrics as fm
+    import frame_metrics
+
+    fm_any: Any = frame_metrics  # fm.split is new: not in every checkout
 
     spark, inner = engines.timed_start(lambda: engines.spark_session(inputs.params["partitions"]))
 
@@ -727,7 +739,7 @@ def prepare_fm_spark(inputs: Inputs, method: str) -> Prepared:
 
     def run() -> Values:
         frame = spark.read.parquet(inputs.path)
-        train, test = fm_frames(fm.split(frame, method, time="time", **CALLS[method]), method)
+        train, test = fm_frames(fm_any.split(frame, method, time="time", **CALLS[method]), method)
         for part in (train, test):
             part.write.format("noop").mode("overwrite").save()
         kept[:] = [train, test]
@@ -742,18 +754,19 @@ def prepare_fm_spark(inputs: Inputs, method: str) -> Prepared:
 def prepare_fm_dask(inputs: Inputs, method: str) -> Prepared:
     """``fm.split`` on a dask frame read in the timed call (a 2-worker ``LocalCluster``);
     train and test computed together, their partitions' rows counted."""
-    import dask
-    import dask.dataframe as dd
+    import dask.dataframe
     import engines
 
-    import frame_metrics as fm
+    import frame_metrics
 
+    fm_any: Any = frame_metrics  # fm.split is new: not in every checkout
+    dd: Any = dask.dataframe  # untyped
     client, inner = engines.timed_start(engines.dask_client)
 
     def run() -> Values:
         frame = dd.read_parquet(inputs.path)
-        train, test = fm_frames(fm.split(frame, method, time="time", **CALLS[method]), method)
-        rows = dask.compute(train.map_partitions(len).sum(), test.map_partitions(len).sum())
+        train, test = fm_frames(fm_any.split(frame, method, time="time", **CALLS[method]), method)
+        rows = dd.compute(train.map_partitions(len).sum(), test.map_partitions(len).sum())
         return {"train_rows": float(rows[0]), "test_rows": float(rows[1])}
 
     return Prepared(run, inner=inner, close=client.close)
@@ -795,8 +808,7 @@ def prepare_dask_plumbing(inputs: Inputs) -> Prepared:
 FM, HAND = "frame_metrics", "polars (hand-written)"
 #: Tags: the method of a job, and its group.
 FM_TAG, HAND_TAG, PEER_TAG, DIST_TAG = "fm", "hand", "peer", "distributed"
-SAME = (Check("train_rows", "train_rows"), Check("test_rows", "test_rows"))
-SAME += (Check("train_sum", "train_sum"), Check("test_sum", "test_sum"))
+SAME = tuple(Check(name, name) for name in ("train_rows", "test_rows", "train_sum", "test_sum"))
 
 
 def hand_name(method: str, lazy: bool = False) -> str:
@@ -814,7 +826,7 @@ def _fm_jobs(method: str) -> list[Job]:
             f"fm-{method}",
             FM,
             f"{method} ({label}), pl.read_parquet frame",
-            lambda i, m=method: prepare_fm(i, m),
+            functools.partial(prepare_fm, method=method),
             "polars",
             hand_name(method),
             checks=SAME,
@@ -824,7 +836,7 @@ def _fm_jobs(method: str) -> list[Job]:
             f"fm-{method}-lazy",
             FM,
             f"{method}, pl.scan_parquet, pl.collect_all",
-            lambda i, m=method: prepare_fm(i, m),
+            functools.partial(prepare_fm, method=method),
             "polars-scan",
             hand_name(method, lazy=True),
             checks=SAME,
@@ -840,7 +852,7 @@ def _hand_jobs(method: str) -> list[Job]:
             hand_name(method),
             HAND,
             f"{method}, eager DataFrame steps",
-            lambda i, m=method: prepare_hand(i, m),
+            functools.partial(prepare_hand, method=method),
             "polars",
             hand_name(method),
             checks=SAME,
@@ -850,7 +862,7 @@ def _hand_jobs(method: str) -> list[Job]:
             hand_name(method, lazy=True),
             HAND,
             f"{method}, pl.scan_parquet, pl.collect_all",
-            lambda i, m=method: prepare_hand(i, m),
+            functools.partial(prepare_hand, method=method),
             "polars-scan",
             hand_name(method, lazy=True),
             checks=SAME,
@@ -860,8 +872,9 @@ def _hand_jobs(method: str) -> list[Job]:
 
 
 def differs(note: str) -> tuple[Check, ...]:
-    """A peer's checks: its rows against the hand-written query's, an expected difference."""
-    return tuple(Check(name, name, note, matched=False) for name in ("train_rows", "test_rows"))
+    """A peer's checks: its rows and fingerprints against the hand-written query's, an
+    expected difference."""
+    return tuple(Check(c.label, c.ref, note, matched=False) for c in SAME)
 
 
 #: Where each peer's definition differs from the sheet's (spec section 10).
@@ -890,7 +903,7 @@ NOTES = {
     "1-pair user is all test); train drops every row of a test pair; no cold-item filter",
 }
 
-PEERS: dict[str, tuple[str, str, Callable[[Inputs, str], Prepared], str, list[str]]] = {
+PEERS: dict[str, tuple[str, str, Callable[..., Prepared], str, list[str]]] = {
     # name prefix: (tool, label, prepare, kind, methods)
     "replay-polars": (
         "RePlay",
@@ -942,7 +955,7 @@ def _peer_jobs() -> list[Job]:
                     name,
                     tool,
                     f"{PEER_LABELS[(peer, method)]} ({frames})",
-                    lambda i, p=prepare, m=method: p(i, m),
+                    functools.partial(prepare, method=method),
                     kind,
                     hand_name(method),
                     checks=differs(NOTES[f"{peer}-{method}"]),
@@ -962,7 +975,7 @@ def _distributed_jobs() -> list[Job]:
                 f"fm-{method}-spark",
                 FM,
                 f"{method} on Spark local[2] (read, split, noop write)",
-                lambda i, m=method: prepare_fm_spark(i, m),
+                functools.partial(prepare_fm_spark, method=method),
                 "path",
                 hand_name(method, lazy=True),
                 tree=True,
@@ -975,7 +988,7 @@ def _distributed_jobs() -> list[Job]:
                 f"fm-{method}-dask",
                 FM,
                 f"{method} on Dask, 2 workers (read, split, count)",
-                lambda i, m=method: prepare_fm_dask(i, m),
+                functools.partial(prepare_fm_dask, method=method),
                 "path",
                 hand_name(method, lazy=True),
                 tree=True,
@@ -1017,6 +1030,8 @@ JOBS = harness.job_table(
     *_distributed_jobs(),
 )
 BASELINE = hand_name("last_n")
+#: Each peer job's note (:data:`NOTES` of its peer and method).
+NOTES_BY_JOB = {name: job.checks[0].note for name, job in JOBS.items() if PEER_TAG in job.tags}
 SUITE = harness.Suite(
     "Evaluation-protocol splits: fm.split, hand-written polars queries and peers.",
     Path(__file__).resolve(),
@@ -1039,9 +1054,9 @@ def peer_pythons(args: argparse.Namespace) -> dict[str, str]:
     found: dict[str, str] = {}
     if args.peer_venvs:
         for peer in PEER_PYTHON:
-            python = Path(args.peer_venvs) / peer / "bin" / "python"
-            if python.exists():
-                found[peer] = str(python)
+            exe = Path(args.peer_venvs) / peer / "bin" / "python"
+            if exe.exists():
+                found[peer] = str(exe)
     for item in args.python_for:
         for pair in filter(None, item.split(",")):
             peer, sep, path = pair.partition("=")
@@ -1089,37 +1104,46 @@ def _method(job: Job) -> str:
 
 
 def agreement_table(results: Sequence[Result]) -> list[list[str]]:
-    """Each job's rows (and fingerprints) against the hand-written lazy query of its method
-    (the eager one where the lazy did not run): equal for frame_metrics, documented for
-    the peers."""
+    """Each job's train and test rows against the hand-written lazy query of its method
+    (the eager one where the lazy did not run). frame_metrics and the hand-written
+    queries must be identical, fingerprints included (else ``MISMATCH``); a peer's
+    difference is expected, its reason in :data:`NOTES`."""
     done = {r.job: r for r in results if r.side == harness.AFTER and not r.error}
-    rows = [harness.AGREEMENT_HEAD]
+    head = ["users", "job", "train rows", "test rows", "reference", "ref train", "ref test"]
+    rows = [[*head, "verdict"]]
     for r in results:
         job = JOBS[r.job]
         method = _method(job)
         if r.side != harness.AFTER or r.error or not method:
             continue
-        ref_name = next(
-            (n for n in (hand_name(method, True), hand_name(method)) if n in done and n != r.job),
-            None,
-        )
+        names = (hand_name(method, lazy=True), hand_name(method))
+        ref_name = next((n for n in names if n in done and n != r.job), None)
         if ref_name is None:
             continue
-        ref = done[ref_name].all_values
-        for check in job.checks:
-            if check.label in r.all_values and check.ref in ref:
-                rows.append(
-                    harness.agreement_row(
-                        r.users,
-                        f"{r.job}: {check.label}",
-                        r.all_values[check.label],
-                        ref_name,
-                        ref[check.ref],
-                        tolerance=0.0,
-                        matched=check.matched,
-                        note=check.note,
-                    )
-                )
+        got, ref = r.all_values, done[ref_name].all_values
+        cells = [f"{r.users:,}", r.job]
+        cells += [f"{got.get(k, math.nan):,.0f}" for k in ("train_rows", "test_rows")]
+        cells += [ref_name, *(f"{ref.get(k, math.nan):,.0f}" for k in ("train_rows", "test_rows"))]
+        compared = [c.label for c in job.checks if c.label in got and c.ref in ref]
+        differ = [c.label for c in job.checks if c.label in compared and got[c.label] != ref[c.ref]]
+        if all(c.matched for c in job.checks):
+            what = "rows and fingerprints" if "test_sum" in compared else "rows"
+            verdict = f"MISMATCH: {', '.join(differ)}" if differ else f"identical ({what})"
+        elif not differ:
+            verdict = "the same rows (fingerprints equal) on this data"
+        elif not {"train_rows", "test_rows"} & set(differ):
+            verdict = "as many rows, not the same ones (notes below)"
+        else:
+            verdict = "differs, as expected (notes below)"
+        rows.append([*cells, verdict])
+    return rows
+
+
+def notes_table(results: Sequence[Result]) -> list[list[str]]:
+    """Where each peer job that ran defines its split otherwise than the sheet."""
+    rows = [["job", "how its definition differs from spec section 10"]]
+    for name in dict.fromkeys(r.job for r in results if r.job in NOTES_BY_JOB):
+        rows.append([name, NOTES_BY_JOB[name]])
     return rows
 
 
@@ -1180,11 +1204,15 @@ def report(results: list[Result], stages: list[Stage], args: argparse.Namespace)
     print(harness.render(summary_table(results), args.markdown))
     agreement = agreement_table(results)
     print(
-        "\nRows of every job against the hand-written query of its method (train and test "
-        "rows; fm and the eager query also the fingerprints: a sum of a 64-bit mix of "
-        "(user, item, time[, fold]) per row)"
+        "\nRows of every job against the hand-written query of its method (fm and the "
+        "queries also their fingerprints: a sum of a 64-bit mix of (user, item, time"
+        "[, fold]) per row, so the same rows and folds, not only as many)"
     )
     print(harness.render(agreement, args.markdown))
+    notes = notes_table(results)
+    if len(notes) > 1:
+        print("\nThe peers' definitions")
+        print(harness.render(notes, args.markdown))
     if any(PEER_TAG in JOBS[r.job].tags for r in results):
         print("\nPeers' environments (as their jobs reported them)")
         print(harness.render(environments_table(results), args.markdown))
