@@ -346,7 +346,16 @@ def _per_user_test(x: Any, n_test: Any, user: str, item: str, time: str) -> Any:
     pos = pl.struct(time, item).rank("dense", descending=True).over(user)  # 1: the last
     x = x.with_columns(pos.alias("_pos")).with_columns(pl.col("_pos").max().over(user).alias("_n"))
     cap = pl.min_horizontal(n_test, pl.col("_n") - MIN_TRAIN)
-    return x.with_columns((pl.col("_pos") <= cap).alias("_test"))
+    return shared(x.with_columns((pl.col("_pos") <= cap).alias("_test")))
+
+
+def shared(frame: Any) -> Any:
+    """A LazyFrame that several branches read, computed once (``cache()``): polars'
+    common-subplan elimination shares only identical branches, so the rank under train
+    (``~_test``) and test (``_test``) would be computed twice. A DataFrame as it is."""
+    import polars as pl
+
+    return frame.cache() if isinstance(frame, pl.LazyFrame) else frame
 
 
 def _round_half_up(x: Any) -> Any:
@@ -387,11 +396,12 @@ def hand_split(
         test = x.filter(pl.col("_test")).select(cols)
         return train, _filter_test(train, test, user, item)
     if method == "time":
-        # The cut: the time at 0-based position floor((1 - s) * n) of the n events' times.
-        events = frame.select(user, item, time).unique()
-        at = (pl.len() * (1 - test_share)).floor().cast(pl.Int64)
-        cut = events.select(pl.col(time).sort().get(at).alias("_cut"))
-        x = frame.join(cut, how="cross")
+        # The cut: the time at 0-based position floor((1 - s) * n) of the n events' times
+        # (a scalar in the frame's context: a cross join with a one-row frame of it makes
+        # polars 2.1's optimizer panic once the branches share a cache).
+        events = pl.struct(user, item, time).unique().struct.field(time)
+        at = (events.len() * (1 - test_share)).floor().cast(pl.Int64)
+        x = shared(frame.with_columns(events.sort().get(at).alias("_cut")))
         train = x.filter(pl.col(time) < pl.col("_cut")).select(cols)
         test = x.filter(pl.col(time) >= pl.col("_cut")).select(cols)
         return train, _filter_test(train, test, user, item)
@@ -399,10 +409,9 @@ def hand_split(
         # round_half_up(s * n) events with the smallest hash (a repeated row has its
         # event's hash): every row up to the k-th smallest distinct hash.
         x = with_seeded_hash(frame, seed, [user, item, time])
-        hashes = x.select(pl.col("_h").unique())
-        k = _round_half_up(test_share * pl.len())
-        cut = hashes.select(pl.when(k > 0).then(pl.col("_h").sort().get(k - 1)).alias("_cut"))
-        x = x.join(cut, how="cross")
+        hashes = pl.col("_h").unique().sort()
+        k = _round_half_up(test_share * hashes.len())
+        x = shared(x.with_columns(pl.when(k > 0).then(hashes.get(k - 1)).alias("_cut")))
         is_test = (pl.col("_h") <= pl.col("_cut")).fill_null(False)
         train = x.filter(~is_test).select(cols)
         test = x.filter(is_test).select(cols)
@@ -443,6 +452,7 @@ def hand_split(
         w_us = int(window / dt.timedelta(microseconds=1))
         # Window f = (end - (K - f) w, end - (K - f - 1) w]: f = K - 1 - floor((end - t) / w).
         back = (pl.col(time).max() - pl.col(time)).dt.total_microseconds() // w_us
+        frame = shared(frame)
         x = frame.with_columns((k_windows - 1 - back).cast(pl.Int32).alias("fold"))
         end = pl.col(time).max()
         left = end - pl.duration(microseconds=(k_windows - pl.col("fold")) * w_us)
