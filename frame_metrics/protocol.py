@@ -40,6 +40,7 @@ from frame_metrics.errors import (
     EmptySplitWarning,
     InvalidOptionError,
     InvalidValueError,
+    Keyword,
     MissingColumnsError,
     Pass,
     shown,
@@ -220,18 +221,19 @@ def _check_schema(options: SplitOptions, schema: pl.Schema, name: str) -> SplitO
         raise MissingColumnsError(name, missing, available)
     if options.time is None and _needs_time(options):
         temporal = [c for c in available if schema[c].is_temporal()]
-        advice: tuple[Any, ...] = ()
+        advice: list[Any] = []
         if len(temporal) == 1:
-            advice = ("; pass ", Pass("time", temporal[0]))
+            advice = ["; ", Pass("time", temporal[0])]
+        if options.method in splits.PER_USER:
+            advice += [" (or ", Keyword("order", "random"), ")"]
         why = (
             "it orders each user's rows by time"
             if options.method in splits.PER_USER
             else "it cuts by time"
         )
-        extra = " (or order='random')" if options.method in splits.PER_USER else ""
         raise InvalidOptionError(
-            f"expected the time column for method {options.method!r} ({why}){extra}, got "
-            f"None; available columns: {', '.join(map(repr, available))}",
+            f"expected the time column for method {options.method!r} ({why}), got None; "
+            f"available columns: {', '.join(map(repr, available))}",
             *advice,
             option="time",
         )

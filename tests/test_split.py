@@ -462,3 +462,48 @@ def test_partitions_by_user_with_globals_give_the_same_labels(case: str) -> None
     key = ["row"]
     got = pieces.select("row", splits.FOLD, splits.DROP).sort(key)
     assert got.equals(whole.select("row", splits.FOLD, splits.DROP).sort(key))
+
+
+def test_the_command_line_writes_parquet(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from frame_metrics.cli import main
+
+    frame = _events()
+    frame.write_parquet(tmp_path / "events.parquet")
+    status = main(
+        [
+            "split",
+            str(tmp_path / "events.parquet"),
+            "--method",
+            "user_kfold",
+            "--n-folds",
+            "3",
+            "--time-col",
+            "t",
+            "--cold-items",
+            "keep",
+            "--out-dir",
+            str(tmp_path / "out"),
+        ]
+    )
+    assert status == 0
+    folds = fm.split(frame, "user_kfold", n_folds=3, time="t", cold_items="keep")
+    written = pl.read_parquet(tmp_path / "out" / "test.parquet")
+    assert written.sort("row").equals(folds.test.sort("row"))
+    for f in range(3):
+        train = pl.read_parquet(tmp_path / "out" / f"train_{f}.parquet")
+        assert train.sort("row").equals(folds[f].train.sort("row"))
+    report = pl.read_csv(tmp_path / "out" / "report.csv")
+    assert report["rows"].to_list() == folds.report.frame["rows"].to_list()
+    assert "fold 2" in capsys.readouterr().out
+    status = main(
+        [
+            "split",
+            str(tmp_path / "events.parquet"),
+            "--method",
+            "last_n",
+            "--out-dir",
+            str(tmp_path / "x"),
+        ]
+    )
+    assert status == 2
+    assert "--time-col: expected the time column" in capsys.readouterr().err
