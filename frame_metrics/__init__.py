@@ -28,6 +28,7 @@ from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.errors import (
     BaselineChoiceWarning,
     DuplicateRowsError,
+    EmptySplitWarning,
     FrameMetricsError,
     FrameMetricsWarning,
     IgnoredOptionWarning,
@@ -47,6 +48,7 @@ from frame_metrics.gaps import gaps
 from frame_metrics.metrics import REGISTRY
 from frame_metrics.namespace import register_all as _register_all
 from frame_metrics.policy_value import policy_value
+from frame_metrics.protocol import Folds, Split, split
 
 try:
     __version__ = _metadata.version("frame_metrics")
@@ -61,6 +63,8 @@ __all__ = [
     "BaselineChoiceWarning",
     "Diagnostics",
     "DuplicateRowsError",
+    "EmptySplitWarning",
+    "Folds",
     "FrameMetricsError",
     "FrameMetricsWarning",
     "IgnoredOptionWarning",
@@ -72,6 +76,7 @@ __all__ = [
     "NoRecommendationsWarning",
     "RelevanceWarning",
     "SmallSampleWarning",
+    "Split",
     "UndefinedMetricWarning",
     "UnmatchedIdsWarning",
     "__version__",
@@ -85,6 +90,7 @@ __all__ = [
     "gaps",
     "plot",
     "policy_value",
+    "split",
 ]
 
 

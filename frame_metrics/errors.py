@@ -20,6 +20,7 @@ __all__ = [
     "NONE",
     "BaselineChoiceWarning",
     "DuplicateRowsError",
+    "EmptySplitWarning",
     "FrameMetricsError",
     "FrameMetricsWarning",
     "IgnoredOptionWarning",
@@ -352,6 +353,10 @@ class NoRecommendationsWarning(FrameMetricsWarning):
     that recommends nothing to them and wrong for recommendations filtered by mistake;
     ``users="both"`` evaluates only the users in both frames.
     """
+
+
+class EmptySplitWarning(FrameMetricsWarning):
+    """A split's side is empty: ``at`` outside the data's times (``fm.split``)."""
 
 
 def warn(warning: FrameMetricsWarning) -> None:

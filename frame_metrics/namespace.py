@@ -73,6 +73,12 @@ class RecMetricsNamespace:
 
         return exposure(self._frame, truth, **kwargs)
 
+    def split(self, method: str, **kwargs: Any) -> Any:
+        """Split these interactions into train and test; see :func:`frame_metrics.split`."""
+        from frame_metrics.protocol import split
+
+        return split(self._frame, method, **kwargs)
+
     def policy_value(self, recs: object, **kwargs: Any) -> Any:
         """The off-policy value of ``recs`` from these logs; see :func:`frame_metrics.policy_value`."""
         from frame_metrics.policy_value import policy_value

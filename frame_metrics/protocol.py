@@ -1,0 +1,777 @@
+"""``fm.split``: the evaluation protocol's splits, filters and report (sheet section 10).
+
+The caller's frame is read at the edge (:mod:`frame_metrics.frames`), labelled by the
+polars plan of :mod:`frame_metrics.splits`, and given back in its own kind: a LazyFrame
+gives LazyFrames and nothing is collected until the caller collects (its data checks run
+then, inside the plan); an eager frame is labelled once, here, and its checks run first.
+Spark and Dask frames are split by their engine, each user's rows on one partition.
+
+Examples
+--------
+>>> import polars as pl
+>>> import frame_metrics as fm
+>>> events = pl.DataFrame({
+...     "user": [1, 1, 1, 2, 2, 3],
+...     "item": ["a", "b", "c", "a", "c", "c"],
+...     "day": [1, 2, 3, 1, 2, 0],
+... })
+>>> train, test = fm.split(events, "last_n", time="day")
+>>> test.sort("user").rows()
+[(1, 'c', 3), (2, 'c', 2)]
+
+User 3 has one event: it stays in train (``min_train=1``), counted in the report.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import numbers
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from functools import cached_property
+from typing import Any, Literal, cast, overload
+
+import polars as pl
+
+from frame_metrics import splits
+from frame_metrics.columns import as_names
+from frame_metrics.errors import (
+    EmptySplitWarning,
+    InvalidOptionError,
+    InvalidValueError,
+    Keyword,
+    MissingColumnsError,
+    Pass,
+    shown,
+    warn,
+)
+from frame_metrics.frames import Source, kind_of, to_lazy
+from frame_metrics.splits import DROP, DROP_CODES, FOLD, METHODS, Plan, SplitOptions
+
+__all__ = ["Folds", "Report", "Split", "split"]
+
+#: The options each method reads besides the keys and filters (ir_measures' idea:
+#: each declares its parameters); a non-default value of any other is an error.
+READS: dict[str, frozenset[str]] = {
+    "last_n": frozenset({"time", "n", "order", "ties", "min_train", "seed"}),
+    "ratio": frozenset({"time", "test_share", "order", "ties", "min_train", "seed"}),
+    "time": frozenset({"time", "at", "test_share"}),
+    "random": frozenset({"time", "test_share", "seed"}),
+    "user_kfold": frozenset(
+        {"time", "n", "test_share", "n_folds", "order", "ties", "min_train", "seed"}
+    ),
+    "time_windows": frozenset({"time", "n_folds", "window", "end"}),
+}
+_DEFAULTS: dict[str, object] = {
+    "time": None,
+    "n": None,
+    "test_share": None,
+    "at": None,
+    "n_folds": None,
+    "window": None,
+    "end": None,
+    "order": "time",
+    "ties": "item",
+    "min_train": 1,
+    "seed": 0,
+}
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "order": ("time", "random"),
+    "ties": ("item", "random"),
+    "cold_users": ("drop", "keep"),
+    "cold_items": ("drop", "keep"),
+    "seen": ("drop", "keep"),
+}
+#: The column of ``Folds.test`` naming each row's fold.
+FOLD_COLUMN = "fold"
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _options(method: object, given: dict[str, Any]) -> SplitOptions:
+    """Check a call's options against what ``method`` reads; fill its defaults."""
+    if method not in METHODS:
+        hint = difflib.get_close_matches(str(method), METHODS, n=1, cutoff=0.5)
+        suffix = f" (did you mean {hint[0]!r}?)" if hint else ""
+        raise InvalidOptionError(
+            f"expected one of {', '.join(map(repr, METHODS))}, got {shown(method)}{suffix}",
+            option="method",
+        )
+    reads = READS[str(method)]
+    for name, default in _DEFAULTS.items():
+        value = given[name]
+        if name not in reads and value is not default and value != default:
+            raise InvalidOptionError(
+                f"method {method!r} does not read it (it reads "
+                f"{', '.join(sorted(reads))}), got {shown(value)}",
+                option=name,
+            )
+    for name, choices in _CHOICES.items():
+        if given[name] not in choices:
+            raise InvalidOptionError(
+                f"expected one of {', '.join(map(repr, choices))}, got {shown(given[name])}",
+                option=name,
+            )
+    n, share, n_folds = given["n"], given["test_share"], given["n_folds"]
+    if n is not None and (not _is_int(n) or n < 1):
+        raise InvalidOptionError(f"expected an integer >= 1, got {shown(n)}", option="n")
+    if share is not None:
+        ok = isinstance(share, numbers.Real) and not isinstance(share, bool)
+        if not ok or not 0 < float(share) < 1:
+            raise InvalidOptionError(
+                f"expected a share of the rows in (0, 1), got {shown(share)}",
+                option="test_share",
+            )
+        share = float(share)
+    if n_folds is not None and (not _is_int(n_folds) or n_folds < 2):
+        raise InvalidOptionError(
+            f"expected an integer >= 2 (the number of folds), got {shown(n_folds)}",
+            option="n_folds",
+        )
+    min_train = given["min_train"]
+    if not _is_int(min_train) or min_train < 0:
+        raise InvalidOptionError(
+            f"expected an integer >= 0, got {shown(min_train)}", option="min_train"
+        )
+    seed = given["seed"]
+    if not _is_int(seed):
+        raise InvalidOptionError(f"expected an integer, got {shown(seed)}", option="seed")
+    if method in ("ratio", "random") and share is None:
+        raise InvalidOptionError(
+            f"expected the share of rows to test for method {method!r}, e.g. 0.2, got None",
+            option="test_share",
+        )
+    if method == "time" and (given["at"] is None) == (share is None):
+        said = "both" if share is not None else "neither"
+        raise InvalidOptionError(
+            f"expected one of at= (a time: rows from it on are test) and test_share= "
+            f"(the latest share of rows) for method 'time', got {said}",
+            option="at" if share is None else "test_share",
+        )
+    if method == "user_kfold" and n is not None and share is not None:
+        raise InvalidOptionError(
+            "expected one of n= (each user's last n rows) and test_share= (each user's "
+            "last share) for method 'user_kfold', got both",
+            option="n",
+        )
+    if method == "time_windows":
+        if n_folds is None:
+            raise InvalidOptionError(
+                "expected the number of windows for method 'time_windows', got None",
+                option="n_folds",
+            )
+        if given["window"] is None:
+            raise InvalidOptionError(
+                "expected the length of each window (a duration such as '7d' or a "
+                "datetime.timedelta, or a number in the time column's unit), got None",
+                option="window",
+            )
+    if method == "user_kfold" and n_folds is None:
+        n_folds = 5
+    if method in ("last_n", "user_kfold") and n is None and share is None:
+        n = 1
+    order = given["order"]
+    time = given["time"]
+    if time is not None and not isinstance(time, str):
+        raise InvalidOptionError(f"expected a column name, got {shown(time)}", option="time")
+    return SplitOptions(
+        method=cast("splits.Method", method),
+        user=as_names(given["user"], "user"),
+        item=_column_name(given["item"], "item"),
+        time=time,
+        n=n if method in ("last_n", "user_kfold") else None,
+        test_share=share,
+        at=given["at"],
+        n_folds=n_folds or 1,
+        window=given["window"],
+        end=given["end"],
+        order=order,
+        ties=given["ties"],
+        min_train=int(min_train),
+        cold_users=given["cold_users"],
+        cold_items=given["cold_items"],
+        seen=given["seen"],
+        seed=int(seed),
+    )
+
+
+def _column_name(value: object, option: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidOptionError(f"expected a column name, got {shown(value)}", option=option)
+    return value
+
+
+def _needs_time(options: SplitOptions) -> bool:
+    if options.method in ("time", "time_windows"):
+        return True
+    return options.method in splits.PER_USER and options.order == "time"
+
+
+def _check_schema(options: SplitOptions, schema: pl.Schema, name: str) -> SplitOptions:
+    """Columns present, a time column where the method orders by time, of a usable type."""
+    available = schema.names()
+    wanted = [*options.user, options.item]
+    if options.time is not None:
+        wanted.append(options.time)
+    missing = [c for c in wanted if c not in schema]
+    if missing:
+        raise MissingColumnsError(name, missing, available)
+    if options.time is None and _needs_time(options):
+        temporal = [c for c in available if schema[c].is_temporal()]
+        advice: list[Any] = []
+        if len(temporal) == 1:
+            advice = ["; ", Pass("time", temporal[0])]
+        if options.method in splits.PER_USER:
+            advice += [" (or ", Keyword("order", "random"), ")"]
+        why = (
+            "it orders each user's rows by time"
+            if options.method in splits.PER_USER
+            else "it cuts by time"
+        )
+        raise InvalidOptionError(
+            f"expected the time column for method {options.method!r} ({why}), got None; "
+            f"available columns: {', '.join(map(repr, available))}",
+            *advice,
+            option="time",
+        )
+    if options.time is not None:
+        dtype = schema[options.time]
+        if not splits.orderable(dtype):
+            raise InvalidValueError(
+                f"expected column {options.time!r} to be a datetime, date, integer "
+                f"or float, found {dtype}; convert it first (text: "
+                f"pl.col({options.time!r}).str.to_datetime())",
+                option="time",
+                frame=name,
+                columns=[options.time],
+            )
+        for option in ("at", "end"):
+            value = getattr(options, option)
+            if value is not None:
+                _check_time_value(option, value, options.time, dtype)
+        if options.window is not None:
+            unfit = splits.window_fits(options.window, dtype)
+            if unfit is not None:
+                raise InvalidOptionError(
+                    f"{unfit} for time column {options.time!r} ({dtype}), got "
+                    f"{shown(options.window)}",
+                    option="window",
+                )
+    if options.method in splits.MULTI_FOLD and FOLD_COLUMN in schema:
+        raise InvalidValueError(
+            f"{name}: expected no column named {FOLD_COLUMN!r} for a split into folds (the "
+            f"test rows of every fold get one), found it; rename it first",
+            frame=name,
+            columns=[FOLD_COLUMN],
+        )
+    return options
+
+
+def _check_time_value(option: str, value: object, column: str, dtype: pl.DataType) -> None:
+    try:
+        pl.select(pl.lit(value).cast(dtype, strict=True))
+    except Exception:  # polars says why in its words; we say what fits the column
+        kind = (
+            "a number"
+            if dtype.is_numeric()
+            else "a datetime.date"
+            if dtype == pl.Date
+            else "a datetime.datetime"
+        )
+        raise InvalidOptionError(
+            f"expected {kind}, a value of time column {column!r} ({dtype}), got {shown(value)}",
+            option=option,
+        ) from None
+
+
+def _checks(options: SplitOptions, schema: pl.Schema) -> list[pl.Expr]:
+    """The aggregates the data checks read, in one select."""
+    out: list[pl.Expr] = [pl.len().alias("rows")]
+    for column in [*options.user, options.item, *([options.time] if options.time else [])]:
+        out.append(pl.col(column).null_count().alias(f"nulls:{column}"))
+    if options.time is not None:
+        time = pl.col(options.time)
+        if schema[options.time].is_float():
+            out.append(time.is_nan().sum().alias(f"nans:{options.time}"))
+        out.append(time.min().alias("time_min"))
+        out.append(time.max().alias("time_max"))
+    if options.method == "user_kfold":
+        out.append(pl.struct(options.user).n_unique().alias("users"))
+    if options.method == "time_windows":
+        assert options.time is not None
+        out.append(splits.window_edges(options, schema[options.time])[-1].alias("first_edge"))
+    return out
+
+
+def _run_checks(found: dict[str, Any], options: SplitOptions, name: str) -> None:
+    """Raise the first failed data check; warn of an empty side."""
+    if not found["rows"]:
+        return  # an empty frame gives empty frames
+    for key, value in found.items():
+        if key.startswith(("nulls:", "nans:")) and value:
+            what, column = key.split(":", 1)
+            role = "time" if column == options.time else "key"
+            raise InvalidValueError(
+                f"{name}: expected no {'null' if what == 'nulls' else 'NaN'} values in "
+                f"{role} column {column!r}, found {value} of {found['rows']} rows; drop or "
+                "fill them first",
+                frame=name,
+                columns=[column],
+            )
+    if options.method == "user_kfold" and found["users"] < options.n_folds:
+        raise InvalidOptionError(
+            f"expected at most one fold per user, got {options.n_folds} folds for "
+            f"{found['users']} users",
+            option="n_folds",
+        )
+    if options.method == "time_windows" and found["first_edge"] < found["time_min"]:
+        raise InvalidOptionError(
+            f"expected {options.n_folds} windows of {shown(options.window)} to leave earlier "
+            f"rows to train the first fold on, got windows from {found['first_edge']} while "
+            f"the data starts at {found['time_min']}; pass a shorter window or fewer folds",
+            option="window",
+        )
+    if options.method == "time" and options.at is not None:
+        if options.at > found["time_max"]:
+            warn(
+                EmptySplitWarning(
+                    f"{shown(options.at)} is after the last time ({found['time_max']}); "
+                    "the test split is empty",
+                    option="at",
+                )
+            )
+        elif options.at <= found["time_min"]:
+            warn(
+                EmptySplitWarning(
+                    f"{shown(options.at)} is at or before the first time "
+                    f"({found['time_min']}); the train split is empty (every test user is "
+                    "cold)",
+                    option="at",
+                )
+            )
+
+
+def _guarded(frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema, name: str) -> Any:
+    """``frame`` with its data checks inside the plan: they run when it is collected."""
+    checks = _checks(options, schema)
+    names = [c.meta.output_name() for c in checks]
+
+    def guard(values: pl.Series) -> pl.Series:
+        row = values.struct.unnest().row(0, named=True)
+        _run_checks(dict(zip(names, row.values(), strict=True)), options, name)
+        return pl.Series([True])
+
+    predicate = pl.struct(checks).map_batches(guard, return_dtype=pl.Boolean, returns_scalar=True)
+    return frame.filter(predicate)
+
+
+def _fix_at(options: SplitOptions, dtype: pl.DataType | None) -> SplitOptions:
+    """``at``/``end`` as Python values of the time column's type, for comparisons."""
+    if dtype is None:
+        return options
+    changes = {}
+    for option in ("at", "end"):
+        value = getattr(options, option)
+        if value is not None:
+            changes[option] = pl.select(pl.lit(value).cast(dtype)).item()
+    return replace(options, **changes) if changes else options
+
+
+# --------------------------------------------------------------------------- results
+
+
+class Report:
+    """What a split did, per fold and side: a frame (``.frame``) and readable text.
+
+    Columns: ``fold``, ``side`` (train, test), ``rows``, ``users``, ``items``,
+    ``time_min``, ``time_max`` (the kept rows of that side); on each fold's test row,
+    ``dropped_cold_users``, ``dropped_cold_items``, ``dropped_seen`` (test rows each
+    filter dropped, a row counted by the first filter that drops it),
+    ``users_only_in_train`` (users with train rows and no test row: too few rows under
+    ``min_train``, or none in the test rule), ``ties_across_cut`` (test rows whose user
+    has a train row at the same time) and ``test_share`` (the fold's test events over
+    its train and test events, before the filters).
+    """
+
+    def __init__(self, frame: pl.DataFrame, heading: str) -> None:
+        self.frame = frame
+        self.heading = heading
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        return f"<p>{self.heading}</p>" + self.frame._repr_html_()
+
+    def text(self) -> str:
+        """The report as lines of text (what ``print`` shows)."""
+        lines = [self.heading]
+        multi = self.frame["fold"].n_unique() > 1
+        for fold in self.frame["fold"].unique(maintain_order=True).to_list():
+            rows = self.frame.filter(pl.col("fold") == fold)
+            indent = "  "
+            if multi:
+                lines.append(f"fold {fold}")
+                indent = "    "
+            for row in rows.iter_rows(named=True):
+                span = (
+                    "" if row["time_min"] is None else f"  {row['time_min']} .. {row['time_max']}"
+                )
+                lines.append(
+                    f"{indent}{row['side']:<5} {row['rows']:>12,} rows {row['users']:>10,} "
+                    f"users {row['items']:>9,} items{span}"
+                )
+            test = rows.filter(pl.col("side") == "test").row(0, named=True)
+            lines.append(
+                f"{indent}test rows dropped: {test['dropped_cold_users']:,} of cold users, "
+                f"{test['dropped_cold_items']:,} of cold items, {test['dropped_seen']:,} "
+                "already seen"
+            )
+            ties = test["ties_across_cut"]
+            lines.append(
+                f"{indent}users only in train: {test['users_only_in_train']:,}; ties "
+                f"across the cut: {'-' if ties is None else f'{ties:,}'}; test share: "
+                f"{100 * (test['test_share'] or 0):.2f}% of events"
+            )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+def _side(frame: pl.LazyFrame, options: SplitOptions, fold: int, side: str) -> pl.LazyFrame:
+    time: list[pl.Expr] = []
+    if options.time is not None:
+        time = [
+            pl.col(options.time).min().alias("time_min"),
+            pl.col(options.time).max().alias("time_max"),
+        ]
+    return frame.select(
+        pl.lit(fold, dtype=pl.Int64).alias("fold"),
+        pl.lit(side).alias("side"),
+        pl.len().cast(pl.Int64).alias("rows"),
+        pl.struct(options.user).n_unique().cast(pl.Int64).alias("users"),
+        pl.col(options.item).n_unique().cast(pl.Int64).alias("items"),
+        *time,
+    )
+
+
+def _fold_report(plan: Plan, fold: int) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    options = plan.options
+    train = plan.train(fold)
+    test = plan.test(fold)
+    candidates = plan.labelled.filter(pl.col(FOLD) == fold)
+    counts = [
+        (pl.col(DROP) == code).sum().cast(pl.Int64).alias(f"dropped_{name}")
+        for name, code in DROP_CODES.items()
+        if name != "kept"
+    ]
+    key = list(options.user)
+    train_users = train.select(key).unique()
+    if options.method in splits.PER_USER:
+        population = plan.labelled
+        if options.method == "user_kfold":
+            population = population.filter(pl.col(splits.USER_FOLD) == fold)
+        only_train = (
+            population.filter(pl.col(splits.QUOTA) == 0).select(key).unique().select(pl.len())
+        )
+    else:
+        only_train = train_users.join(
+            candidates.select(key).unique(), on=key, how="anti", nulls_equal=True
+        ).select(pl.len())
+    stats = [counts, [pl.lit(None, dtype=pl.Int64).alias("ties_across_cut")]]
+    ties: pl.LazyFrame | None = None
+    if options.time is not None:
+        at = [*key, options.time]
+        ties = (
+            candidates.select(at)
+            .join(train.select(at).unique(), on=at, how="semi", nulls_equal=True)
+            .select(pl.len().cast(pl.Int64).alias("ties_across_cut"))
+        )
+        stats = [counts]
+    event = options.event
+    train_events = train.select(pl.struct(event).n_unique().alias("a"))
+    test_events = candidates.select(pl.struct(event).n_unique().alias("b"))
+    share = pl.concat([train_events, test_events], how="horizontal").select(
+        (pl.col("b") / (pl.col("a") + pl.col("b"))).alias("test_share")
+    )
+    fold_level = [
+        candidates.select(*[e for group in stats for e in group]),
+        only_train.select(pl.col("len").cast(pl.Int64).alias("users_only_in_train")),
+        *([ties] if ties is not None else []),
+        share,
+    ]
+    extra = pl.concat(fold_level, how="horizontal")
+    test_row = pl.concat([_side(test, options, fold, "test"), extra], how="horizontal")
+    return _side(train, options, fold, "train"), test_row
+
+
+_REPORT_ORDER = [
+    "fold",
+    "side",
+    "rows",
+    "users",
+    "items",
+    "time_min",
+    "time_max",
+    "dropped_cold_users",
+    "dropped_cold_items",
+    "dropped_seen",
+    "users_only_in_train",
+    "ties_across_cut",
+    "test_share",
+]
+
+
+def _report(plan: Plan, folds: Sequence[int]) -> Report:
+    parts = [side for fold in folds for side in _fold_report(plan, fold)]
+    frame = pl.concat(parts, how="diagonal_relaxed").collect()
+    columns = [c for c in _REPORT_ORDER if c in frame.columns]
+    if "time_min" not in frame.columns:
+        frame = frame.with_columns(
+            pl.lit(None, dtype=pl.Null).alias("time_min"),
+            pl.lit(None, dtype=pl.Null).alias("time_max"),
+        )
+        columns = _REPORT_ORDER
+    return Report(frame.select(columns), splits.description(plan.options))
+
+
+class Split:
+    """One train/test split: unpacks as ``train, test = split``; ``.report`` says what it did.
+
+    ``train`` and ``test`` are frames of the input's kind (a LazyFrame in, LazyFrames
+    out), with the input's columns.
+    """
+
+    def __init__(self, plan: Plan, source: Source, fold: int, *, eager: bool) -> None:
+        self._plan = plan
+        self._source = source
+        self._fold = fold
+        self._eager = eager
+        if eager:
+            train, test = pl.collect_all([plan.train(fold), plan.test(fold)])
+            self.train: Any = source.give_back(train)
+            self.test: Any = source.give_back(test)
+        else:
+            self.train = source.give_back(plan.train(fold))
+            self.test = source.give_back(plan.test(fold))
+
+    def __iter__(self) -> Iterator[Any]:
+        yield self.train
+        yield self.test
+
+    def __len__(self) -> int:
+        return 2
+
+    @overload
+    def __getitem__(self, index: Literal[0, 1]) -> Any: ...
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    def __getitem__(self, index: int) -> Any:
+        return (self.train, self.test)[index]
+
+    @cached_property
+    def report(self) -> Report:
+        """Rows, users, items and times of each side; what each filter dropped (reads the data)."""
+        return _report(self._plan, [self._fold])
+
+    def __repr__(self) -> str:
+        return f"Split({splits.description(self._plan.options)}; .train, .test, .report)"
+
+
+class Folds(Sequence[Split]):
+    """The folds of a multi-fold split: ``len``, ``folds[f]``, iteration, ``.test``, ``.report``.
+
+    ``folds[f]`` is fold f's :class:`Split` (made when asked for); ``folds.test`` is every
+    fold's test rows in one frame with an integer ``fold`` column (0-based), to evaluate
+    all folds in one query: ``fm.evaluate(recs, folds.test, by=["model", "fold"])``.
+    """
+
+    def __init__(self, plan: Plan, source: Source, *, eager: bool) -> None:
+        self._plan = plan
+        self._source = source
+        self._eager = eager
+        self._splits: dict[int, Split] = {}
+
+    def __len__(self) -> int:
+        return self._plan.options.n_folds
+
+    @overload
+    def __getitem__(self, index: int) -> Split: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Split]: ...
+    def __getitem__(self, index: int | slice) -> Split | Sequence[Split]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        if not _is_int(index):
+            raise TypeError(f"fold indices are integers, got {type(index).__name__}")
+        folds = len(self)
+        position = index + folds if index < 0 else index
+        if not 0 <= position < folds:
+            raise IndexError(f"fold {index} of {folds} folds (0 to {folds - 1})")
+        if position not in self._splits:
+            self._splits[position] = Split(self._plan, self._source, position, eager=self._eager)
+        return self._splits[position]
+
+    def __iter__(self) -> Iterator[Split]:
+        for fold in range(len(self)):
+            yield self[fold]
+
+    @cached_property
+    def test(self) -> Any:
+        """Every fold's test rows, with an integer ``fold`` column (0-based)."""
+        rows = self._plan.test(None).rename({FOLD: FOLD_COLUMN})
+        return self._source.give_back(rows.collect() if self._eager else rows)
+
+    @cached_property
+    def report(self) -> Report:
+        """The report of every fold (reads the data)."""
+        return _report(self._plan, list(range(len(self))))
+
+    def __repr__(self) -> str:
+        return f"Folds({splits.description(self._plan.options)}; len, [f], .test, .report)"
+
+
+def split(
+    interactions: object,
+    method: str,
+    *,
+    user: str | Sequence[str] = "user",
+    item: str = "item",
+    time: str | None = None,
+    n: int | None = None,
+    test_share: float | None = None,
+    at: object = None,
+    n_folds: int | None = None,
+    window: str | dt.timedelta | float | None = None,
+    end: object = None,
+    order: Literal["time", "random"] = "time",
+    ties: Literal["item", "random"] = "item",
+    min_train: int = 1,
+    cold_users: Literal["drop", "keep"] = "drop",
+    cold_items: Literal["drop", "keep"] = "drop",
+    seen: Literal["drop", "keep"] = "drop",
+    seed: int = 0,
+) -> Any:
+    """Split interactions into train and test by the definition sheet's section 10.
+
+    Parameters
+    ----------
+    interactions
+        One row per event: the user key, the item, optionally a time column, any other
+        columns (kept unchanged). Any frame kind :func:`frame_metrics.evaluate` takes.
+        Rows repeating a (user, item, time) are one event, placed together.
+    method
+        ``"last_n"`` (each user's last ``n`` events; ``n=1`` is leave-one-out),
+        ``"ratio"`` (each user's last round_half_up(``test_share`` · n_u) events),
+        ``"time"`` (one cut for all: time >= ``at``, or the latest ``test_share`` of
+        events, every event at the cut time in test), ``"random"`` (exactly
+        round_half_up(``test_share`` · n) events, those of smallest seeded hash),
+        ``"user_kfold"`` (users dealt into ``n_folds`` folds by seeded hash; each user of
+        fold f gives its last ``n`` or ``test_share`` to fold f's test) or
+        ``"time_windows"`` (``n_folds`` consecutive windows of ``window`` ending at the
+        largest time or ``end``; fold f tests window f and trains on every row up to its
+        left edge). The last two give :class:`Folds`.
+    user, item, time
+        Column names (``user`` may be several: a composite key). ``time`` (datetime,
+        date, integer or float) is needed where the method orders by time.
+    n, test_share, at, n_folds, window, end
+        The method's sizes, as above (a method refuses an option it does not read).
+        ``window``: a ``datetime.timedelta``, a polars duration string (``"7d"``,
+        ``"1mo"``) or a number in the time column's unit.
+    order
+        ``"time"`` (the last events) or ``"random"`` (by the seeded hash), for the
+        per-user methods.
+    ties
+        Rows of one user at one time: the larger ``"item"`` is the later, or by the
+        seeded hash (``"random"``).
+    min_train
+        Per-user methods: each user keeps at least this many train events; a user with
+        too few stays wholly in train (counted in the report).
+    cold_users, cold_items, seen
+        ``"drop"`` (default, as RecTools) or ``"keep"``: test rows of users or items with
+        no train row in their fold, and of (user, item) pairs already in that fold's train.
+    seed
+        The seed of the seeded hash (splitmix64 of the seed and the key columns).
+
+    Returns
+    -------
+    Split or Folds
+        A :class:`Split` (``train, test = ...``, ``.report``) or :class:`Folds`.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import frame_metrics as fm
+    >>> events = pl.DataFrame({
+    ...     "user": [1, 1, 1, 1, 2, 2],
+    ...     "item": ["a", "b", "c", "d", "a", "b"],
+    ...     "t": [1, 2, 2, 3, 1, 2],
+    ... })
+
+    Two items at one time: the larger is the later (``ties="item"``), so user 1's last
+    two events are d, then c; user 2 keeps one event in train (``min_train=1``) and
+    gives b:
+
+    >>> train, test = fm.split(events, "last_n", n=2, time="t", cold_items="keep")
+    >>> test.sort("user", "t").rows()
+    [(1, 'c', 2), (1, 'd', 3), (2, 'b', 2)]
+
+    By default the test rows of items with no train row are dropped (c and d here),
+    and the report counts them:
+
+    >>> split = fm.split(events, "last_n", n=2, time="t")
+    >>> split.test.rows()
+    [(2, 'b', 2)]
+    >>> split.report.frame.select("side", "rows", "dropped_cold_items").rows()
+    [('train', 3, None), ('test', 1, 2)]
+
+    Folds of users, evaluated in one query with ``by="fold"``:
+
+    >>> folds = fm.split(events, "user_kfold", n_folds=2, time="t", cold_items="keep")
+    >>> len(folds), folds.test.columns
+    (2, ['user', 'item', 't', 'fold'])
+    """
+    given = {
+        "user": user,
+        "item": item,
+        "time": time,
+        "n": n,
+        "test_share": test_share,
+        "at": at,
+        "n_folds": n_folds,
+        "window": window,
+        "end": end,
+        "order": order,
+        "ties": ties,
+        "min_train": min_train,
+        "cold_users": cold_users,
+        "cold_items": cold_items,
+        "seen": seen,
+        "seed": seed,
+    }
+    options = _options(method, given)
+    kind = kind_of(interactions)
+    source = to_lazy(interactions, "interactions")
+    schema = source.lazy.collect_schema()
+    options = _check_schema(options, schema, "interactions")
+    options = _fix_at(options, schema[options.time] if options.time else None)
+    eager = kind != "polars-lazy"
+    frame = source.lazy
+    if eager:
+        found = frame.select(_checks(options, schema)).collect().row(0, named=True)
+        _run_checks(found, options, "interactions")
+        plan = splits.labelled(frame, options, schema)
+        plan = Plan(options, plan.labelled.collect().lazy(), plan.columns, plan.edges)
+    else:
+        plan = splits.labelled(frame, options, schema)
+        # The checks filter the labelled rows (a guard before the labels trips polars'
+        # streaming engine on an empty frame): they run when the caller collects.
+        guarded = _guarded(plan.labelled, options, schema, "interactions")
+        plan = Plan(options, guarded, plan.columns, plan.edges)
+    if options.method in splits.MULTI_FOLD:
+        return Folds(plan, source, eager=eager)
+    return Split(plan, source, 0, eager=eager)
