@@ -290,8 +290,10 @@ def split_values(train: Any, test: Any) -> Values:
 
 
 def with_seeded_hash(frame: Any, seed: int, keys: Sequence[str], name: str = "_h") -> Any:
-    """``frame`` with ``name``: a 64-bit seeded hash of integer-like columns, splitmix64's
-    finalizer folded over ``(seed, *keys)`` (each key's physical integer as unsigned).
+    """``frame`` with ``name``: the sheet's seeded 64-bit hash of integer-like columns,
+    a splitmix64 chain: ``h = mix(seed)``, then ``h = mix(h xor key)`` per key, ``mix``
+    being splitmix64's step (add the golden gamma, then its finalizer) and a key its
+    integer (a datetime: microseconds since the epoch) as unsigned 64 bits.
 
     Not ``Expr.hash``, whose values may change between polars releases. One step per
     ``with_columns``: written as one nested expression, each step repeats the ones
@@ -300,10 +302,14 @@ def with_seeded_hash(frame: Any, seed: int, keys: Sequence[str], name: str = "_h
     import polars as pl
 
     u64, h = pl.UInt64, pl.col(name)
-    frame = frame.with_columns(pl.lit(mix64(_GOLDEN ^ (seed & _MASK)), u64).alias(name))
+    schema = frame.collect_schema()
+    frame = frame.with_columns(pl.lit(mix64(seed + _GOLDEN), u64).alias(name))
     for key in keys:
-        unsigned = pl.col(key).to_physical().cast(pl.Int64).reinterpret(signed=False)
-        frame = frame.with_columns((h ^ unsigned).alias(name))
+        if isinstance(schema[key], pl.Datetime):
+            word = pl.col(key).dt.epoch("us")
+        else:
+            word = pl.col(key).cast(pl.Int64)
+        frame = frame.with_columns(((h ^ word.reinterpret(signed=False)) + _GOLDEN).alias(name))
         for shift, factor in ((30, _M1), (27, _M2)):
             step = (h ^ (h // pl.lit(1 << shift, u64))) * pl.lit(factor, u64)
             frame = frame.with_columns(step.alias(name))
@@ -319,10 +325,15 @@ def python_hash(seed: int, *keys: int) -> int:
     >>> with_seeded_hash(frame, 5, ["user", "item"])["_h"].to_list() == [
     ...     python_hash(5, 3, 7), python_hash(5, -1, 2)]
     True
+
+    frame_metrics' pinned values (``frame_metrics.splits.seeded_hash``):
+
+    >>> python_hash(0, 1, 10), python_hash(0, 2, 10)
+    (5075022953786957343, 4544264740642119646)
     """
-    h = mix64(_GOLDEN ^ (seed & _MASK))
+    h = mix64(seed + _GOLDEN)
     for key in keys:
-        h = mix64(h ^ (key & _MASK))
+        h = mix64((h ^ (key & _MASK)) + _GOLDEN)
     return h
 
 
