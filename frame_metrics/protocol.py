@@ -675,25 +675,45 @@ def split(
         ``"time_windows"`` (``n_folds`` consecutive windows of ``window`` ending at the
         largest time or ``end``; fold f tests window f and trains on every row up to its
         left edge). The last two give :class:`Folds`.
-    user, item, time
-        Column names (``user`` may be several: a composite key). ``time`` (datetime,
-        date, integer or float) is needed where the method orders by time.
-    n, test_share, at, n_folds, window, end
-        The method's sizes, as above (a method refuses an option it does not read).
-        ``window``: a ``datetime.timedelta``, a polars duration string (``"7d"``,
-        ``"1mo"``) or a number in the time column's unit.
+    user
+        The user key's column, or several (a composite key such as user + session).
+    item
+        The item column.
+    time
+        The time column (datetime, date, integer or float), needed where the method
+        orders by time.
+    n
+        ``last_n``, ``user_kfold``: events per user to test (default 1).
+    test_share
+        ``ratio``, ``time``, ``random``, ``user_kfold``: the share to test, in (0, 1).
+    at
+        ``time``: rows at or after this time are test (a value of the time column, or
+        text polars casts to it: ``"2018-01-01"``).
+    n_folds
+        ``user_kfold`` (default 5), ``time_windows``: the number of folds, at least 2.
+    window
+        ``time_windows``: each window's length: a ``datetime.timedelta``, a polars
+        duration string (``"7d"``, ``"1mo"``) or a number in the time column's unit.
+    end
+        ``time_windows``: the last window's right edge (default: the largest time).
     order
-        ``"time"`` (the last events) or ``"random"`` (by the seeded hash), for the
-        per-user methods.
+        Per-user methods: ``"time"`` (the last events) or ``"random"`` (by the seeded
+        hash; no time column needed).
     ties
-        Rows of one user at one time: the larger ``"item"`` is the later, or by the
+        Rows of one user at one time: the larger ``"item"`` is the later, or the larger
         seeded hash (``"random"``).
     min_train
         Per-user methods: each user keeps at least this many train events; a user with
         too few stays wholly in train (counted in the report).
-    cold_users, cold_items, seen
-        ``"drop"`` (default, as RecTools) or ``"keep"``: test rows of users or items with
-        no train row in their fold, and of (user, item) pairs already in that fold's train.
+    cold_users
+        ``"drop"`` (default, as RecTools) or ``"keep"`` (cold-start evaluation): test rows
+        of users with no train row in their fold.
+    cold_items
+        ``"drop"`` (default) or ``"keep"``: test rows of items with no train row in their
+        fold.
+    seen
+        ``"drop"`` (default) or ``"keep"``: test rows of a (user, item) pair already in
+        that fold's train.
     seed
         The seed of the seeded hash (splitmix64 of the seed and the key columns).
 
