@@ -485,15 +485,21 @@ def _filters(
         # in one fold, so "a row outside the candidates" is per user and per pair; an item
         # is cold in fold f when all its rows are fold f's candidates.
         other = (~candidate).cast(pl.UInt32)
-        cold_user = other.sum().over(options.key) == 0
+        if options.method in PER_USER and options.min_train >= 1:
+            # min_train keeps a train row for every user: none is cold (a window saved)
+            cold_user = pl.lit(value=False)
+        else:
+            cold_user = other.sum().over(options.key) == 0
         seen = other.sum().over([*options.key, options.item]) > 0
         if globals_ is not None and globals_.items is not None:
             on = [options.item, FOLD]
             frame = frame.join(globals_.items, on=on, how="left", nulls_equal=True)
             cold_item = pl.col(ITEM_COLD).fill_null(value=False)
-        else:
+        elif options.method in MULTI_FOLD:
             in_fold = candidate.cast(pl.UInt32).sum().over([options.item, FOLD])
             cold_item = pl.len().over(options.item) == in_fold
+        else:  # one fold: cold when no row of the item is outside the candidates
+            cold_item = other.sum().over(options.item) == 0
     code = pl.lit(DROP_CODES["kept"], dtype=pl.UInt8)
     # Written last to first so that the first filter in the sheet's order wins.
     rules = [("seen", seen), ("cold_items", cold_item), ("cold_users", cold_user)]
