@@ -22,11 +22,13 @@ from polars.testing import assert_frame_equal
 import frame_metrics as fm
 from frame_metrics.errors import (
     IgnoredOptionWarning,
+    InvalidOptionError,
     InvalidValueError,
     MissingColumnsError,
 )
 from tests.conftest import (
     Constructor,
+    assert_kind,
     evaluate_as_polars,
     recmetrics,
     to_polars,
@@ -521,3 +523,127 @@ def test_spark_and_dask_diagnose_the_same(backend: Any) -> None:
     assert found.users_without_recommendations == want.users_without_recommendations
     plain = fm.diagnose(to_backend(RECS, 3), to_backend(TRUTH, 2), k=2)
     assert (plain.excluded_rows, plain.short_after_exclude) == (None, {})
+
+
+# -- fm.exposure and fm.policy_value -----------------------------------------------------------
+
+
+EXPOSURE_RECS = pl.DataFrame(
+    {"user": [1, 1, 2, 2], "item": ["a", "c", "a", "b"], "rank": [1, 2, 1, 2]}
+)
+GROUPS = pl.DataFrame({"item": ["a", "b", "c", "d"], "group": ["x", "x", "y", "y"]})
+
+
+def test_exposure_counts_the_lists_after_the_removal(constructor: Constructor) -> None:
+    truth = pl.DataFrame({"user": [1], "item": ["a"], "relevance": [1]})
+    seen = pl.DataFrame({"user": [1], "item": ["a"]})
+    out = fm.exposure(
+        constructor(EXPOSURE_RECS),
+        constructor(truth),
+        k=1,
+        item_groups=constructor(GROUPS),
+        catalog=constructor(GROUPS),
+        exposure="uniform",
+        exclude=constructor(seen),
+    )
+    assert_kind(out, constructor)
+    # At k = 1: user 1 shows c (a is out), user 2 shows a. Merit is truth's: all x.
+    assert to_polars(out).rows() == [("x", 1.0, 0.5, 0.5, 1.0), ("y", 1.0, 0.5, 0.5, 0.0)]
+    plain = fm.exposure(EXPOSURE_RECS, k=1, item_groups=GROUPS, exposure="uniform")
+    assert plain["exposure"].to_list() == [2.0, 0.0]
+    # The namespace forwards it.
+    again = recmetrics(constructor(EXPOSURE_RECS)).exposure(
+        k=1, item_groups=constructor(GROUPS), exposure="uniform", exclude=constructor(seen)
+    )
+    assert to_polars(again)["exposure"].to_list() == [1.0, 1.0]
+
+
+LOGS = pl.DataFrame(
+    {
+        "user": [1, 1, 2, 2],
+        "item": ["a", "b", "c", "d"],
+        "reward": [0.0, 1.0, 0.0, 1.0],
+        "pscore": 0.5,
+    }
+)
+POLICY = pl.DataFrame(
+    {"user": [1, 1, 2, 2], "item": ["a", "b", "c", "d"], "rank": [1, 2, 1, 2], "q": 0.5}
+)
+SEEN_AC = pl.DataFrame({"user": [1, 2], "item": ["a", "c"]})
+
+
+@pytest.mark.parametrize(
+    ("estimator", "without", "with_exclude"),
+    [
+        # Shown: a and c (reward 0), w = 1 / 0.5 on them; then b and d (reward 1).
+        ("ips", (2 * 0 + 2 * 0) / 4, (2 * 1 + 2 * 1) / 4),
+        ("snips", (2 * 0 + 2 * 0) / (2 + 2), (2 * 1 + 2 * 1) / (2 + 2)),
+        ("matching", 0.0, 1.0),
+        # q̂ = 0.5: per row 0.5 + w (r - 0.5), w = 2 on the shown rows, 0 on the others.
+        (
+            "dr",
+            ((0.5 + 2 * (0 - 0.5)) + 0.5 + (0.5 + 2 * (0 - 0.5)) + 0.5) / 4,
+            (0.5 + (0.5 + 2 * (1 - 0.5)) + 0.5 + (0.5 + 2 * (1 - 0.5))) / 4,
+        ),
+    ],
+)
+def test_policy_value_shows_the_next_items(
+    constructor: Constructor, estimator: str, without: float, with_exclude: float
+) -> None:
+    call: dict[str, Any] = {"k": 1, "estimator": estimator, "n_resamples": 0}
+    if estimator == "dr":
+        call["reward_model"] = "q"
+    plain = fm.policy_value(LOGS, POLICY, **call)
+    out = fm.policy_value(
+        constructor(LOGS), constructor(POLICY), exclude=constructor(SEEN_AC), **call
+    )
+    assert_kind(out, constructor)
+    got = to_polars(out)
+    assert (plain["value"].item(), got["value"].item()) == (without, with_exclude)
+    # Logs are not touched: every logged row counts.
+    assert got["n_rows"].item() == 4
+    via = recmetrics(constructor(LOGS)).policy_value(
+        constructor(POLICY), exclude=constructor(SEEN_AC), **call
+    )
+    assert to_polars(via)["value"].item() == with_exclude
+
+
+def test_policy_value_refuses_exclude_with_given_probabilities() -> None:
+    with pytest.raises(InvalidOptionError, match=r"^exclude: expected recs ranked by rank or"):
+        fm.policy_value(LOGS, POLICY.with_columns(p=pl.lit(0.5)), probability="p", exclude=SEEN_AC)
+
+
+def test_exposure_and_policy_value_refuse_a_bad_exclude(constructor: Constructor) -> None:
+    missing = constructor(pl.DataFrame({"usr": [1], "item": ["b"], "ts": [3]}))
+    with pytest.raises(MissingColumnsError, match=r"^exclude: expected column 'user'"):
+        fm.exposure(constructor(RECS), k=2, item_groups=GROUPS, exclude=missing)
+    with pytest.raises(MissingColumnsError, match=r"^exclude: expected column 'user'"):
+        fm.policy_value(constructor(LOGS), constructor(POLICY), exclude=missing)
+    text_ids = EXCLUDE.with_columns(pl.col("user").cast(pl.String))
+    # (Without truth, fm.exposure reads recs as a long table, and names it so.)
+    with pytest.raises(InvalidValueError, match="and exclude: expected key column 'user'"):
+        fm.exposure(RECS, k=2, item_groups=GROUPS, exclude=text_ids)
+    with pytest.raises(InvalidValueError, match=r"^recs and exclude: expected key column 'user'"):
+        fm.policy_value(LOGS, POLICY, exclude=text_ids)
+
+
+def test_spark_and_dask_exposure_and_policy_value(backend: Any) -> None:
+    to_backend, to_polars_result, _ = backend
+    seen = pl.DataFrame({"user": [1], "item": ["a"]})
+    table = fm.exposure(
+        to_backend(EXPOSURE_RECS, 2),
+        k=1,
+        item_groups=GROUPS,
+        exposure="uniform",
+        exclude=to_backend(seen, 1),
+    )
+    assert to_polars_result(table)["exposure"].to_list() == [1.0, 1.0]
+    value = fm.policy_value(
+        to_backend(LOGS, 2),
+        to_backend(POLICY, 2),
+        k=1,
+        estimator="ips",
+        n_resamples=0,
+        exclude=to_backend(SEEN_AC, 1),
+    )
+    assert to_polars_result(value)["value"].to_list() == [1.0]
