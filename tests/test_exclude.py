@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -647,3 +648,68 @@ def test_spark_and_dask_exposure_and_policy_value(backend: Any) -> None:
         exclude=to_backend(SEEN_AC, 1),
     )
     assert to_polars_result(value)["value"].to_list() == [1.0]
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+def _files(tmp_path: Path) -> dict[str, Path]:
+    paths = {
+        "recs": tmp_path / "recs.parquet",
+        "truth": tmp_path / "truth.csv",
+        "train": tmp_path / "train.parquet",
+        "groups": tmp_path / "groups.csv",
+        "logs": tmp_path / "logs.parquet",
+        "policy": tmp_path / "policy.csv",
+        "seen": tmp_path / "seen.csv",
+    }
+    RECS.write_parquet(paths["recs"])
+    TRUTH.write_csv(paths["truth"])
+    EXCLUDE.write_parquet(paths["train"])
+    GROUPS.write_csv(paths["groups"])
+    LOGS.write_parquet(paths["logs"])
+    POLICY.write_csv(paths["policy"])
+    SEEN_AC.write_csv(paths["seen"])
+    return paths
+
+
+def _csv(out: str) -> pl.DataFrame:
+    import io
+
+    return pl.read_csv(io.StringIO(out))
+
+
+def test_the_command_line_takes_an_exclude_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from frame_metrics.cli import main
+
+    f = _files(tmp_path)
+    m = ",".join(METRICS)
+    args = ["evaluate", f["recs"], f["truth"], "-m", m, "--exclude", f["train"], "--format", "csv"]
+    assert main([str(a) for a in [*args, "--per-user", "--threshold", "none"]]) == 0
+    got = _csv(capsys.readouterr().out)
+    assert_frame_equal(got, fm.evaluate(RECS, TRUTH, metrics=METRICS, exclude=EXCLUDE))
+    exposure = ["exposure", f["recs"], "-k", "1", "--item-groups", f["groups"], "--exclude"]
+    assert main([str(a) for a in [*exposure, f["train"], "--format", "csv"]]) == 0
+    want = fm.exposure(RECS, k=1, item_groups=GROUPS, exclude=EXCLUDE)
+    assert_frame_equal(_csv(capsys.readouterr().out), want)
+    value = ["policy-value", f["logs"], f["policy"], "-k", "1", "--estimator", "ips"]
+    value_csv = [*value, "--resamples", "0", "--exclude", f["seen"], "--format", "csv"]
+    assert main([str(a) for a in value_csv]) == 0
+    assert _csv(capsys.readouterr().out)["value"].item() == 1.0
+
+
+def test_the_command_line_says_a_missing_column_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from frame_metrics.cli import main
+
+    f = _files(tmp_path)
+    bad = tmp_path / "bad.csv"
+    pl.DataFrame({"usr": [1], "item": ["b"]}).write_csv(bad)
+    code = main([str(a) for a in ["evaluate", f["recs"], f["truth"], "--exclude", bad]])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "exclude: expected column 'user' (did you mean 'usr'?), not found" in err
+    assert len(err.strip().splitlines()) == 1
