@@ -30,7 +30,7 @@ import numbers
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import cached_property
-from typing import Any, Literal, cast, overload
+from typing import Any, Final, Literal, cast, overload
 
 import polars as pl
 
@@ -83,6 +83,10 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "cold_items": ("drop", "keep"),
     "seen": ("drop", "keep"),
 }
+#: The engine of the collects done here (eager input, reports). Measured at 5M rows:
+#: the in-memory engine labels 3-8x faster than the streaming one (its windows and
+#: one-row joins); a LazyFrame's caller collects with the engine of their choice.
+ENGINE: Final = "in-memory"
 #: The column of ``Folds.test`` naming each row's fold.
 FOLD_COLUMN = "fold"
 
@@ -320,7 +324,9 @@ def _checks(options: SplitOptions, schema: pl.Schema) -> list[pl.Expr]:
         out.append(pl.struct(options.user).n_unique().alias("users"))
     if options.method == "time_windows":
         assert options.time is not None
-        out.append(splits.window_edges(options, schema[options.time])[-1].alias("first_edge"))
+        largest = pl.col(options.time).max()
+        edges = splits.window_edges(options, schema[options.time], largest=largest)
+        out.append(edges[-1].alias("first_edge"))
     return out
 
 
@@ -390,12 +396,9 @@ def _fix_at(options: SplitOptions, dtype: pl.DataType | None) -> SplitOptions:
     """``at``/``end`` as Python values of the time column's type, for comparisons."""
     if dtype is None:
         return options
-    changes = {}
-    for option in ("at", "end"):
-        value = getattr(options, option)
-        if value is not None:
-            changes[option] = time_value(value, dtype)
-    return replace(options, **changes) if changes else options
+    at = None if options.at is None else time_value(options.at, dtype)
+    end = None if options.end is None else time_value(options.end, dtype)
+    return replace(options, at=at, end=end)
 
 
 # --------------------------------------------------------------------------- results
@@ -546,7 +549,7 @@ _REPORT_ORDER = [
 
 def _report(plan: Plan, folds: Sequence[int]) -> Report:
     parts = [side for fold in folds for side in _fold_report(plan, fold)]
-    frame = pl.concat(parts, how="diagonal_relaxed").collect()
+    frame = pl.concat(parts, how="diagonal_relaxed").collect(engine=ENGINE)
     columns = [c for c in _REPORT_ORDER if c in frame.columns]
     if "time_min" not in frame.columns:
         frame = frame.with_columns(
@@ -570,7 +573,7 @@ class Split:
         self._fold = fold
         self._eager = eager
         if eager:
-            train, test = pl.collect_all([plan.train(fold), plan.test(fold)])
+            train, test = pl.collect_all([plan.train(fold), plan.test(fold)], engine=ENGINE)
             self.train: Any = source.give_back(train)
             self.test: Any = source.give_back(test)
         else:
@@ -642,7 +645,7 @@ class Folds(Sequence[Split]):
     def test(self) -> Any:
         """Every fold's test rows, with an integer ``fold`` column (0-based)."""
         rows = self._plan.test(None).rename({FOLD: FOLD_COLUMN})
-        return self._source.give_back(rows.collect() if self._eager else rows)
+        return self._source.give_back(rows.collect(engine=ENGINE) if self._eager else rows)
 
     @cached_property
     def report(self) -> Report:
@@ -800,10 +803,12 @@ def split(
     eager = kind != "polars-lazy"
     frame = source.lazy
     if eager:
-        found = frame.select(_checks(options, schema)).collect().row(0, named=True)
+        checks = frame.select(_checks(options, schema))
+        found = checks.collect(engine=ENGINE).row(0, named=True)
         _run_checks(found, options, "interactions")
         plan = splits.labelled(frame, options, schema)
-        plan = Plan(options, plan.labelled.collect().lazy(), plan.columns, plan.edges)
+        labels = plan.labelled.collect(engine=ENGINE)
+        plan = Plan(options, labels.lazy(), plan.columns, plan.edges)
     else:
         plan = splits.labelled(frame, options, schema)
         # The checks filter the labelled rows (a guard before the labels trips polars'
