@@ -270,9 +270,27 @@ def _check_schema(options: SplitOptions, schema: pl.Schema, name: str) -> SplitO
     return options
 
 
+def time_value(value: object, dtype: pl.DataType) -> object:
+    """``value`` as a Python value of a time column of ``dtype`` (text parsed as polars does).
+
+    Examples
+    --------
+    >>> time_value("2024-01-07", pl.Datetime("us"))
+    datetime.datetime(2024, 1, 7, 0, 0)
+    >>> time_value("2024-01-07", pl.Date), time_value(5, pl.Float64)
+    (datetime.date(2024, 1, 7), 5.0)
+    """
+    literal = pl.lit(value)
+    if isinstance(value, str) and isinstance(dtype, pl.Datetime):
+        literal = literal.str.to_datetime(time_unit=dtype.time_unit, time_zone=dtype.time_zone)
+    elif isinstance(value, str) and dtype == pl.Date:
+        literal = literal.str.to_date()
+    return pl.select(literal.cast(dtype, strict=True)).item()
+
+
 def _check_time_value(option: str, value: object, column: str, dtype: pl.DataType) -> None:
     try:
-        pl.select(pl.lit(value).cast(dtype, strict=True))
+        time_value(value, dtype)
     except Exception:  # polars says why in its words; we say what fits the column
         kind = (
             "a number"
@@ -376,7 +394,7 @@ def _fix_at(options: SplitOptions, dtype: pl.DataType | None) -> SplitOptions:
     for option in ("at", "end"):
         value = getattr(options, option)
         if value is not None:
-            changes[option] = pl.select(pl.lit(value).cast(dtype)).item()
+            changes[option] = time_value(value, dtype)
     return replace(options, **changes) if changes else options
 
 
