@@ -27,6 +27,7 @@ import polars as pl
 import pytest
 
 import frame_metrics as fm
+from tests.test_split_peers import rectools as rectools_fixture  # noqa: F401 - a fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "protocol.md"
@@ -64,7 +65,7 @@ def test_recorded_outputs_are_a_fresh_run() -> None:
     parts += [fold for split in page["windows"].values() for fold in split]
     for train, test in parts:
         users = test.select("user").unique()
-        lists = page["unseen"](page["popularity"](train, users), train)
+        lists = page["popularity"](train, users).join(train, on=["user", "item"], how="anti")
         shortest = lists.group_by("user").len()["len"].min()
         assert shortest >= 10, shortest
 
@@ -122,6 +123,8 @@ def test_the_prose_quotes_the_outputs() -> None:
     prose = _prose()
     reports = [o for o in _outputs() if "test rows dropped" in o]
     loo, _, _ = reports
+    (diagnosis,) = [o for o in _outputs() if "removed by exclude=" in o]
+    assert "lists shorter than" not in diagnosis  # "there are none"
     assert "test      587 rows 587 users" in loo
     assert "23 of cold items" in loo
     assert "ties across the cut: 94" in loo
@@ -192,18 +195,6 @@ def test_the_prose_quotes_the_outputs() -> None:
 # -- the peers' splitters, as the reference says ----------------------------------------------
 
 
-def _rectools_splitters() -> types.ModuleType:
-    """RecTools' splitter modules without ``rectools.model_selection``'s ``__init__``, which
-    imports every model (and so implicit, lightfm, torch); the splitters need pandas alone."""
-    rectools = pytest.importorskip("rectools")
-    folder = Path(rectools.__file__).parent / "model_selection"
-    if "rectools.model_selection" not in sys.modules:
-        package = types.ModuleType("rectools.model_selection")
-        package.__path__ = [str(folder)]
-        sys.modules["rectools.model_selection"] = package
-    return importlib.import_module("rectools.model_selection.last_n_split")
-
-
 _EVENT = ["user", "item", "timestamp"]
 
 
@@ -219,11 +210,11 @@ def ratings() -> pl.DataFrame:
     return pl.read_csv(data / "ratings.csv").rename({"userId": "user", "movieId": "item"})
 
 
-def test_rectools_last_n_ties_follow_the_row_order(ratings: pl.DataFrame) -> None:
+def test_rectools_last_n_ties_follow_the_row_order(
+    request: pytest.FixtureRequest, ratings: pl.DataFrame
+) -> None:
+    rectools = request.getfixturevalue("rectools_fixture")  # imported as the peers test does
     pd = pytest.importorskip("pandas")
-    last_n = _rectools_splitters()
-    from rectools.dataset import Interactions
-
     _, test = fm.split(ratings, "last_n", n=1, time="timestamp")
     shuffled = ratings.sample(fraction=1.0, shuffle=True, seed=3)
     for frame, same in [(ratings, True), (shuffled, False)]:
@@ -231,8 +222,8 @@ def test_rectools_last_n_ties_follow_the_row_order(ratings: pl.DataFrame) -> Non
             columns={"user": "user_id", "item": "item_id", "rating": "weight"}
         )
         pandas["datetime"] = pd.to_datetime(pandas["timestamp"], unit="s")
-        interactions = Interactions(pandas[["user_id", "item_id", "weight", "datetime"]])
-        ((_, test_rows, _),) = last_n.LastNSplitter(1).split(interactions)
+        interactions = rectools.Interactions(pandas[["user_id", "item_id", "weight", "datetime"]])
+        ((_, test_rows, _),) = rectools.LastNSplitter(1).split(interactions)
         theirs = _events(frame[test_rows])
         assert (theirs == _events(test)) is same
     # fm.split does not depend on the row order.
