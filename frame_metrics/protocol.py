@@ -431,6 +431,12 @@ class Report:
         """The report as lines of text (what ``print`` shows)."""
         lines = [self.heading]
         multi = self.frame["fold"].n_unique() > 1
+        # The counts right-aligned in columns as wide as the report's largest number needs,
+        # so that a line fits 80 characters (the printed examples of the docs) where it can.
+        width = {
+            column: max((len(f"{value:,}") for value in self.frame[column]), default=1)
+            for column in ("rows", "users", "items")
+        }
         for fold in self.frame["fold"].unique(maintain_order=True).to_list():
             rows = self.frame.filter(pl.col("fold") == fold)
             indent = "  "
@@ -441,10 +447,8 @@ class Report:
                 span = (
                     "" if row["time_min"] is None else f"  {row['time_min']} .. {row['time_max']}"
                 )
-                lines.append(
-                    f"{indent}{row['side']:<5} {row['rows']:>12,} rows {row['users']:>10,} "
-                    f"users {row['items']:>9,} items{span}"
-                )
+                counts = " ".join(f"{row[column]:>{width[column]},} {column}" for column in width)
+                lines.append(f"{indent}{row['side']:<5} {counts}{span}")
             test = rows.filter(pl.col("side") == "test").row(0, named=True)
             lines.append(
                 f"{indent}test rows dropped: {test['dropped_cold_users']:,} of cold users, "
