@@ -455,11 +455,13 @@ class Report:
                 f"{test['dropped_cold_items']:,} of cold items, {test['dropped_seen']:,} "
                 "already seen"
             )
-            ties = test["ties_across_cut"]
+            ties, share = test["ties_across_cut"], test["test_share"]
+            # no events (an empty frame, a fold without rows): no share to give
+            said = "-" if share is None or share != share else f"{100 * share:.2f}%"
             lines.append(
                 f"{indent}users only in train: {test['users_only_in_train']:,}; ties "
                 f"across the cut: {'-' if ties is None else f'{ties:,}'}; test share: "
-                f"{100 * (test['test_share'] or 0):.2f}% of events"
+                f"{said} of events"
             )
         return "\n".join(lines)
 

@@ -581,3 +581,9 @@ def test_null_keys_are_refused() -> None:
         fm.InvalidValueError, match=r"expected no null values in key column 'item', found 2"
     ):
         fm.split(frame, "last_n", time="t")
+
+
+def test_the_printed_report_of_an_empty_frame() -> None:
+    text = fm.split(_events().clear(), "last_n", time="t").report.text()
+    assert "test share: - of events" in text
+    assert "nan" not in text
