@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import math
 import numbers
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -457,7 +458,7 @@ class Report:
             )
             ties, share = test["ties_across_cut"], test["test_share"]
             # no events (an empty frame, a fold without rows): no share to give
-            said = "-" if share is None or share != share else f"{100 * share:.2f}%"
+            said = "-" if share is None or math.isnan(share) else f"{100 * share:.2f}%"
             lines.append(
                 f"{indent}users only in train: {test['users_only_in_train']:,}; ties "
                 f"across the cut: {'-' if ties is None else f'{ties:,}'}; test share: "

@@ -540,11 +540,12 @@ def test_dates_and_float_times() -> None:
     frame = _events()
     as_dates = frame.with_columns(t=pl.date(2024, 1, 1) + pl.duration(days=pl.col("t")))
     as_floats = frame.with_columns(t=pl.col("t").cast(pl.Float64) / 4)
-    for method, options in [
+    cases: list[tuple[str, dict[str, Any]]] = [
         ("last_n", {"n": 2}),
         ("time", {"test_share": 0.3}),
         ("time_windows", {"n_folds": 2, "window": 2}),
-    ]:
+    ]
+    for method, options in cases:
         expected = fm.split(frame, method, time="t", **options)
         dated = fm.split(
             as_dates,
