@@ -517,11 +517,12 @@ def test_text_ids_and_a_composite_key_agree_on_every_kind(constructor: Construct
         # zero-padded, so that text order is the integers' order (ties by item)
         item=pl.format("i{}", pl.col("item").cast(pl.String).str.zfill(3)),
     )
-    for method, options in [
+    cases: list[tuple[str, dict[str, Any]]] = [
         ("random", {"test_share": 0.3, "seed": 5}),
         ("ratio", {"test_share": 0.5, "order": "random"}),
         ("user_kfold", {"n_folds": 3}),
-    ]:
+    ]
+    for method, options in cases:
         ours = fm.split(frame, method, user=["user", "session"], time="t", **options)
         theirs = fm.split(constructor(frame), method, user=["user", "session"], time="t", **options)
         assert _rows(theirs.test) == _rows(ours.test)
