@@ -7,7 +7,7 @@ and aggregates of that labelled frame, so eager and lazy input, pandas and Arrow
 polars) and Spark and Dask partitions (the same code on each user's rows) give the same
 rows. Nothing here collects: :mod:`frame_metrics.protocol` decides when.
 
-Randomness comes only from :func:`seeded_hash`, a splitmix64 chain over the key columns:
+Randomness comes only from :func:`with_seeded_hash`, a splitmix64 chain over the key columns:
 fixed integer arithmetic, so for integer ids and times the split is the same on every
 frame kind, row order, engine and polars version.
 """
@@ -29,6 +29,7 @@ __all__ = [
     "DROP_CODES",
     "FOLD",
     "GLOBAL_METHODS",
+    "HASH",
     "ITEM_COLD",
     "ITEM_FIRST",
     "ITEM_ROWS",
@@ -45,9 +46,10 @@ __all__ = [
     "dealt_users",
     "kept_test_rows",
     "labelled",
-    "seeded_hash",
+    "mix64",
     "train_rows",
     "window_edges",
+    "with_seeded_hash",
 ]
 
 Method = Literal["last_n", "ratio", "time", "random", "user_kfold", "time_windows"]
@@ -73,7 +75,8 @@ DROP: Final = f"{RESERVED_PREFIX}drop"
 #: The values of ``DROP``, in the sheet's order: a row several filters drop is counted
 #: by the first of users, items, seen.
 DROP_CODES: Final = {"kept": 0, "cold_users": 1, "cold_items": 2, "seen": 3}
-_HASH: Final = f"{RESERVED_PREFIX}hash"
+#: The seeded hash's column (:func:`with_seeded_hash`).
+HASH: Final = f"{RESERVED_PREFIX}hash"
 _EVENT: Final = f"{RESERVED_PREFIX}event"
 _EVENTS: Final = f"{RESERVED_PREFIX}events"
 #: A user's number of test events (per-user methods): 0 keeps the user wholly in train.
@@ -82,6 +85,8 @@ QUOTA: Final = f"{RESERVED_PREFIX}quota"
 USER_FOLD: Final = f"{RESERVED_PREFIX}user_fold"
 _CANDIDATE: Final = f"{RESERVED_PREFIX}candidate"
 _TRAIN_UP_TO: Final = f"{RESERVED_PREFIX}train_up_to"
+_CUT: Final = f"{RESERVED_PREFIX}cut"
+_END: Final = f"{RESERVED_PREFIX}end"
 ITEM_FIRST: Final = f"{RESERVED_PREFIX}item_first"
 ITEM_ROWS: Final = f"{RESERVED_PREFIX}item_rows"
 ITEM_COLD: Final = f"{RESERVED_PREFIX}item_cold"
@@ -103,20 +108,36 @@ def _shifted_right(z: pl.Expr, bits: int) -> pl.Expr:
     return z // _u64(1 << bits)
 
 
-def _mix(x: pl.Expr) -> pl.Expr:
-    """splitmix64's step: add the increment, then its finaliser (a bijection on 64 bits).
+def mix64(x: int) -> int:
+    """splitmix64's step on a Python integer: add the increment, then the finaliser.
 
     Examples
     --------
     The first output of Vigna's ``splitmix64.c`` seeded with 0:
 
-    >>> pl.select(_mix(_u64(0))).item()
+    >>> mix64(0)
     16294208416658607535
     """
-    z = x + _u64(_GAMMA)
-    z = (z.xor(_shifted_right(z, 30))) * _u64(_MUL_1)
-    z = (z.xor(_shifted_right(z, 27))) * _u64(_MUL_2)
-    return z.xor(_shifted_right(z, 31))
+    z = (x + _GAMMA) & _MASK
+    z = ((z ^ (z >> 30)) * _MUL_1) & _MASK
+    z = ((z ^ (z >> 27)) * _MUL_2) & _MASK
+    return z ^ (z >> 31)
+
+
+def _mix_steps(name: str) -> list[pl.Expr]:
+    """splitmix64's step on column ``name``, as expressions to apply one after another.
+
+    One step per expression, each reading the column once or twice: written as one
+    nested expression, each step would repeat the whole tree below it (8 copies per mix,
+    8**4 for a hash of three columns), which polars evaluates copy by copy.
+    """
+    z = pl.col(name)
+    return [
+        (z + _u64(_GAMMA)).alias(name),
+        (z.xor(_shifted_right(z, 30)) * _u64(_MUL_1)).alias(name),
+        (z.xor(_shifted_right(z, 27)) * _u64(_MUL_2)).alias(name),
+        z.xor(_shifted_right(z, 31)).alias(name),
+    ]
 
 
 def _as_u64(column: str, dtype: pl.DataType) -> pl.Expr:
@@ -148,28 +169,34 @@ def _as_u64(column: str, dtype: pl.DataType) -> pl.Expr:
     return word
 
 
-def seeded_hash(seed: int, columns: Sequence[str], schema: pl.Schema) -> pl.Expr:
-    """The sheet's seeded 64-bit hash of ``columns``: a splitmix64 chain.
+def with_seeded_hash(
+    frame: pl.LazyFrame, seed: int, columns: Sequence[str], schema: pl.Schema
+) -> pl.LazyFrame:
+    """``frame`` with the sheet's seeded 64-bit hash of ``columns`` (column ``HASH``).
 
-    ``h = mix(seed)``, then ``h = mix(h xor word(c))`` for each column ``c`` in order,
-    where ``mix`` is splitmix64's step and ``word`` a value as 64 bits (integers
-    themselves; see :func:`_as_u64`). Used for the order of ``ties="random"`` and
-    ``order="random"`` (columns user key, item, time), for ``"random"`` and for dealing
-    users into folds (the user key alone).
+    A splitmix64 chain: ``h = mix(seed)``, then ``h = mix(h xor word(c))`` for each
+    column ``c`` in order, where ``mix`` is splitmix64's step (:func:`mix64`) and ``word``
+    a value as 64 bits (integers themselves; see :func:`_as_u64`). Used for the order of
+    ``ties="random"`` and ``order="random"`` (columns user key, item, time), for
+    ``"random"`` and for dealing users into folds (the user key alone).
 
     Examples
     --------
     Pinned values: integer keys give these on every polars version.
 
     >>> schema = pl.Schema({"user": pl.Int64, "item": pl.Int64})
-    >>> frame = pl.DataFrame({"user": [1, 2], "item": [10, 10]})
-    >>> frame.select(seeded_hash(0, ["user", "item"], schema)).to_series().to_list()
+    >>> frame = pl.LazyFrame({"user": [1, 2], "item": [10, 10]})
+    >>> with_seeded_hash(frame, 0, ["user", "item"], schema).collect()[HASH].to_list()
     [5075022953786957343, 4544264740642119646]
+    >>> mix64(mix64(mix64(0) ^ 1) ^ 10)  # the same, in Python integers
+    5075022953786957343
     """
-    h = _mix(_u64(seed))
+    frame = frame.with_columns(_u64(mix64(seed & _MASK)).alias(HASH))
     for name in columns:
-        h = _mix(h.xor(_as_u64(name, schema[name])))
-    return h.alias(_HASH)
+        frame = frame.with_columns(pl.col(HASH).xor(_as_u64(name, schema[name])))
+        for step in _mix_steps(HASH):
+            frame = frame.with_columns(step)
+    return frame
 
 
 @dataclass(frozen=True)
@@ -238,11 +265,15 @@ def _lit(value: object, dtype: pl.DataType) -> pl.Expr:
 
 
 def window_edges(
-    options: SplitOptions, dtype: pl.DataType, globals_: Globals | None = None
+    options: SplitOptions,
+    dtype: pl.DataType,
+    globals_: Globals | None = None,
+    largest: pl.Expr | None = None,
 ) -> list[pl.Expr]:
     """``edges[j]`` = end − j·window for j = 0..n_folds: window f is (edges[F−f], edges[F−f−1]].
 
-    ``end`` is the call's or the largest time. A window given as text (``"7d"``, ``"1mo"``)
+    ``end`` is the call's or the largest time (``largest``, or the column _global joins
+    in). A window given as text (``"7d"``, ``"1mo"``)
     is stepped back with ``dt.offset_by``, one window at a time, so calendar units work.
     """
     assert options.time is not None
@@ -250,8 +281,10 @@ def window_edges(
         end = _lit(options.end, dtype)
     elif globals_ is not None:
         end = _lit(globals_.end, dtype)
+    elif largest is not None:
+        end = largest
     else:
-        end = pl.col(options.time).max()
+        end = pl.col(_END)  # the largest time, joined in by _global
     edges = [end]
     window = options.window
     for _ in range(options.n_folds):
@@ -313,7 +346,7 @@ def _event_position(options: SplitOptions, schema: pl.Schema) -> pl.Expr:
     item is the larger one; ``ties="random"``: the larger hash is the later). Random
     order: the smallest hash first. A dense rank, so repeats of an event share its place.
     """
-    hashed = seeded_hash(options.seed, options.event, schema)
+    hashed = pl.col(HASH)
     if options.order == "random":
         keys: list[pl.Expr] = [hashed, pl.col(options.item)]
         if options.time:
@@ -344,6 +377,8 @@ def _quota(options: SplitOptions, events: pl.Expr) -> pl.Expr:
 
 
 def _per_user(frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema) -> pl.LazyFrame:
+    if options.order == "random" or options.ties == "random":
+        frame = with_seeded_hash(frame, options.seed, options.event, schema)
     position = _event_position(options, schema)
     frame = frame.with_columns(position.alias(_EVENT))
     frame = frame.with_columns(pl.col(_EVENT).max().over(options.key).alias(_EVENTS))
@@ -358,11 +393,10 @@ def _per_user(frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema) -> 
 def dealt_users(users: pl.LazyFrame, options: SplitOptions, schema: pl.Schema) -> pl.LazyFrame:
     """Each distinct user of ``users`` (the key columns) with its fold (``USER_FOLD``)."""
     return (
-        users.unique()
-        .with_columns(seeded_hash(options.seed, options.key, schema))
-        .sort([_HASH, *options.key])
+        with_seeded_hash(users.unique(), options.seed, options.key, schema)
+        .sort([HASH, *options.key])
         .with_columns((pl.int_range(pl.len(), dtype=pl.Int64) % options.n_folds).alias(USER_FOLD))
-        .drop(_HASH)
+        .drop(HASH)
     )
 
 
@@ -385,6 +419,17 @@ def _first_of_events(options: SplitOptions) -> pl.Expr:
     return pl.struct(options.event).is_first_distinct()
 
 
+def _one_row(frame: pl.LazyFrame, value: pl.Expr, name: str) -> pl.LazyFrame:
+    """``frame`` with the one value ``value`` (an aggregate of ``frame``) in column ``name``.
+
+    A cross join with the one-row frame of the aggregate, not the aggregate inside a row
+    expression: polars' streaming engine computes the one-row frame once and streams the
+    join, where it evaluates an aggregate broadcast into rows far more slowly (8x at 5M
+    rows for the time cut).
+    """
+    return frame.join(frame.select(value.alias(name)), how="cross")
+
+
 def _global(
     frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema, globals_: Globals | None
 ) -> pl.LazyFrame:
@@ -393,31 +438,43 @@ def _global(
         assert options.time is not None
         time = pl.col(options.time)
         if options.at is not None:
-            cut = _lit(options.at, schema[options.time])
+            cut: pl.Expr = _lit(options.at, schema[options.time])
         elif globals_ is not None:
             cut = _lit(globals_.cut, schema[options.time])
         else:
             assert options.test_share is not None
-            # The time at 0-based position floor((1 − s)·n) of the events' sorted times.
-            times = time.filter(_first_of_events(options))
-            position = (pl.lit(1.0 - options.test_share) * times.len().cast(pl.Float64)).floor()
-            # The (position + 1) smallest times' largest; null for no rows.
-            cut = times.bottom_k(position.cast(pl.Int64) + 1).max()
+            # The time at 0-based position floor((1 − s)·n) of the events' sorted times
+            # (null for no rows).
+            events = frame.select(options.event).unique()
+            position = (pl.lit(1.0 - options.test_share) * pl.len().cast(pl.Float64)).floor()
+            # (slice, not get: polars 2.1's streaming engine panics on get of nothing)
+            at = time.sort().slice(position.cast(pl.Int64), 1).max().alias(_CUT)
+            frame = frame.join(events.select(at), how="cross")
+            cut = pl.col(_CUT)
         return frame.with_columns(pl.when(time >= cut).then(zero).alias(FOLD))
     if options.method == "random":
         assert options.test_share is not None
-        hashed = seeded_hash(options.seed, options.event, schema)
+        frame = with_seeded_hash(frame, options.seed, options.event, schema)
+        hashed = pl.col(HASH)
         if globals_ is not None:
-            threshold = pl.lit(globals_.threshold, dtype=pl.UInt64)
+            threshold: pl.Expr = pl.lit(globals_.threshold, dtype=pl.UInt64)
         else:
-            firsts = hashed.filter(_first_of_events(options))
-            wanted = round_half_up(pl.lit(options.test_share) * firsts.len().cast(pl.Float64))
-            # The k-th smallest hash of the events; null when k is 0 (a tiny frame).
-            threshold = firsts.bottom_k(wanted.cast(pl.Int64)).max()
-        chosen = (hashed <= threshold).fill_null(False)
+            # The k-th smallest hash of the events, k = round_half_up(s·n); null when k
+            # is 0. An event's repeats share its hash, so the events are the distinct
+            # hashes (two events whose 64-bit hashes collide would count as one: about
+            # n²/2**65 of a chance, 3e-4 at 100M events).
+            hashes = frame.select(hashed.unique())
+            wanted = round_half_up(pl.lit(options.test_share) * pl.len().cast(pl.Float64))
+            kth = hashed.sort().slice(wanted.cast(pl.Int64) - 1, 1).max()
+            kth = pl.when(wanted >= 1).then(kth).alias(_CUT)
+            frame = frame.join(hashes.select(kth), how="cross")
+            threshold = pl.col(_CUT)
+        chosen = (hashed <= threshold).fill_null(value=False)
         return frame.with_columns(pl.when(chosen).then(zero).alias(FOLD))
     # time_windows: each row's window, numbered 0 (oldest) .. n_folds − 1.
     assert options.time is not None
+    if options.end is None and globals_ is None:
+        frame = _one_row(frame, pl.col(options.time).max(), _END)
     edges = window_edges(options, schema[options.time], globals_)
     time = pl.col(options.time)
     folds = options.n_folds
@@ -485,15 +542,21 @@ def _filters(
         # in one fold, so "a row outside the candidates" is per user and per pair; an item
         # is cold in fold f when all its rows are fold f's candidates.
         other = (~candidate).cast(pl.UInt32)
-        cold_user = other.sum().over(options.key) == 0
+        if options.method in PER_USER and options.min_train >= 1:
+            # min_train keeps a train row for every user: none is cold (a window saved)
+            cold_user = pl.lit(value=False)
+        else:
+            cold_user = other.sum().over(options.key) == 0
         seen = other.sum().over([*options.key, options.item]) > 0
         if globals_ is not None and globals_.items is not None:
             on = [options.item, FOLD]
             frame = frame.join(globals_.items, on=on, how="left", nulls_equal=True)
             cold_item = pl.col(ITEM_COLD).fill_null(value=False)
-        else:
+        elif options.method in MULTI_FOLD:
             in_fold = candidate.cast(pl.UInt32).sum().over([options.item, FOLD])
             cold_item = pl.len().over(options.item) == in_fold
+        else:  # one fold: cold when no row of the item is outside the candidates
+            cold_item = other.sum().over(options.item) == 0
     code = pl.lit(DROP_CODES["kept"], dtype=pl.UInt8)
     # Written last to first so that the first filter in the sheet's order wins.
     rules = [("seen", seen), ("cold_items", cold_item), ("cold_users", cold_user)]
@@ -530,6 +593,8 @@ def labelled(
         assert options.time is not None
         edges = window_edges(options, schema[options.time], globals_)
         extra = [_TRAIN_UP_TO]
+        if options.end is None and globals_ is None:
+            extra.append(_END)  # what train_rows' edges read
     if options.method in PER_USER:
         extra = [QUOTA]
         if options.method == "user_kfold":

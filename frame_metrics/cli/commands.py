@@ -322,6 +322,7 @@ def run_exposure(args: argparse.Namespace) -> int:
         relevance=args.relevance_col,
         group=args.group_col,
         head_share=args.head_share,
+        exclude=frames.get("exclude"),
         **_ranking_columns(args),
         **options,
     )
@@ -349,6 +350,7 @@ def run_policy_value(args: argparse.Namespace) -> int:
         n_resamples=args.resamples,
         seed=args.seed,
         ties=args.ties,
+        exclude=None if args.exclude is None else read_frame(args.exclude, "--exclude", ids),
         **_ranking_columns(args),
     )
     write_result(result, fmt, args.output, args.precision)

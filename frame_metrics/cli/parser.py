@@ -304,6 +304,15 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
         help="item and --group-col, one row per (item, group), for exposure_parity and "
         "list_parity (default: aplt's head and tail groups from --train)",
     )
+    extra.add_argument("--exclude", metavar="FILE", help=_EXCLUDE_HELP)
+
+
+#: ``--exclude``'s help, the same for every command that ranks lists.
+_EXCLUDE_HELP = (
+    "(user, item) pairs removed from RECS before the cutoff, usually the train split "
+    "(items already seen): the rest of each list moves up, so @k counts k items the user "
+    "could still choose; other columns are not read"
+)
 
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
@@ -756,6 +765,7 @@ def _add_exposure(commands: argparse._SubParsersAction[_Parser]) -> None:
         metavar="FILE",
         help="the catalog's items (item column) for catalog_share (default: the items seen)",
     )
+    extra.add_argument("--exclude", metavar="FILE", help=_EXCLUDE_HELP)
     # read_inputs reads every extra file's option: those this command has not are None.
     p.set_defaults(item_features=None, baseline=None)
     _add_output_options(p)
@@ -880,12 +890,19 @@ def _add_policy_value(commands: argparse._SubParsersAction[_Parser]) -> None:
     cols.add_argument(
         "--ids-as-text",
         action="store_true",
-        help="read the user and item columns of both files as text",
+        help="read the user and item columns of every input file as text",
     )
     opts = p.add_argument_group("options")
     for row in OPTIONS:
         if row.name == "ties":
             _add_option(opts, row)
+    extra = p.add_argument_group("extra inputs (parquet or CSV files)")
+    extra.add_argument(
+        "--exclude",
+        metavar="FILE",
+        help="(user, item) pairs removed from RECS before its top K, usually the train "
+        "split (items already seen): the rest of each list moves up; LOGS are not touched",
+    )
     stats = p.add_argument_group("statistics")
     stats.add_argument(
         "--level",
