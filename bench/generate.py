@@ -22,10 +22,12 @@ import numpy as np
 import polars as pl
 
 __all__ = [
+    "INTERACTIONS_SCHEMA",
     "RECS_SCHEMA",
     "TRUTH_SCHEMA",
     "make_arrays",
     "make_data",
+    "make_interactions",
     "with_propensity",
     "write_parquet",
 ]
@@ -42,6 +44,15 @@ TRUTH_SCHEMA: dict[str, type[pl.DataType]] = {
     "item": pl.Int64,
     "relevance": pl.Int32,
 }
+
+INTERACTIONS_SCHEMA = pl.Schema(
+    {
+        "user": pl.Int64(),
+        "item": pl.Int64(),
+        "time": pl.Datetime("us"),
+        "rating": pl.Int8(),
+    }
+)
 
 #: Probability of each relevance grade 1..5.
 RELEVANCE_P = np.array([0.40, 0.25, 0.17, 0.11, 0.07])
@@ -181,6 +192,47 @@ def make_data(
     recs = pl.DataFrame(recs_cols, schema=RECS_SCHEMA)
     truth = pl.DataFrame(truth_cols, schema=TRUTH_SCHEMA)
     return recs, truth
+
+
+def make_interactions(
+    n_users: int, per_user: int = 100, seed: int = 0, *, n_items: int = 50_000
+) -> pl.DataFrame:
+    """An interaction log for the splits: ``per_user`` events a user, in time order.
+
+    Items are drawn from the popularity distribution of :func:`make_arrays` (a user may
+    meet an item again), times are a random walk per user over about a year (gaps of
+    exponentially distributed seconds, a user's start spread over the year before), and
+    ``rating`` is 1..5: a column the split carries along. Rows are sorted by time, as a
+    log is written.
+
+    Examples
+    --------
+    >>> log = make_interactions(3, per_user=4)
+    >>> log.shape, log.columns
+    ((12, 4), ['user', 'item', 'time', 'rating'])
+    """
+    rng = np.random.default_rng(seed)
+    cdf = _popularity_cdf(n_items, exponent=1.0, offset=10.0)
+    item_ids = rng.permutation(n_items).astype(np.int64)
+    rows = n_users * per_user
+    year_us = 365 * 24 * 3600 * 1_000_000
+    start = rng.integers(0, year_us, size=n_users)
+    gaps = rng.exponential(year_us / (2 * per_user), size=(n_users, per_user)).astype(np.int64)
+    times = start[:, None] + np.cumsum(gaps, axis=1)
+    epoch = 1_672_531_200_000_000  # 2023-01-01, in microseconds
+    log = pl.DataFrame(
+        {
+            "user": np.repeat(np.arange(n_users, dtype=np.int64), per_user),
+            "item": item_ids[_draw(rng, cdf, rows)],
+            "time": (times.ravel() + epoch),
+            "rating": rng.integers(1, 6, size=rows, dtype=np.int8),
+        }
+    )
+    return (
+        log.with_columns(pl.col("time").cast(pl.Datetime("us")))
+        .sort("time")
+        .cast(INTERACTIONS_SCHEMA)
+    )
 
 
 def with_propensity(

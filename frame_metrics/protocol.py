@@ -31,7 +31,7 @@ import numbers
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import cached_property
-from typing import Any, Final, Literal, cast, overload
+from typing import Any, Final, Literal, Protocol, cast, overload
 
 import polars as pl
 
@@ -48,7 +48,7 @@ from frame_metrics.errors import (
     warn,
 )
 from frame_metrics.frames import Source, kind_of, to_lazy
-from frame_metrics.splits import DROP, DROP_CODES, FOLD, METHODS, Plan, SplitOptions
+from frame_metrics.splits import FOLD, METHODS, Plan, SplitOptions
 
 __all__ = ["Folds", "Report", "Split", "split"]
 
@@ -90,7 +90,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 #: collects with the engine of their choice.
 ENGINE: Final = "auto"
 #: The column of ``Folds.test`` naming each row's fold.
-FOLD_COLUMN = "fold"
+FOLD_COLUMN = splits.FOLD_COLUMN
 
 
 def _is_int(value: object) -> bool:
@@ -311,19 +311,24 @@ def _check_time_value(option: str, value: object, column: str, dtype: pl.DataTyp
         ) from None
 
 
+def _aggregates(options: SplitOptions, schema: pl.Schema) -> list[splits.Aggregate]:
+    """The values over every row the data checks read (Spark and Dask compute them too)."""
+    out = [splits.Aggregate("rows", "rows")]
+    for column in [*options.user, options.item, *([options.time] if options.time else [])]:
+        out.append(splits.Aggregate(f"nulls:{column}", "nulls", (column,)))
+    if options.time is not None:
+        if schema[options.time].is_float():
+            out.append(splits.Aggregate(f"nans:{options.time}", "nans", (options.time,)))
+        out.append(splits.Aggregate("time_min", "min", (options.time,)))
+        out.append(splits.Aggregate("time_max", "max", (options.time,)))
+    if options.method == "user_kfold":
+        out.append(splits.Aggregate("users", "distinct", options.user))
+    return out
+
+
 def _checks(options: SplitOptions, schema: pl.Schema) -> list[pl.Expr]:
     """The aggregates the data checks read, in one select."""
-    out: list[pl.Expr] = [pl.len().alias("rows")]
-    for column in [*options.user, options.item, *([options.time] if options.time else [])]:
-        out.append(pl.col(column).null_count().alias(f"nulls:{column}"))
-    if options.time is not None:
-        time = pl.col(options.time)
-        if schema[options.time].is_float():
-            out.append(time.is_nan().sum().alias(f"nans:{options.time}"))
-        out.append(time.min().alias("time_min"))
-        out.append(time.max().alias("time_max"))
-    if options.method == "user_kfold":
-        out.append(pl.struct(options.user).n_unique().alias("users"))
+    out = [a.expr() for a in _aggregates(options, schema)]
     if options.method == "time_windows":
         assert options.time is not None
         largest = pl.col(options.time).max()
@@ -471,122 +476,67 @@ class Report:
         return self.text()
 
 
-def _side(frame: pl.LazyFrame, options: SplitOptions, fold: int, side: str) -> pl.LazyFrame:
-    time: list[pl.Expr] = []
-    if options.time is not None:
-        time = [
-            pl.col(options.time).min().alias("time_min"),
-            pl.col(options.time).max().alias("time_max"),
-        ]
-    return frame.select(
-        pl.lit(fold, dtype=pl.Int64).alias("fold"),
-        pl.lit(side).alias("side"),
-        pl.len().cast(pl.Int64).alias("rows"),
-        pl.struct(options.user).n_unique().cast(pl.Int64).alias("users"),
-        pl.col(options.item).n_unique().cast(pl.Int64).alias("items"),
-        *time,
-    )
+class Sides(Protocol):
+    """Where a split's sides come from: the polars plan here, or a Spark or Dask run.
+
+    ``sides(f)``: fold f's train and test in the caller's kind; ``test_rows()``: every
+    fold's test rows with a ``fold`` column; ``report(folds)``: the report's frame of
+    those folds (:func:`frame_metrics.splits.report_frame`).
+    """
+
+    options: SplitOptions
+
+    def sides(self, fold: int) -> tuple[Any, Any]: ...
+
+    def test_rows(self) -> Any: ...
+
+    def report(self, folds: Sequence[int]) -> pl.DataFrame: ...
 
 
-def _fold_report(plan: Plan, fold: int) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    options = plan.options
-    train = plan.train(fold)
-    test = plan.test(fold)
-    candidates = plan.labelled.filter(pl.col(FOLD) == fold)
-    counts = [
-        (pl.col(DROP) == code).sum().cast(pl.Int64).alias(f"dropped_{name}")
-        for name, code in DROP_CODES.items()
-        if name != "kept"
-    ]
-    key = list(options.user)
-    train_users = train.select(key).unique()
-    if options.method in splits.PER_USER:
-        population = plan.labelled
-        if options.method == "user_kfold":
-            population = population.filter(pl.col(splits.USER_FOLD) == fold)
-        only_train = (
-            population.filter(pl.col(splits.QUOTA) == 0).select(key).unique().select(pl.len())
-        )
-    else:
-        only_train = train_users.join(
-            candidates.select(key).unique(), on=key, how="anti", nulls_equal=True
-        ).select(pl.len())
-    stats = [counts, [pl.lit(None, dtype=pl.Int64).alias("ties_across_cut")]]
-    ties: pl.LazyFrame | None = None
-    if options.time is not None:
-        at = [*key, options.time]
-        ties = (
-            candidates.select(at)
-            .join(train.select(at).unique(), on=at, how="semi", nulls_equal=True)
-            .select(pl.len().cast(pl.Int64).alias("ties_across_cut"))
-        )
-        stats = [counts]
-    event = options.event
-    train_events = train.select(pl.struct(event).n_unique().alias("a"))
-    test_events = candidates.select(pl.struct(event).n_unique().alias("b"))
-    share = pl.concat([train_events, test_events], how="horizontal").select(
-        (pl.col("b") / (pl.col("a") + pl.col("b"))).alias("test_share")
-    )
-    fold_level = [
-        candidates.select(*[e for group in stats for e in group]),
-        only_train.select(pl.col("len").cast(pl.Int64).alias("users_only_in_train")),
-        *([ties] if ties is not None else []),
-        share,
-    ]
-    extra = pl.concat(fold_level, how="horizontal")
-    test_row = pl.concat([_side(test, options, fold, "test"), extra], how="horizontal")
-    return _side(train, options, fold, "train"), test_row
+class _Local:
+    """The sides of a polars plan, given back in the caller's kind.
 
+    An eager frame's sides are collected at once (its labels were, at the call); a
+    LazyFrame's stay lazy.
+    """
 
-_REPORT_ORDER = [
-    "fold",
-    "side",
-    "rows",
-    "users",
-    "items",
-    "time_min",
-    "time_max",
-    "dropped_cold_users",
-    "dropped_cold_items",
-    "dropped_seen",
-    "users_only_in_train",
-    "ties_across_cut",
-    "test_share",
-]
+    def __init__(self, plan: Plan, source: Source, *, eager: bool) -> None:
+        self.options = plan.options
+        self._plan = plan
+        self._source = source
+        self._eager = eager
 
+    def sides(self, fold: int) -> tuple[Any, Any]:
+        train, test = self._plan.train(fold), self._plan.test(fold)
+        if self._eager:
+            train_rows, test_rows = pl.collect_all([train, test], engine=ENGINE)
+            return self._source.give_back(train_rows), self._source.give_back(test_rows)
+        return self._source.give_back(train), self._source.give_back(test)
 
-def _report(plan: Plan, folds: Sequence[int]) -> Report:
-    parts = [side for fold in folds for side in _fold_report(plan, fold)]
-    frame = pl.concat(parts, how="diagonal_relaxed").collect(engine=ENGINE)
-    columns = [c for c in _REPORT_ORDER if c in frame.columns]
-    if "time_min" not in frame.columns:
-        frame = frame.with_columns(
-            pl.lit(None, dtype=pl.Null).alias("time_min"),
-            pl.lit(None, dtype=pl.Null).alias("time_max"),
-        )
-        columns = _REPORT_ORDER
-    return Report(frame.select(columns), splits.description(plan.options))
+    def test_rows(self) -> Any:
+        rows = self._plan.test(None).rename({FOLD: FOLD_COLUMN})
+        return self._source.give_back(rows.collect(engine=ENGINE) if self._eager else rows)
+
+    def report(self, folds: Sequence[int]) -> pl.DataFrame:
+        stats, items = splits.report_parts(self._plan, folds)
+        stats_rows, counts = pl.collect_all([stats, splits.item_counts(items)], engine=ENGINE)
+        schema = self._plan.labelled.collect_schema()
+        return splits.report_frame(stats_rows, counts, self.options, schema)
 
 
 class Split:
     """One train/test split: unpacks as ``train, test = split``; ``.report`` says what it did.
 
     ``train`` and ``test`` are frames of the input's kind (a LazyFrame in, LazyFrames
-    out), with the input's columns.
+    out; a Spark or Dask DataFrame in, frames of it out), with the input's columns.
     """
 
-    def __init__(self, plan: Plan, source: Source, fold: int, *, eager: bool) -> None:
-        self._plan = plan
-        self._source = source
+    def __init__(self, sides: Sides, fold: int) -> None:
+        self._sides = sides
         self._fold = fold
-        self._eager = eager
-        if eager:
-            train, test = pl.collect_all([plan.train(fold), plan.test(fold)], engine=ENGINE)
-            self.train: Any = source.give_back(train)
-            self.test: Any = source.give_back(test)
-        else:
-            self.train = source.give_back(plan.train(fold))
-            self.test = source.give_back(plan.test(fold))
+        self.train: Any
+        self.test: Any
+        self.train, self.test = sides.sides(fold)
 
     def __iter__(self) -> Iterator[Any]:
         yield self.train
@@ -605,10 +555,11 @@ class Split:
     @cached_property
     def report(self) -> Report:
         """Rows, users, items and times of each side; what each filter dropped (reads the data)."""
-        return _report(self._plan, [self._fold])
+        options = self._sides.options
+        return Report(self._sides.report([self._fold]), splits.description(options))
 
     def __repr__(self) -> str:
-        return f"Split({splits.description(self._plan.options)}; .train, .test, .report)"
+        return f"Split({splits.description(self._sides.options)}; .train, .test, .report)"
 
 
 class Folds(Sequence[Split]):
@@ -619,14 +570,12 @@ class Folds(Sequence[Split]):
     all folds in one query: ``fm.evaluate(recs, folds.test, by=["model", "fold"])``.
     """
 
-    def __init__(self, plan: Plan, source: Source, *, eager: bool) -> None:
-        self._plan = plan
-        self._source = source
-        self._eager = eager
+    def __init__(self, sides: Sides) -> None:
+        self._sides = sides
         self._splits: dict[int, Split] = {}
 
     def __len__(self) -> int:
-        return self._plan.options.n_folds
+        return self._sides.options.n_folds
 
     @overload
     def __getitem__(self, index: int) -> Split: ...
@@ -642,7 +591,7 @@ class Folds(Sequence[Split]):
         if not 0 <= position < folds:
             raise IndexError(f"fold {index} of {folds} folds (0 to {folds - 1})")
         if position not in self._splits:
-            self._splits[position] = Split(self._plan, self._source, position, eager=self._eager)
+            self._splits[position] = Split(self._sides, position)
         return self._splits[position]
 
     def __iter__(self) -> Iterator[Split]:
@@ -652,16 +601,16 @@ class Folds(Sequence[Split]):
     @cached_property
     def test(self) -> Any:
         """Every fold's test rows, with an integer ``fold`` column (0-based)."""
-        rows = self._plan.test(None).rename({FOLD: FOLD_COLUMN})
-        return self._source.give_back(rows.collect(engine=ENGINE) if self._eager else rows)
+        return self._sides.test_rows()
 
     @cached_property
     def report(self) -> Report:
         """The report of every fold (reads the data)."""
-        return _report(self._plan, list(range(len(self))))
+        frame = self._sides.report(list(range(len(self))))
+        return Report(frame, splits.description(self._sides.options))
 
     def __repr__(self) -> str:
-        return f"Folds({splits.description(self._plan.options)}; len, [f], .test, .report)"
+        return f"Folds({splits.description(self._sides.options)}; len, [f], .test, .report)"
 
 
 def split(
@@ -751,6 +700,14 @@ def split(
     Split or Folds
         A :class:`Split` (``train, test = ...``, ``.report``) or :class:`Folds`.
 
+    Notes
+    -----
+    A Spark or Dask DataFrame is split by its engine, each user's rows in one partition
+    and no row brought to the driver: the call computes the values over every row and
+    labels the rows (the engine keeps them; on Spark they are cached until the last
+    frame given out is dropped), and the sides are DataFrames of the same engine,
+    filters of those rows. The report is one more pass, when asked for.
+
     Examples
     --------
     >>> import polars as pl
@@ -803,6 +760,11 @@ def split(
         "seed": seed,
     }
     options = _options(method, given)
+    from frame_metrics.distributed import adapter_for
+
+    adapter = adapter_for(interactions)  # imports neither Spark nor Dask
+    if adapter is not None:
+        return _split_on_engine(adapter, interactions, options, "interactions")
     kind = kind_of(interactions)
     source = to_lazy(interactions, "interactions")
     schema = source.lazy.collect_schema()
@@ -823,6 +785,43 @@ def split(
         # streaming engine on an empty frame): they run when the caller collects.
         guarded = _guarded(plan.labelled, options, schema, "interactions")
         plan = Plan(options, guarded, plan.columns, plan.edges)
-    if options.method in splits.MULTI_FOLD:
-        return Folds(plan, source, eager=eager)
-    return Split(plan, source, 0, eager=eager)
+    return _result(_Local(plan, source, eager=eager))
+
+
+def _split_on_engine(adapter: Any, frame: Any, options: SplitOptions, name: str) -> Split | Folds:
+    """A Spark or Dask frame, split by its engine (:mod:`frame_metrics.distributed.split`).
+
+    The same checks as on one frame, computed by the engine over every row at the call;
+    the sides are frames of the input's kind.
+    """
+    from frame_metrics.distributed import split as on_engine
+
+    schema = adapter.polars_schema(frame)
+    options = _check_schema(options, schema, name)
+    options = _fix_at(options, schema[options.time] if options.time else None)
+
+    def on_checks(found: pl.DataFrame) -> None:
+        _run_checks(_with_first_edge(found, options, schema), options, name)
+
+    sides = on_engine.run(adapter, frame, options, schema, _aggregates(options, schema), on_checks)
+    return _result(sides)
+
+
+def _with_first_edge(
+    found: pl.DataFrame, options: SplitOptions, schema: pl.Schema
+) -> dict[str, Any]:
+    """The engine's check values, and the windows' first edge from the largest time."""
+    values = found.row(0, named=True)
+    if options.method == "time_windows" and values["rows"]:
+        assert options.time is not None
+        end = splits.Globals(end=found.get_column("time_max"))
+        edges = splits.window_edges(options, schema[options.time], end)
+        values["first_edge"] = pl.select(edges[-1]).item()
+    return values
+
+
+def _result(sides: Sides) -> Split | Folds:
+    """A :class:`Folds` for a multi-fold method, else fold 0's :class:`Split`."""
+    if sides.options.method in splits.MULTI_FOLD:
+        return Folds(sides)
+    return Split(sides, 0)

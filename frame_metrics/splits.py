@@ -7,7 +7,7 @@ and aggregates of that labelled frame, so eager and lazy input, pandas and Arrow
 polars) and Spark and Dask partitions (the same code on each user's rows) give the same
 rows. Nothing here collects: :mod:`frame_metrics.protocol` decides when.
 
-Randomness comes only from :func:`with_seeded_hash`, a splitmix64 chain over the key columns:
+Randomness comes only from :func:`with_hash`, a splitmix64 chain over the key columns:
 fixed integer arithmetic, so for integer ids and times the split is the same on every
 frame kind, row order, engine and polars version.
 """
@@ -18,7 +18,7 @@ import datetime as dt
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import polars as pl
 
@@ -28,6 +28,7 @@ __all__ = [
     "DROP",
     "DROP_CODES",
     "FOLD",
+    "FOLD_COLUMN",
     "GLOBAL_METHODS",
     "HASH",
     "ITEM_COLD",
@@ -37,19 +38,27 @@ __all__ = [
     "MULTI_FOLD",
     "PER_USER",
     "QUOTA",
+    "REPORT_COLUMNS",
+    "SIDE",
     "USER_FOLD",
+    "Aggregate",
     "Globals",
     "Plan",
     "SplitOptions",
     "candidates",
     "cold_items",
     "dealt_users",
+    "item_counts",
+    "item_tallies",
     "kept_test_rows",
     "labelled",
-    "mix64",
+    "report_frame",
+    "report_parts",
+    "summed_tallies",
     "train_rows",
     "window_edges",
-    "with_seeded_hash",
+    "with_cold_items",
+    "with_hash",
 ]
 
 Method = Literal["last_n", "ratio", "time", "random", "user_kfold", "time_windows"]
@@ -75,8 +84,9 @@ DROP: Final = f"{RESERVED_PREFIX}drop"
 #: The values of ``DROP``, in the sheet's order: a row several filters drop is counted
 #: by the first of users, items, seen.
 DROP_CODES: Final = {"kept": 0, "cold_users": 1, "cold_items": 2, "seen": 3}
-#: The seeded hash's column (:func:`with_seeded_hash`).
+#: The seeded hash's column (:func:`with_hash`).
 HASH: Final = f"{RESERVED_PREFIX}hash"
+_HASH: Final = HASH
 _EVENT: Final = f"{RESERVED_PREFIX}event"
 _EVENTS: Final = f"{RESERVED_PREFIX}events"
 #: A user's number of test events (per-user methods): 0 keeps the user wholly in train.
@@ -108,36 +118,20 @@ def _shifted_right(z: pl.Expr, bits: int) -> pl.Expr:
     return z // _u64(1 << bits)
 
 
-def mix64(x: int) -> int:
-    """splitmix64's step on a Python integer: add the increment, then the finaliser.
+def _mix_int(x: int) -> int:
+    """splitmix64's step on a Python integer (the seed's, a constant).
 
     Examples
     --------
     The first output of Vigna's ``splitmix64.c`` seeded with 0:
 
-    >>> mix64(0)
+    >>> _mix_int(0)
     16294208416658607535
     """
     z = (x + _GAMMA) & _MASK
     z = ((z ^ (z >> 30)) * _MUL_1) & _MASK
     z = ((z ^ (z >> 27)) * _MUL_2) & _MASK
     return z ^ (z >> 31)
-
-
-def _mix_steps(name: str) -> list[pl.Expr]:
-    """splitmix64's step on column ``name``, as expressions to apply one after another.
-
-    One step per expression, each reading the column once or twice: written as one
-    nested expression, each step would repeat the whole tree below it (8 copies per mix,
-    8**4 for a hash of three columns), which polars evaluates copy by copy.
-    """
-    z = pl.col(name)
-    return [
-        (z + _u64(_GAMMA)).alias(name),
-        (z.xor(_shifted_right(z, 30)) * _u64(_MUL_1)).alias(name),
-        (z.xor(_shifted_right(z, 27)) * _u64(_MUL_2)).alias(name),
-        z.xor(_shifted_right(z, 31)).alias(name),
-    ]
 
 
 def _as_u64(column: str, dtype: pl.DataType) -> pl.Expr:
@@ -169,33 +163,47 @@ def _as_u64(column: str, dtype: pl.DataType) -> pl.Expr:
     return word
 
 
-def with_seeded_hash(
-    frame: pl.LazyFrame, seed: int, columns: Sequence[str], schema: pl.Schema
-) -> pl.LazyFrame:
-    """``frame`` with the sheet's seeded 64-bit hash of ``columns`` (column ``HASH``).
+FrameT = TypeVar("FrameT", pl.DataFrame, pl.LazyFrame)
+
+
+def with_hash(
+    frame: FrameT, seed: int, columns: Sequence[str], schema: pl.Schema, name: str = _HASH
+) -> FrameT:
+    """``frame`` with the sheet's seeded 64-bit hash of ``columns`` as column ``name``.
 
     A splitmix64 chain: ``h = mix(seed)``, then ``h = mix(h xor word(c))`` for each
-    column ``c`` in order, where ``mix`` is splitmix64's step (:func:`mix64`) and ``word``
-    a value as 64 bits (integers themselves; see :func:`_as_u64`). Used for the order of
+    column ``c`` in order, where ``mix`` is splitmix64's step and ``word`` a value as 64
+    bits (integers themselves; see :func:`_as_u64`). Used for the order of
     ``ties="random"`` and ``order="random"`` (columns user key, item, time), for
     ``"random"`` and for dealing users into folds (the user key alone).
+
+    Each step of the mixer is one ``with_columns`` reading the step before as a column:
+    written as one expression, each step would hold two copies of the one before, a tree
+    of 8^k nodes for k columns (17 s for 10M rows of three columns, against 0.1 s).
 
     Examples
     --------
     Pinned values: integer keys give these on every polars version.
 
     >>> schema = pl.Schema({"user": pl.Int64, "item": pl.Int64})
-    >>> frame = pl.LazyFrame({"user": [1, 2], "item": [10, 10]})
-    >>> with_seeded_hash(frame, 0, ["user", "item"], schema).collect()[HASH].to_list()
+    >>> frame = pl.DataFrame({"user": [1, 2], "item": [10, 10]})
+    >>> with_hash(frame, 0, ["user", "item"], schema)[_HASH].to_list()
     [5075022953786957343, 4544264740642119646]
-    >>> mix64(mix64(mix64(0) ^ 1) ^ 10)  # the same, in Python integers
+    >>> _mix_int(_mix_int(_mix_int(0) ^ 1) ^ 10)  # the same, in Python integers
     5075022953786957343
     """
-    frame = frame.with_columns(_u64(mix64(seed & _MASK)).alias(HASH))
-    for name in columns:
-        frame = frame.with_columns(pl.col(HASH).xor(_as_u64(name, schema[name])))
-        for step in _mix_steps(HASH):
-            frame = frame.with_columns(step)
+    h = _u64(_mix_int(seed & _MASK))
+    z = pl.col(name)
+    for column in columns:
+        frame = frame.with_columns(
+            (h.xor(_as_u64(column, schema[column])) + _u64(_GAMMA)).alias(name)
+        )
+        frame = frame.with_columns((z.xor(_shifted_right(z, 30)) * _u64(_MUL_1)).alias(name))
+        frame = frame.with_columns((z.xor(_shifted_right(z, 27)) * _u64(_MUL_2)).alias(name))
+        frame = frame.with_columns(z.xor(_shifted_right(z, 31)).alias(name))
+        h = z
+    if not columns:
+        frame = frame.with_columns(h.alias(name))
     return frame
 
 
@@ -243,15 +251,52 @@ class Globals:
 
     ``cut``: the time method's cut; ``threshold``: the random method's k-th smallest event
     hash (None: no test row); ``end``: the largest time (time windows); ``dealt``: each
-    user's fold (user_kfold, columns key + ``USER_FOLD``); ``items``: the cold-item table
-    (:func:`item_tallies` summed, :func:`cold_items`).
+    user's fold (user_kfold, columns key + ``USER_FOLD``). The cold items come after the
+    labels (:func:`with_cold_items`). ``cut`` and ``end`` may be one-value Series (every
+    digit of a nanosecond time kept).
     """
 
     cut: object = None
     threshold: int | None = None
     end: object = None
     dealt: pl.LazyFrame | None = None
-    items: pl.LazyFrame | None = None
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One value over every row that the data checks read: ``kind`` of ``columns``.
+
+    Kinds: ``rows`` (the rows), ``nulls`` and ``nans`` (of one column), ``min`` and
+    ``max`` (of one column), ``distinct`` (distinct values of the columns together). A
+    list of them is one aggregate: polars runs :meth:`expr`, an engine its own (Spark,
+    Dask), with the same numbers.
+    """
+
+    name: str
+    kind: Literal["rows", "nulls", "nans", "min", "max", "distinct"]
+    columns: tuple[str, ...] = ()
+
+    def expr(self) -> pl.Expr:
+        """The value as a polars aggregate expression.
+
+        Examples
+        --------
+        >>> pl.DataFrame({"a": [1, None]}).select(Aggregate("n", "nulls", ("a",)).expr()).item()
+        1
+        """
+        if self.kind == "rows":
+            out = pl.len().cast(pl.Int64)
+        elif self.kind == "distinct":
+            out = pl.struct(self.columns).n_unique().cast(pl.Int64)
+        else:
+            column = pl.col(self.columns[0])
+            out = {
+                "nulls": column.null_count().cast(pl.Int64),
+                "nans": column.is_nan().sum().cast(pl.Int64),
+                "min": column.min(),
+                "max": column.max(),
+            }[self.kind]
+        return out.alias(self.name)
 
 
 def round_half_up(x: pl.Expr) -> pl.Expr:
@@ -260,7 +305,14 @@ def round_half_up(x: pl.Expr) -> pl.Expr:
 
 
 def _lit(value: object, dtype: pl.DataType) -> pl.Expr:
-    """A literal of the time column's type (a date for a date column, ...)."""
+    """A literal of the time column's type (a date for a date column, ...).
+
+    ``value`` may be a one-value Series: a value found in the data (a partitioned run's
+    cut or largest time) keeps its every digit that way, where a Python ``datetime``
+    would drop a nanosecond time's last three.
+    """
+    if isinstance(value, pl.Series):
+        return pl.lit(value).first().cast(dtype, strict=True)
     return pl.lit(value).cast(dtype, strict=True)
 
 
@@ -339,14 +391,205 @@ def kept_test_rows(plan: Plan, fold: int | None) -> pl.LazyFrame:
     return plan.labelled.filter(kept & (pl.col(FOLD) == fold)).select(plan.columns)
 
 
-def _event_position(options: SplitOptions, schema: pl.Schema) -> pl.Expr:
+#: The column of all folds' test rows naming each row's fold.
+FOLD_COLUMN: Final = "fold"
+#: The report's side column in its partials: 0 train, 1 test.
+SIDE: Final = f"{RESERVED_PREFIX}side"
+SIDES: Final = ("train", "test")
+#: A side's distinct events (the share of test events is read from them).
+_SIDE_EVENTS: Final = f"{RESERVED_PREFIX}side_events"
+_DROPPED: Final = tuple(f"dropped_{name}" for name in DROP_CODES if name != "kept")
+#: The report's columns, in order.
+REPORT_COLUMNS: Final = (
+    "fold",
+    "side",
+    "rows",
+    "users",
+    "items",
+    "time_min",
+    "time_max",
+    *_DROPPED,
+    "users_only_in_train",
+    "ties_across_cut",
+    "test_share",
+)
+
+
+def report_parts(plan: Plan, folds: Sequence[int]) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+    """What the report reads, as parts that add up over partitions of users.
+
+    ``stats``: per fold and side (``SIDE``) the rows, users, time range, the test rows
+    each filter dropped, the users only in train, the ties across the cut and the
+    side's distinct events: counts of users and of their rows, so partitions holding
+    each user whole add them up (times: min and max). ``items``: the distinct
+    ``(fold, SIDE, item)``, counted over every partition by :func:`item_counts`.
+    :func:`report_frame` makes the report of them.
+    """
+    options = plan.options
+    key = list(options.user)
+    # The repeats of an event share its labels (placed together), so each side's
+    # distinct events are counted on one row per event, found once for every fold.
+    events = Plan(
+        options,
+        plan.labelled.unique(subset=options.event, keep="any"),
+        plan.columns,
+        plan.edges,
+    )
+    count = pl.len().cast(pl.Int64).alias(_SIDE_EVENTS)
+    stats: list[pl.LazyFrame] = []
+    items: list[pl.LazyFrame] = []
+    for fold in folds:
+        train = plan.train(fold)
+        test = plan.test(fold)
+        candidates = plan.labelled.filter(pl.col(FOLD) == fold)
+        train_events = events.train(fold).select(count)
+        stats.append(
+            pl.concat(
+                [train.select(*_side_stats(options, fold, 0)), train_events], how="horizontal"
+            )
+        )
+        if options.method in PER_USER:
+            population = plan.labelled
+            if options.method == "user_kfold":
+                population = population.filter(pl.col(USER_FOLD) == fold)
+            # A user's quota is 0 exactly when it has no candidate (positions start at 1).
+            none = pl.col(FOLD).is_null().all().alias("_fm_none")
+            only_train = population.group_by(key).agg(none).filter(pl.col("_fm_none"))
+        else:
+            only_train = (
+                train.select(key)
+                .unique()
+                .join(candidates.select(key).unique(), on=key, how="anti", nulls_equal=True)
+            )
+        fold_level = [
+            candidates.select(
+                (pl.col(DROP) == code).sum().cast(pl.Int64).alias(f"dropped_{name}")
+                for name, code in DROP_CODES.items()
+                if name != "kept"
+            ),
+            events.labelled.filter(pl.col(FOLD) == fold).select(count),
+            only_train.select(pl.len().cast(pl.Int64).alias("users_only_in_train")),
+        ]
+        if options.time is not None:
+            at = [*key, options.time]
+            # Train rows at a candidate's (user, time): the candidates' few pairs are the
+            # hash table the train rows are looked up in.
+            moments = candidates.select(at).unique()
+            tied = train.select(at).join(moments, on=at, how="semi", nulls_equal=True).unique()
+            ties = candidates.select(at).join(tied, on=at, how="semi", nulls_equal=True)
+            fold_level.append(ties.select(pl.len().cast(pl.Int64).alias("ties_across_cut")))
+        test_stats = test.select(*_side_stats(options, fold, 1))
+        stats.append(pl.concat([test_stats, *fold_level], how="horizontal"))
+        for side, rows in ((0, train), (1, test)):
+            items.append(
+                rows.select(options.item)
+                .unique()
+                .select(
+                    pl.lit(fold, dtype=pl.Int64).alias("fold"),
+                    pl.lit(side, dtype=pl.Int8).alias(SIDE),
+                    options.item,
+                )
+            )
+    return pl.concat(stats, how="diagonal_relaxed"), pl.concat(items)
+
+
+def _side_stats(options: SplitOptions, fold: int, side: int) -> list[pl.Expr]:
+    time: list[pl.Expr] = []
+    if options.time is not None:
+        time = [
+            pl.col(options.time).min().alias("time_min"),
+            pl.col(options.time).max().alias("time_max"),
+        ]
+    return [
+        pl.lit(fold, dtype=pl.Int64).alias("fold"),
+        pl.lit(side, dtype=pl.Int8).alias(SIDE),
+        pl.len().cast(pl.Int64).alias("rows"),
+        _distinct(options.user).cast(pl.Int64).alias("users"),
+        *time,
+    ]
+
+
+def _distinct(columns: Sequence[str]) -> pl.Expr:
+    """Distinct values of ``columns`` together (a struct only for several: it costs)."""
+    if len(columns) == 1:
+        return pl.col(columns[0]).n_unique()
+    return pl.struct(columns).n_unique()
+
+
+def item_counts(items: pl.LazyFrame) -> pl.LazyFrame:
+    """The distinct items of :func:`report_parts`' ``items`` per fold and side.
+
+    Over every item's rows: partitions of the items (not of the users) add these up.
+    """
+    return items.unique().group_by("fold", SIDE).agg(pl.len().cast(pl.Int64).alias("items"))
+
+
+def report_frame(
+    stats: pl.DataFrame, items: pl.DataFrame, options: SplitOptions, schema: pl.Schema
+) -> pl.DataFrame:
+    """The report of every partition's :func:`report_parts` ``stats`` and ``items``.
+
+    ``stats``: the partitions' rows stacked (with one of an empty partition, so that
+    each fold and side has a row); ``items``: :func:`item_counts` of each partition of
+    the items, stacked. The test share is the test events over the train and test
+    events of the fold, before the filters.
+    """
+    sums = ["rows", "users", _SIDE_EVENTS, *_DROPPED, "users_only_in_train"]
+    if options.time is not None:
+        sums.append("ties_across_cut")
+    extremes: list[pl.Expr] = []
+    if options.time is not None:
+        extremes = [pl.col("time_min").min(), pl.col("time_max").max()]
+    total = (
+        stats.group_by("fold", SIDE)
+        .agg(pl.col(sums).sum(), *extremes)
+        .join(
+            items.group_by("fold", SIDE).agg(pl.col("items").sum()),
+            on=["fold", SIDE],
+            how="left",
+        )
+        .sort("fold", SIDE)
+    )
+    events = pl.col(_SIDE_EVENTS)
+    test = pl.col(SIDE) == 1
+    # This fold's train events, beside its test row.
+    train_events = events.filter(~test).first().over("fold")
+    share = pl.when(test).then(events / (train_events + events))
+    on_test = [pl.when(test).then(pl.col(c)).alias(c) for c in (*_DROPPED, "users_only_in_train")]
+    ties = (
+        pl.when(test).then(pl.col("ties_across_cut"))
+        if options.time is not None
+        else pl.lit(None, dtype=pl.Int64)
+    )
+    if options.time is not None:
+        time = [pl.col("time_min"), pl.col("time_max")]
+    else:
+        time = [pl.lit(None, dtype=pl.Null).alias(c) for c in ("time_min", "time_max")]
+    frame = total.select(
+        pl.col("fold"),
+        pl.col(SIDE).replace_strict(dict(enumerate(SIDES)), return_dtype=pl.String).alias("side"),
+        pl.col("rows"),
+        pl.col("users"),
+        pl.col("items").fill_null(0),
+        *time,
+        *on_test,
+        ties.alias("ties_across_cut"),
+        share.cast(pl.Float64).alias("test_share"),
+    )
+    if options.time is not None:
+        frame = frame.with_columns(pl.col("time_min", "time_max").cast(schema[options.time]))
+    return frame.select(REPORT_COLUMNS)
+
+
+def _event_position(options: SplitOptions) -> pl.Expr:
     """Each row's event position within its user, 1 = first to go to test.
 
     Time order: the last event first (time descending, then item descending: the later
     item is the larger one; ``ties="random"``: the larger hash is the later). Random
     order: the smallest hash first. A dense rank, so repeats of an event share its place.
+    The hash is the column ``HASH`` (:func:`with_hash` of the event), where read.
     """
-    hashed = pl.col(HASH)
+    hashed = pl.col(_HASH)
     if options.order == "random":
         keys: list[pl.Expr] = [hashed, pl.col(options.item)]
         if options.time:
@@ -378,8 +621,8 @@ def _quota(options: SplitOptions, events: pl.Expr) -> pl.Expr:
 
 def _per_user(frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema) -> pl.LazyFrame:
     if options.order == "random" or options.ties == "random":
-        frame = with_seeded_hash(frame, options.seed, options.event, schema)
-    position = _event_position(options, schema)
+        frame = with_hash(frame, options.seed, options.event, schema)
+    position = _event_position(options)
     frame = frame.with_columns(position.alias(_EVENT))
     frame = frame.with_columns(pl.col(_EVENT).max().over(options.key).alias(_EVENTS))
     frame = frame.with_columns(_quota(options, pl.col(_EVENTS)).alias(QUOTA))
@@ -393,8 +636,8 @@ def _per_user(frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema) -> 
 def dealt_users(users: pl.LazyFrame, options: SplitOptions, schema: pl.Schema) -> pl.LazyFrame:
     """Each distinct user of ``users`` (the key columns) with its fold (``USER_FOLD``)."""
     return (
-        with_seeded_hash(users.unique(), options.seed, options.key, schema)
-        .sort([HASH, *options.key])
+        with_hash(users.unique(), options.seed, options.key, schema)
+        .sort([_HASH, *options.key])
         .with_columns((pl.int_range(pl.len(), dtype=pl.Int64) % options.n_folds).alias(USER_FOLD))
         .drop(HASH)
     )
@@ -454,8 +697,8 @@ def _global(
         return frame.with_columns(pl.when(time >= cut).then(zero).alias(FOLD))
     if options.method == "random":
         assert options.test_share is not None
-        frame = with_seeded_hash(frame, options.seed, options.event, schema)
-        hashed = pl.col(HASH)
+        frame = with_hash(frame, options.seed, options.event, schema)
+        hashed = pl.col(_HASH)
         if globals_ is not None:
             threshold: pl.Expr = pl.lit(globals_.threshold, dtype=pl.UInt64)
         else:
@@ -489,11 +732,12 @@ def _global(
 
 
 def item_tallies(candidates: pl.LazyFrame, options: SplitOptions) -> pl.LazyFrame:
-    """Per item, what decides whether it is cold in a fold; partitions' tallies add up.
+    """Per item, what decides whether it is cold; partitions' tallies add up.
 
-    Time windows: the item's earliest time (``ITEM_FIRST``; partitions' take the min). The
-    other methods: the item's rows per ``FOLD`` (null: no fold's test) as ``ITEM_ROWS``
-    (partitions' add up). Read by :func:`cold_items`.
+    ``candidates``: rows with ``FOLD`` (:func:`candidates`, or :func:`labelled`'s rows).
+    Time windows: the item's earliest time (``ITEM_FIRST``; partitions' take the min).
+    The other methods: the item's rows per ``FOLD`` (null: no fold's test) as
+    ``ITEM_ROWS`` (partitions' add up). Read by :func:`cold_items`.
     """
     if options.method == "time_windows":
         assert options.time is not None
@@ -502,27 +746,79 @@ def item_tallies(candidates: pl.LazyFrame, options: SplitOptions) -> pl.LazyFram
     return candidates.group_by(options.item, FOLD).agg(pl.len().cast(pl.Int64).alias(ITEM_ROWS))
 
 
-def cold_items(tallies: pl.LazyFrame, options: SplitOptions) -> pl.LazyFrame:
-    """Every partition's :func:`item_tallies` made the table :func:`labelled` reads.
+def summed_tallies(tallies: pl.LazyFrame, options: SplitOptions) -> pl.LazyFrame:
+    """:func:`item_tallies` of several partitions as one, for the items they hold whole.
 
-    Fold f's train is every row but fold f's test candidates, so an item is cold in fold
-    f when all its rows are fold f's candidates: one ``FOLD`` group, and it is f.
+    An item's rows in several partitions add up (the earliest time: the least). Of the
+    other methods' items only those that may be cold stay (one ``FOLD``, not null), so
+    what is left is small.
     """
     if options.method == "time_windows":
         return tallies.group_by(options.item).agg(pl.col(ITEM_FIRST).min())
     summed = tallies.group_by(options.item, FOLD).agg(pl.col(ITEM_ROWS).sum())
-    return (
-        summed.group_by(options.item)
-        .agg(pl.len().alias("groups"), pl.col(FOLD).first())
-        .filter((pl.col("groups") == 1) & pl.col(FOLD).is_not_null())
-        .select(options.item, FOLD, pl.lit(True).alias(ITEM_COLD))
+    return summed.filter((pl.len().over(options.item) == 1) & pl.col(FOLD).is_not_null())
+
+
+def cold_items(
+    tallies: pl.LazyFrame,
+    options: SplitOptions,
+    schema: pl.Schema,
+    globals_: Globals | None = None,
+) -> pl.LazyFrame:
+    """The ``(item, FOLD)`` pairs of items cold in a fold, from every partition's tallies.
+
+    Fold f's train is every row but fold f's candidates, so an item is cold in fold f
+    when all its rows are fold f's candidates: one ``FOLD`` group, and it is f. Time
+    windows: fold f's train is every row up to its window's left edge, so the item is
+    cold in each fold whose edge is before its earliest time (``globals_.end`` or the
+    call's ``end`` gives the edges). Read by :func:`with_cold_items`.
+    """
+    summed = summed_tallies(tallies, options)
+    item = options.item
+    if options.method != "time_windows":
+        return summed.select(item, FOLD)
+    assert options.time is not None
+    edges = window_edges(options, schema[options.time], globals_)
+    folds = options.n_folds
+    return pl.concat(
+        [
+            summed.filter(pl.col(ITEM_FIRST) > edges[folds - fold]).select(
+                item, pl.lit(fold, dtype=pl.Int64).alias(FOLD)
+            )
+            for fold in range(folds)
+        ]
     )
 
 
-def _filters(
-    frame: pl.LazyFrame, options: SplitOptions, globals_: Globals | None = None
-) -> pl.LazyFrame:
-    """Label each test candidate: kept, or dropped by the first filter that drops it."""
+def with_cold_items(labelled: pl.LazyFrame, cold: pl.LazyFrame, item: str) -> pl.LazyFrame:
+    """Labelled rows of a partition of users with the cold-item filter applied.
+
+    ``labelled``: :func:`labelled`'s rows with ``cold_items="keep"``; ``cold``:
+    :func:`cold_items` over every partition. A candidate kept or dropped as already seen
+    whose item is cold in its fold is dropped as a cold item (the sheet's order: users,
+    items, seen); a cold user's row stays counted as one.
+    """
+    flagged = cold.select(item, FOLD, pl.lit(True).alias(ITEM_COLD))
+    joined = labelled.join(
+        flagged, on=[item, FOLD], how="left", nulls_equal=True, maintain_order="left"
+    )
+    code = pl.col(DROP)
+    movable = code.is_in([DROP_CODES["kept"], DROP_CODES["seen"]])
+    # An untyped literal takes the column's integer type (UInt8 here, Int8 on Dask's rows).
+    return joined.with_columns(
+        pl.when(pl.col(ITEM_COLD).fill_null(value=False) & movable)
+        .then(pl.lit(DROP_CODES["cold_items"]))
+        .otherwise(code)
+        .alias(DROP)
+    ).drop(ITEM_COLD)
+
+
+def _filters(frame: pl.LazyFrame, options: SplitOptions) -> pl.LazyFrame:
+    """Label each test candidate: kept, or dropped by the first filter that drops it.
+
+    On a partition of the users (Spark, Dask) the cold items, which need every user's
+    rows, are left to :func:`with_cold_items` (the run labels with ``cold_items="keep"``).
+    """
     candidate = pl.col(FOLD).is_not_null()
     if options.method == "time_windows":
         # Fold f's train is every row up to its left edge: a user, item or pair has a
@@ -531,11 +827,7 @@ def _filters(
         time = pl.col(options.time)
         edge = pl.col(_TRAIN_UP_TO)
         cold_user = time.min().over(options.key) > edge
-        if globals_ is not None and globals_.items is not None:
-            frame = frame.join(globals_.items, on=options.item, how="left", nulls_equal=True)
-            cold_item = pl.col(ITEM_FIRST) > edge
-        else:
-            cold_item = time.min().over(options.item) > edge
+        cold_item = time.min().over(options.item) > edge
         seen = time.min().over([*options.key, options.item]) <= edge
     else:
         # Fold f's train is every row but fold f's candidates. A user's candidates are all
@@ -548,15 +840,8 @@ def _filters(
         else:
             cold_user = other.sum().over(options.key) == 0
         seen = other.sum().over([*options.key, options.item]) > 0
-        if globals_ is not None and globals_.items is not None:
-            on = [options.item, FOLD]
-            frame = frame.join(globals_.items, on=on, how="left", nulls_equal=True)
-            cold_item = pl.col(ITEM_COLD).fill_null(value=False)
-        elif options.method in MULTI_FOLD:
-            in_fold = candidate.cast(pl.UInt32).sum().over([options.item, FOLD])
-            cold_item = pl.len().over(options.item) == in_fold
-        else:  # one fold: cold when no row of the item is outside the candidates
-            cold_item = other.sum().over(options.item) == 0
+        in_fold = candidate.cast(pl.UInt32).sum().over([options.item, FOLD])
+        cold_item = pl.len().over(options.item) == in_fold
     code = pl.lit(DROP_CODES["kept"], dtype=pl.UInt8)
     # Written last to first so that the first filter in the sheet's order wins.
     rules = [("seen", seen), ("cold_items", cold_item), ("cold_users", cold_user)]
@@ -585,7 +870,7 @@ def labelled(
     ``globals_``: given when ``frame`` is one partition of the users (Spark, Dask).
     """
     columns = list(schema.names())
-    work = _filters(candidates(frame, options, schema, globals_), options, globals_)
+    work = _filters(candidates(frame, options, schema, globals_), options)
     keep = [*columns, FOLD, DROP]
     edges: list[pl.Expr] = []
     extra: list[str] = []
@@ -595,10 +880,8 @@ def labelled(
         extra = [_TRAIN_UP_TO]
         if options.end is None and globals_ is None:
             extra.append(_END)  # what train_rows' edges read
-    if options.method in PER_USER:
-        extra = [QUOTA]
-        if options.method == "user_kfold":
-            extra.append(USER_FOLD)
+    if options.method == "user_kfold":
+        extra = [USER_FOLD]
     return Plan(options, work.select(*keep, *extra), columns, edges)
 
 

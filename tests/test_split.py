@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import random
+from dataclasses import replace
 from typing import Any
 
 import hypothesis.strategies as st
@@ -445,22 +446,18 @@ def test_partitions_by_user_with_globals_give_the_same_labels(case: str) -> None
         threshold = hashes[k - 1] if k else None
     dealt = splits.dealt_users(frame.lazy().select("user"), options, schema)
     parts = [frame.filter(pl.col("user") % 3 == b).lazy() for b in range(3)]
-    first = splits.Globals(cut=cut, threshold=threshold, end=frame["t"].max(), dealt=dealt)
-    tallies = pl.concat(
-        [splits.item_tallies(splits.candidates(p, options, schema, first), options) for p in parts]
-    )
-    both = splits.Globals(
-        cut=cut,
-        threshold=threshold,
-        end=frame["t"].max(),
-        dealt=dealt,
-        items=splits.cold_items(tallies, options),
-    )
-    pieces = pl.concat(
-        [splits.labelled(p, options, schema, both).labelled for p in parts]
-    ).collect()
+    found = splits.Globals(cut=cut, threshold=threshold, end=frame["t"].max(), dealt=dealt)
+    # Each partition labels without the cold items, which need every user's rows; its
+    # tallies add up to the cold (item, fold) pairs, applied to each partition after.
+    keep = replace(options, cold_items="keep")
+    labelled = [splits.labelled(p, keep, schema, found).labelled for p in parts]
+    tallies = pl.concat([splits.item_tallies(rows, options) for rows in labelled])
+    cold = splits.cold_items(tallies, options, schema, found)
+    if options.cold_items == "drop":
+        labelled = [splits.with_cold_items(rows, cold, "item") for rows in labelled]
+    pieces = pl.concat(labelled)
     key = ["row"]
-    got = pieces.select("row", splits.FOLD, splits.DROP).sort(key)
+    got = pieces.collect().select("row", splits.FOLD, splits.DROP).sort(key)
     assert got.equals(whole.select("row", splits.FOLD, splits.DROP).sort(key))
 
 

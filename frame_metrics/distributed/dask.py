@@ -11,9 +11,12 @@ lazy over that pass kept with ``persist()``; with ``validate=False`` the result 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+import functools
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+import dask
 import dask.dataframe
 import numpy as np
 import pandas as pd
@@ -21,13 +24,24 @@ import polars as pl
 
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.distributed import core
+from frame_metrics.distributed.split import Condition, PartFn, added_up, conform
 from frame_metrics.frames import kind_of, to_lazy
 from frame_metrics.spec import Spec
+from frame_metrics.splits import FOLD, ITEM_FIRST, Aggregate, with_cold_items
 
-__all__ = ["diagnose", "evaluate", "is_dask", "like", "to_polars"]
+__all__ = [
+    "diagnose",
+    "evaluate",
+    "is_dask",
+    "like",
+    "polars_schema",
+    "split_parts",
+    "to_polars",
+]
 
 # dask is untyped: its frames are Any here.
 dd: Any = dask.dataframe
+dask_core: Any = dask
 
 
 def is_dask(frame: object) -> bool:
@@ -247,3 +261,256 @@ def like(frame: Any, result: pl.DataFrame) -> Any:
     """
     integers = {n: str(d) for n, d in result.schema.items() if str(d) in _NULLABLE_INTEGERS}
     return dd.from_pandas(_to_pandas(result).astype(integers), npartitions=1)
+
+
+# --------------------------------------------------------------------------- fm.split
+
+
+def polars_schema(frame: Any) -> pl.Schema:
+    """The polars schema of a dask DataFrame's partitions (read from its meta)."""
+    return _to_polars(frame._meta, "interactions").schema
+
+
+@contextlib.contextmanager
+def split_parts(frame: Any, key: list[str], schema: pl.Schema) -> Iterator[_SplitParts]:
+    """``frame``'s rows shuffled by ``key``, as polars frames kept by the workers.
+
+    Each partition is converted to polars once and persisted: every pass of
+    :func:`frame_metrics.distributed.split.run` reads it as it is (no conversion, no
+    second shuffle); the frames are dropped with the last reference to them.
+    """
+    shuffled = frame.shuffle(on=list(key), npartitions=max(1, frame.npartitions))
+    parts = [dask_core.delayed(_polars_part)(part, schema) for part in shuffled.to_delayed()]
+    yield _SplitParts(list(dask_core.persist(*parts)), frame._meta, schema)
+
+
+def _polars_part(part: pd.DataFrame, schema: pl.Schema) -> pl.DataFrame:
+    return _to_polars(part, "interactions").cast(schema)
+
+
+def _applied(
+    fn: PartFn, part: pl.DataFrame, columns: Sequence[str], meta: pl.DataFrame
+) -> pl.DataFrame:
+    return conform(fn(part.select(columns)), meta)
+
+
+def _buckets(frame: pl.DataFrame, column: str, n: int) -> tuple[pl.DataFrame, ...]:
+    """``frame``'s rows in ``n`` parts by a hash of ``column``: a value's rows in one part."""
+    bucket = pl.col(column).hash(seed=0) % n
+    return tuple(frame.filter(bucket == i) for i in range(n))
+
+
+def _combined(fn: PartFn, pieces: Sequence[pl.DataFrame], meta: pl.DataFrame) -> pl.DataFrame:
+    return conform(fn(pl.concat(pieces, how="vertical_relaxed")), meta)
+
+
+def _passed(
+    parts: Sequence[Any],
+    fn: PartFn,
+    meta: pl.DataFrame,
+    columns: Sequence[str],
+    regroup: str | None,
+    combine: PartFn | None,
+) -> pl.DataFrame:
+    """``fn`` on each delayed polars partition; regrouped by a hash and combined; here."""
+    outs = [dask_core.delayed(_applied)(fn, part, list(columns), meta) for part in parts]
+    if regroup is not None:
+        assert combine is not None
+        n = len(outs)
+        pieces = [dask_core.delayed(_buckets, nout=n)(out, regroup, n) for out in outs]
+        outs = [
+            dask_core.delayed(_combined)(combine, [piece[i] for piece in pieces], meta)
+            for i in range(n)
+        ]
+    found: list[pl.DataFrame] = list(dask_core.compute(*outs))
+    return pl.concat([meta, *found], how="vertical_relaxed").cast(meta.schema)
+
+
+def _pandas_like(frame: pl.DataFrame, meta: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` as pandas, each column in the dtype of ``meta``'s column of that name.
+
+    Through polars a column may come back in another dtype (a nullable ``Int64`` as
+    float64, ``string[pyarrow]`` as object): the caller's kind is kept.
+    """
+    out = _to_pandas(frame)
+    changed = {
+        c: meta.dtypes[c]
+        for c in out.columns
+        if c in meta.columns
+        and out.dtypes[c] != meta.dtypes[c]
+        and not isinstance(meta.dtypes[c], pd.CategoricalDtype)
+    }
+    return out.astype(changed) if changed else out
+
+
+class _SplitParts:
+    """:class:`frame_metrics.distributed.split.Parts` on persisted polars partitions."""
+
+    def __init__(self, parts: list[Any], meta: pd.DataFrame, schema: pl.Schema) -> None:
+        self.parts = parts
+        self.meta = meta
+        self.schema = schema
+
+    def run(
+        self,
+        fn: PartFn,
+        meta: pl.DataFrame,
+        columns: Sequence[str],
+        *,
+        regroup: str | None = None,
+        combine: PartFn | None = None,
+    ) -> pl.DataFrame:
+        """``fn`` on each partition's ``columns``; with ``regroup``, ``combine`` after it."""
+        return _passed(self.parts, fn, meta, columns, regroup, combine)
+
+    def distinct(self, columns: Sequence[str]) -> pl.DataFrame:
+        """The distinct values of ``columns`` (each partition's, then all), here."""
+        meta = pl.DataFrame(schema={c: self.schema[c] for c in columns})
+        return _passed(self.parts, pl.DataFrame.unique, meta, columns, None, None).unique()
+
+    def largest(self, column: str) -> pl.Series:
+        """The largest value of ``column``, as a one-value Series."""
+        meta = pl.DataFrame(schema={column: self.schema[column]})
+        found = _passed(self.parts, _largest, meta, [column], None, None)
+        return found.select(pl.col(column).max())[column]
+
+    def label(self, fn: PartFn, meta: pl.DataFrame) -> _SplitRows:
+        """The labelled rows, persisted as polars partitions."""
+        labelled = [
+            dask_core.delayed(_applied)(fn, part, list(self.schema), meta) for part in self.parts
+        ]
+        return _SplitRows(list(dask_core.persist(*labelled)), meta, self.meta)
+
+
+def _largest(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.max()
+
+
+def _fold_range(frame: pl.DataFrame, item: str) -> pl.DataFrame:
+    """Per item, its least and largest fold (-1: a row of no fold's test)."""
+    return frame.group_by(item).agg(pl.col(FOLD).min().alias("lo"), pl.col(FOLD).max().alias("hi"))
+
+
+def _one_fold(frame: pl.DataFrame, item: str) -> pl.DataFrame:
+    """Items whose rows, over every partition, all have one fold (>= 0)."""
+    ranged = frame.group_by(item).agg(pl.col("lo").min(), pl.col("hi").max())
+    return ranged.filter((pl.col("lo") == pl.col("hi")) & (pl.col("lo") >= 0))
+
+
+def _first_time(frame: pl.DataFrame, item: str, time: str) -> pl.DataFrame:
+    return frame.group_by(item).agg(pl.col(time).min().alias(ITEM_FIRST))
+
+
+def _earliest(frame: pl.DataFrame, item: str) -> pl.DataFrame:
+    return frame.group_by(item).agg(pl.col(ITEM_FIRST).min())
+
+
+class _SplitRows:
+    """:class:`frame_metrics.distributed.split.Labelled`: persisted labelled partitions.
+
+    The sides are dask DataFrames over them: each partition's side is taken in polars
+    (the cold-item filter, :func:`frame_metrics.splits.with_cold_items`, then the
+    conditions) and converted to pandas when the frame is computed.
+    """
+
+    def __init__(self, parts: list[Any], meta: pl.DataFrame, input_meta: pd.DataFrame) -> None:
+        self.parts = parts
+        self.meta = meta
+        self.input_meta = input_meta
+        self.cold: pl.DataFrame | None = None
+        self.item = ""
+
+    def summary(
+        self, aggregates: Sequence[Aggregate], item: str, time: str | None
+    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The checks' aggregates (each partition's, added up) and the cold-item tallies."""
+        fn = functools.partial(_aggregated, aggregates=list(aggregates))
+        meta = fn(self.meta)
+        found = _passed(self.parts, fn, meta, self.meta.columns, None, None)
+        return added_up(found, aggregates), self._tallies(item, time)
+
+    def _tallies(self, item: str, time: str | None) -> pl.DataFrame:
+        """Each partition's tallies per item, regrouped by item."""
+        self.item = item
+        if time is not None:
+            first: PartFn = functools.partial(_first_time, item=item, time=time)
+            meta = first(self.meta)
+            combine: PartFn = functools.partial(_earliest, item=item)
+            return _passed(self.parts, first, meta, self.meta.columns, item, combine)
+        ranged: PartFn = functools.partial(_fold_range, item=item)
+        meta = ranged(self.meta)
+        combine = functools.partial(_one_fold, item=item)
+        found = _passed(self.parts, ranged, meta, self.meta.columns, item, combine)
+        return found.select(item, pl.col("lo").alias(FOLD))
+
+    def use_cold(self, cold: pl.DataFrame) -> None:
+        """The cold ``(item, FOLD)`` pairs, applied to every read from now on."""
+        self.cold = cold if cold.height else None
+
+    def _final(self) -> list[Any]:
+        if self.cold is None:
+            return self.parts
+        return [dask_core.delayed(_with_cold)(part, self.cold, self.item) for part in self.parts]
+
+    def run(
+        self,
+        fn: PartFn,
+        meta: pl.DataFrame,
+        columns: Sequence[str],
+        *,
+        regroup: str | None = None,
+        combine: PartFn | None = None,
+    ) -> pl.DataFrame:
+        """``fn`` on each partition of the labelled rows."""
+        return _passed(self._final(), fn, meta, columns, regroup, combine)
+
+    def rows(
+        self, conditions: Sequence[Condition], columns: Sequence[str], fold_as: str | None
+    ) -> Any:
+        """The labelled rows meeting ``conditions``, with ``columns`` (and ``fold_as``)."""
+        empty = _side(self.meta, list(conditions), list(columns), fold_as)
+        meta = _pandas_like(empty, self.input_meta)
+        sides = [
+            dask_core.delayed(_pandas_side)(part, list(conditions), list(columns), fold_as, meta)
+            for part in self._final()
+        ]
+        return dd.from_delayed(sides, meta=meta, verify_meta=False)
+
+    def release(self) -> None:
+        """Nothing to do: the partitions go with the last reference to them."""
+
+
+def _aggregated(frame: pl.DataFrame, aggregates: list[Aggregate]) -> pl.DataFrame:
+    return frame.select(a.expr() for a in aggregates)
+
+
+def _with_cold(part: pl.DataFrame, cold: pl.DataFrame, item: str) -> pl.DataFrame:
+    return with_cold_items(part.lazy(), cold.lazy(), item).collect()
+
+
+def _side(
+    part: pl.DataFrame, conditions: list[Condition], columns: list[str], fold_as: str | None
+) -> pl.DataFrame:
+    keep = pl.lit(True)
+    for condition in conditions:
+        column = pl.col(condition.column)
+        if condition.op == "==":
+            keep = keep & (column == condition.value)
+        elif condition.op == "!=":
+            keep = keep & (column != condition.value)
+        else:
+            keep = keep & (column <= condition.value)
+    chosen = [pl.col(c) for c in columns]
+    if fold_as is not None:
+        chosen.append(pl.col(FOLD).cast(pl.Int64).alias(fold_as))
+    return part.filter(keep).select(chosen)
+
+
+def _pandas_side(
+    part: pl.DataFrame,
+    conditions: list[Condition],
+    columns: list[str],
+    fold_as: str | None,
+    meta: pd.DataFrame,
+) -> pd.DataFrame:
+    return _pandas_like(_side(part, conditions, columns, fold_as), meta)
