@@ -61,6 +61,8 @@ if str(HERE) not in sys.path:  # running as `python bench/distributed.py` alread
 
 import harness  # noqa: E402
 import peers  # noqa: E402
+from engines import dask_client, spark_session  # noqa: E402
+from engines import timed_start as _timed_start  # noqa: E402
 from harness import Job, Prepared, Result, Stage, Values  # noqa: E402
 
 # This file is named like dask's `distributed` package, which `dask.distributed` imports:
@@ -114,33 +116,6 @@ def load(data_dir: Path, kind: str, params: harness.Params) -> Any:
     return str(data_dir / "recs.parquet"), str(data_dir / "truth.parquet"), params["partitions"]
 
 
-def _timed_start(start: Callable[[], Any]) -> tuple[Any, Values]:
-    """``start()`` and how long it took, as the ``inner`` value ``start s``."""
-    t0 = time.perf_counter()
-    return start(), {"start s": time.perf_counter() - t0}
-
-
-def spark_session(partitions: int) -> Any:
-    """A ``local[2]`` Spark session with 12 GB driver memory and no UI."""
-    from pyspark.sql import SparkSession
-
-    builder: Any = SparkSession.builder
-    return (
-        builder.master("local[2]")
-        .config("spark.driver.memory", "12g")
-        .config("spark.sql.shuffle.partitions", str(partitions))
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-
-
-def dask_client() -> Any:
-    """A ``LocalCluster`` of 2 single-threaded worker processes, 10 GB each."""
-    from dask.distributed import Client, LocalCluster
-
-    return Client(LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="10GB"))
-
-
 def prepare_polars(paths: Paths) -> Prepared:
     """``fm.evaluate`` on ``pl.read_parquet`` frames (the reading is timed)."""
     import polars as pl
@@ -173,25 +148,17 @@ def prepare_spark(paths: Paths) -> Prepared:
 
 def prepare_spark_plumbing(paths: Paths) -> Prepared:
     """Spark's own work under ``fm-spark``: read, filter, hash-partition, Arrow to Python."""
-    import pyarrow as pa
+    from engines import spark_hand_over
     from pyspark.sql import functions as F
 
     spark, inner = _timed_start(lambda: spark_session(paths[2]))
-    # The batch size frame_metrics' own Spark jobs use (Spark's default is 10,000).
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
-
-    def count(batches: Any) -> Any:
-        n = sum(b.num_rows for b in batches)
-        yield pa.RecordBatch.from_pydict({"rows": [n]})
 
     def run() -> Values:
         recs = spark.read.parquet(paths[0]).select("user", "item", "rank")
         recs = recs.where(F.col("rank") <= K).withColumn("tag", F.lit(0).cast("byte"))
         truth = spark.read.parquet(paths[1]).withColumn("tag", F.lit(1).cast("byte"))
         both = recs.unionByName(truth, allowMissingColumns=True)
-        bucket = F.pmod(F.xxhash64("user"), F.lit(1 << 30))
-        moved = both.repartition(bucket).mapInArrow(count, "rows long")
-        return {"rows": float(moved.agg(F.sum("rows")).first()[0])}
+        return {"rows": float(spark_hand_over(both, "user"))}
 
     return Prepared(run, inner=inner, close=spark.stop)
 
@@ -244,6 +211,7 @@ def prepare_dask(paths: Paths) -> Prepared:
 def prepare_dask_plumbing(paths: Paths) -> Prepared:
     """Dask's own work under ``fm-dask``: read, filter, shuffle by user, hand to Python."""
     import dask.dataframe
+    from engines import dask_hand_over
 
     dd: Any = dask.dataframe  # untyped
     client, inner = _timed_start(dask_client)
@@ -252,15 +220,7 @@ def prepare_dask_plumbing(paths: Paths) -> Prepared:
         recs = dd.read_parquet(paths[0], columns=["user", "item", "rank"])
         recs = recs[recs["rank"] <= K]
         truth = dd.read_parquet(paths[1])
-        n = recs.npartitions
-        parts = dd.map_partitions(
-            lambda r, t: len(r) + len(t),
-            recs.shuffle(on="user", npartitions=n),
-            truth.shuffle(on="user", npartitions=n),
-            align_dataframes=False,
-            meta=int,
-        )
-        return {"rows": float(sum(parts.compute()))}
+        return {"rows": float(dask_hand_over([recs, truth], "user"))}
 
     return Prepared(run, inner=inner, close=client.close)
 

@@ -46,7 +46,12 @@ TRUTH_SCHEMA: dict[str, type[pl.DataType]] = {
 }
 
 INTERACTIONS_SCHEMA = pl.Schema(
-    [("user", pl.Int64()), ("item", pl.Int64()), ("time", pl.Datetime("us")), ("rating", pl.Int8())]
+    {
+        "user": pl.Int64(),
+        "item": pl.Int64(),
+        "time": pl.Datetime("us"),
+        "rating": pl.Int8(),
+    }
 )
 
 #: Probability of each relevance grade 1..5.

@@ -95,6 +95,7 @@ def evaluate(
     propensity_gamma: float | None = None,
     ips: Ips = "snips",
     max_weight: float | None = None,
+    exclude: object | None = None,
 ) -> FrameT:
     """Evaluate recommendations against truth, per user or as means, at one or many k.
 
@@ -327,6 +328,25 @@ def evaluate(
         ``"recall(ips=ips)@10"``.
     max_weight
         Clip the weights 1/P at this value (before normalising them); default: none.
+    exclude
+        (user, item) pairs to remove from the recommendations before the cutoff,
+        usually the train split (items the user already consumed): a frame of any kind
+        ``recs`` may be (on Spark or Dask recs, one of that engine or a local one) with
+        the ``user`` and ``item`` columns; other columns are not read, a repeated pair
+        is one. The remaining items keep their order and move up, so ``@k`` counts k
+        items the user could still choose: by ``rank``, each moves up by the excluded
+        items ranked above it (a list ranked 1, 2, ... is re-ranked 1, 2, ...; an empty
+        position of a list with gaps stays empty); by ``score``, the rest is ranked by
+        score under ``ties``. Each ranking of a ``sample`` column, and serendipity's
+        ``baseline`` lists, lose the same pairs. The pairs apply to every ``by`` group,
+        unless ``exclude`` carries ``by`` columns (a fold's train split for its fold):
+        then to their group alone, as for ``train``. Truth is not touched. A user whose
+        every item is excluded keeps an empty list (and scores 0 where evaluated).
+        Without ``truth``, a long table's rows of excluded pairs stop being
+        recommendations (their rank is dropped, the rest of the list moves up) and
+        keep their relevance. Rating metrics (mse, rmse, mae) read no list: alone they
+        ignore it, with a warning. :func:`diagnose` counts the rows removed and the
+        lists it left shorter than k. An empty frame changes nothing.
 
     Returns
     -------
@@ -434,6 +454,14 @@ def evaluate(
     (1, 0.5)
     >>> fm.evaluate(recs, observed, metrics="recall@1", propensity="p").row(0)
     (1, 0.3333333333333333)
+
+    Items the user already consumed, out of the list before the cutoff (spec section
+    10): with a and b in train, the list is c, d, e, so precision@2 counts c (liked)
+    and d: 1/2, and recall@2 is 1 of the 6 liked items.
+
+    >>> seen = pl.DataFrame({"user": 1, "item": ["a", "b"]})
+    >>> fm.evaluate(recs, truth, metrics=["precision@2", "recall@2"], exclude=seen).row(0)
+    (1, 0.5, 0.16666666666666666)
     """
     aggregate = _flag("aggregate", aggregate)
     # Read twice (metric names and warnings): a generator must not run dry.
@@ -441,6 +469,7 @@ def evaluate(
     extras = {"catalog": catalog, "train": train, "item_features": item_features}
     extras["baseline"] = baseline
     extras["item_groups"] = item_groups
+    extras["exclude"] = exclude
     spec = _spec(truth, extras, validate, _options(locals()))
     for warning in spec.ignored:
         warn(warning)
@@ -487,6 +516,7 @@ def _spec(
 _NOT_OPTIONS: tuple[str, ...] = (
     *("catalog", "train", "item_features", "baseline", "validate", "buckets", "progress"),
     "item_groups",
+    "exclude",
 )
 
 
@@ -590,6 +620,7 @@ def diagnose(recs: object, truth: object | None = None, **kwargs: Any) -> Diagno
     extras = {name: arguments.pop(name) for name in ("catalog", "train", "item_features")}
     extras["baseline"] = arguments.pop("baseline")
     extras["item_groups"] = arguments.pop("item_groups")
+    extras["exclude"] = arguments.pop("exclude")
     spec = _spec(truth, extras, arguments.pop("validate"), arguments)
     adapter = adapter_for(recs)
     if adapter is not None:

@@ -88,6 +88,16 @@ class Diagnostics:
         list counts above are then per (user, sample) ranking, and users without
         recommendations are those scored with no attention at all). ``None`` without
         ``sample=``, and on Spark and Dask frames (not merged over partitions yet).
+    excluded_rows
+        With ``exclude=``: the recommendation rows (at any rank, summed over ``by``
+        groups) whose (user, item) pair it holds, removed before the cutoff; in a long
+        table, the ranked rows that stopped being recommendations. ``None`` without
+        ``exclude=``.
+    short_after_exclude
+        With ``exclude=``, per cutoff k: the lists that had k items within k and have
+        fewer once the excluded pairs are removed (the remaining items move up, and a
+        list runs out). Among ``short_lists``, which counts every short list. Empty
+        without ``exclude=``.
     """
 
     n_users: int
@@ -107,6 +117,8 @@ class Diagnostics:
     samples_per_user: tuple[int, int] | None = None
     counts: dict[str, float | None] = field(default_factory=dict)
     count_labels: dict[str, str] = field(default_factory=dict)
+    excluded_rows: int | None = None
+    short_after_exclude: dict[int, int] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> float | None:
         """A family's count (``counts``) as an attribute."""
@@ -156,6 +168,8 @@ class Diagnostics:
         lines += [
             (f"duplicate rows resolved in {f}", str(n)) for f, n in self.duplicates_resolved.items()
         ]
+        if self.excluded_rows is not None:
+            lines.append((f"recommendations removed by exclude={summed}", str(self.excluded_rows)))
         # Short or gapped lists change no count above, only what a metric reads: said when
         # they occur (a list of 10 read at k=20 rates 10 items).
         for k, n in self.short_lists.items():
@@ -167,6 +181,9 @@ class Diagnostics:
                     else ""
                 )
                 lines.append((f"lists shorter than k={k}{most}{summed}", str(n)))
+                fell = self.short_after_exclude.get(k)
+                if fell:
+                    lines.append((f"  of which short only after exclude={summed}", str(fell)))
         if self.lists_with_rank_gaps:
             lines.append(
                 (

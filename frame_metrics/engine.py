@@ -217,6 +217,14 @@ def diagnose(spec: Spec, inputs: Inputs, *, families: bool = True) -> Diagnostic
     sample = spec.columns.sample
     recs = inputs.source.lazy
     queries = [per_group_q, prepared.duplicates, _list_counts(prepared, spec.cutoffs, recs, sample)]
+    excluding = prepared.excluded is not None
+    if excluding:
+        assert prepared.excluded is not None
+        # The lists as given, beside the lists without the excluded pairs.
+        given = inputs.prepared(excluding=False)
+        ranking = keys if sample is None else [*keys, sample]
+        queries.append(prepared.excluded.select(pl.col("n").sum().alias("excluded")))
+        queries.append(_fell_short(given.top, prepared.top, ranking, spec.cutoffs))
     if prepared.ties is not None:
         queries.append(
             prepared.ties.select(
@@ -225,6 +233,11 @@ def diagnose(spec: Spec, inputs: Inputs, *, families: bool = True) -> Diagnostic
             )
         )
     results = pl.collect_all(queries)
+    excluded_rows, fell = None, {}
+    if excluding:
+        excluded_rows = int(results[3]["excluded"][0] or 0)
+        fell = {k: int(results[4][f"fell@{k}"][0] or 0) for k in spec.cutoffs}
+        results = [*results[:3], *results[5:]]
     per_group = results[0].with_columns(pl.exclude(by).cast(pl.Int64))
     totals = per_group.select(pl.exclude(by).sum()).row(0, named=True)
     n_users = totals["users_with_relevant"]
@@ -269,6 +282,32 @@ def diagnose(spec: Spec, inputs: Inputs, *, families: bool = True) -> Diagnostic
         samples_per_user=samples,
         counts={c.name: _value(c, f) for c, f in zip(extra, found, strict=True)},
         count_labels={c.name: c.label for c in extra},
+        excluded_rows=excluded_rows,
+        short_after_exclude=fell,
+    )
+
+
+def _fell_short(
+    given: pl.LazyFrame, kept: pl.LazyFrame, lists: list[str], cutoffs: tuple[int, ...]
+) -> pl.LazyFrame:
+    """One row of ``fell@k`` per cutoff: lists with k items within k as given, fewer kept.
+
+    ``given`` and ``kept``: the prepared top rows without and with ``exclude=``.
+    """
+
+    def within(top: pl.LazyFrame, name: str) -> pl.LazyFrame:
+        return top.group_by(lists).agg(
+            (pl.col(RANK) <= k).sum().cast(pl.Int64).alias(f"{name}@{k}") for k in cutoffs
+        )
+
+    both = within(given, "_fm_given").join(
+        within(kept, "_fm_kept"), on=lists, how="left", nulls_equal=True
+    )
+    return both.select(
+        ((pl.col(f"_fm_given@{k}") >= k) & (pl.col(f"_fm_kept@{k}").fill_null(0) < k))
+        .sum()
+        .alias(f"fell@{k}")
+        for k in cutoffs
     )
 
 

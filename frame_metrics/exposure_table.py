@@ -71,6 +71,7 @@ def exposure(
     ties: str | None = None,
     on_duplicate: str | None = None,
     validate: bool = True,
+    exclude: object | None = None,
 ) -> FrameT:
     """The exposure of each item group within k, beside its catalog and merit shares.
 
@@ -138,6 +139,12 @@ def exposure(
         A repeated (user, item) row: ``"error"`` (default) or ``"first"``.
     validate
         Check the inputs' values (nulls, bad ranks, duplicates) with the result.
+    exclude
+        (user, item) pairs removed from the lists before the cutoff, usually the train
+        split, as :func:`frame_metrics.evaluate` removes them: the remaining items move
+        up (re-ranked 1, 2, ...), so ranks 1..k expose k items the user could still
+        choose. Pairs apply to every ``by`` group unless it carries ``by`` columns.
+        Truth (merit) is not touched.
 
     Returns
     -------
@@ -176,11 +183,18 @@ def exposure(
 
     >>> fm.exposure(recs, k=2, item_groups=groups, catalog=groups)["exposure"].round(4).to_list()
     [2.6309, 0.6309]
+
+    At k = 1 only x is shown (a, to both users). With user 1's a excluded (seen in
+    train), c moves up to user 1's rank 1, and y gets half of the attention:
+
+    >>> seen = pl.DataFrame({"user": [1], "item": ["a"]})
+    >>> fm.exposure(recs, k=1, item_groups=groups, catalog=groups, exclude=seen).rows()
+    [('x', 1.0, 0.5, 0.5), ('y', 1.0, 0.5, 0.5)]
     """
     from frame_metrics.distributed import adapter_for
 
     adapter = adapter_for(recs)
-    frames = (recs, truth, item_groups, train, catalog)
+    frames = (recs, truth, item_groups, train, catalog, exclude)
     if adapter is not None:
         # Spark or Dask: collected (every input), the table given back in recs' kind.
         frames = (adapter.to_polars(recs), *(_local(f) for f in frames[1:]))
@@ -219,6 +233,7 @@ def _exposure_table(
     item_groups: object | None,
     train: object | None,
     catalog: object | None,
+    exclude: object | None,
     *,
     k: int,
     validate: bool,
@@ -237,6 +252,7 @@ def _exposure_table(
             " for aplt's head and tail groups",
         )
     extras = {"item_groups": item_groups, "train": train, "catalog": catalog}
+    extras["exclude"] = exclude
     given = [name for name, frame in extras.items() if frame is not None]
     # Ranks from scores are evaluate's (recs and truth, not a long table): without truth,
     # recs are ranked beside an empty truth, as fm.policy_value ranks them.

@@ -29,8 +29,9 @@ class Inputs:
     """One call's frames, converted and typed.
 
     ``source``: recs (or the long table); ``truth``: None for a long table;
-    ``extras``: train, catalog, item_features, baseline as given; ``float_keys``: key
-    columns read as floats, which the checks require to hold whole numbers;
+    ``extras``: train, catalog, item_features, baseline, item_groups, exclude as given;
+    ``float_keys``: key columns read as floats, which the checks require to hold whole
+    numbers;
     ``shared``: the tables over every user when this is one partition of a larger run.
     """
 
@@ -61,8 +62,12 @@ class Inputs:
         }
         return _typed(spec, source, truth_source, given, shared)
 
-    def prepared(self, *, tie_cutoffs: tuple[int, ...] = ()) -> Prepared:
-        """The checked long table of the call: top rows, truth, judged rows, checks."""
+    def prepared(self, *, tie_cutoffs: tuple[int, ...] = (), excluding: bool = True) -> Prepared:
+        """The checked long table of the call: top rows, truth, judged rows, checks.
+
+        ``excluding``: with ``exclude=``'s pairs removed from the lists (False: the
+        lists as given, for :func:`frame_metrics.diagnose` to count what it changed).
+        """
         spec = self.spec
         return prepare(
             self.source.lazy,
@@ -79,7 +84,20 @@ class Inputs:
             row_order=spec.row_order,
             every_column=self.source.every_column,
             propensity=spec.propensity_column,
+            exclude=self.exclusion() if excluding else None,
         )
+
+    def exclusion(self) -> pl.LazyFrame | None:
+        """``exclude=``'s pairs: the ``by`` columns it carries, the user key, the item.
+
+        None without it. Its other columns are not read; a missing user or item column
+        is a :class:`~frame_metrics.errors.MissingColumnsError` naming what it has.
+        """
+        if "exclude" not in self.extras:
+            return None
+        c = self.spec.columns
+        extra = self.extra("exclude", [*c.user, c.item])
+        return extra.frame.select(*extra.by, *c.user, c.item)
 
     def extra(self, name: str, names: Sequence[str]) -> ExtraFrame:
         """An extra input, checked to have its join columns (typed like recs' already)."""

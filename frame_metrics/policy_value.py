@@ -204,6 +204,7 @@ def policy_value(
     score: str | None = None,
     ties: str | None = None,
     validate: bool = True,
+    exclude: object | None = None,
 ) -> FrameT:
     r"""The value a recommender would earn, estimated from another policy's logged rewards.
 
@@ -280,6 +281,14 @@ def policy_value(
     validate
         Check the inputs' values (nulls, pscores, probabilities, ranks, duplicates)
         with the result.
+    exclude
+        (user, item) pairs removed from the policy's lists before its top k, usually
+        the train split, as :func:`frame_metrics.evaluate` removes them: the remaining
+        items move up (re-ranked 1, 2, ...), so the top k holds k items the user could
+        still choose, and an excluded item has π_e = 0. Pairs apply to every ``by``
+        group unless it carries ``by`` columns (then to their group). ``logs`` are not
+        touched. Not with ``probability`` (given probabilities are the policy's own: drop
+        the rows from ``recs`` and renormalise as the policy would).
 
     Returns
     -------
@@ -359,6 +368,15 @@ def policy_value(
     0.5
     >>> fm.policy_value(logs, recs, k=1, estimator="matching", n_resamples=0)["value"].item()
     0.5
+
+    With user 1's item a excluded (seen before), the policy's top 1 for user 1 is its
+    next item, b (reward 0): both shown rows now earn 0 on average.
+
+    >>> ranked = pl.DataFrame({"user": [1, 1, 2], "item": ["a", "b", "c"], "rank": [1, 2, 1]})
+    >>> seen = pl.DataFrame({"user": [1], "item": ["a"]})
+    >>> fm.policy_value(logs, ranked, k=1, estimator="matching", n_resamples=0,
+    ...                 exclude=seen)["value"].item()
+    0.0
     """
     _check_options(estimator, k, max_weight, level, n_resamples, seed)
     if rank is not None and score is not None:
@@ -383,6 +401,15 @@ def policy_value(
             "for estimator='dr', got None",
             option="reward_model",
         )
+    if exclude is not None and probability is not None:
+        raise InvalidOptionError(
+            "expected recs ranked by rank or score, got ",
+            Keyword("probability", probability),
+            ": the probabilities are the policy's own, and which items take an excluded "
+            "item's share is the policy's to say; drop the excluded rows from recs and "
+            "renormalise as the policy would",
+            option="exclude",
+        )
     from frame_metrics.distributed import adapter_for
 
     adapter = adapter_for(logs)
@@ -406,6 +433,7 @@ def policy_value(
         score=score,
         ties=ties,
         validate=validate,
+        exclude=None if exclude is None else _local(exclude),
     )
     return cast("FrameT", table if adapter is None else adapter.like(logs, table))
 
@@ -431,6 +459,7 @@ def _policy_value(
     score: str | None,
     ties: str | None,
     validate: bool,
+    exclude: object | None = None,
 ) -> Any:
     """:func:`policy_value` on local frames."""
     users = list(as_names(user, "user"))
@@ -484,6 +513,13 @@ def _policy_value(
     extra = [c for c in (probability, reward_model) if c is not None and c not in recs_schema]
     if extra:
         raise MissingColumnsError("recs", extra, list(recs_schema.names()))
+    exclude_src = None
+    if exclude is not None:
+        exclude_src = to_lazy(exclude, "exclude", {*by_cols, *users, item})
+        exclude_schema = exclude_src.lazy.collect_schema()
+        exclude_missing = [c for c in [*users, item] if c not in exclude_schema]
+        if exclude_missing:
+            raise MissingColumnsError("exclude", exclude_missing, list(exclude_schema.names()))
     _numeric("logs", logs_schema, reward, "the reward")
     _numeric("logs", logs_schema, pscore, "π_b(item | user)")
     if probability is not None:
@@ -491,9 +527,16 @@ def _policy_value(
     if reward_model is not None:
         _numeric("recs", recs_schema, reward_model, "q̂(user, item)")
 
-    typed, float_keys = unify_keys(
-        {"recs": recs_src.lazy, "logs": logs_src.lazy}, [*by_cols, *users, item]
-    )
+    keyed = {"recs": recs_src.lazy, "logs": logs_src.lazy}
+    if exclude_src is not None:
+        pair = [*(b for b in by_cols if b in exclude_schema), *users, item]
+        keyed["exclude"] = exclude_src.lazy.select(pair)
+    typed, float_keys = unify_keys(keyed, [*by_cols, *users, item])
+    pairs = None
+    if "exclude" in typed:
+        pairs = type_null_columns(
+            typed["exclude"], dict.fromkeys([*by_cols, *users, item], pl.Int64())
+        )
     values = {
         reward: pl.Float64(),
         pscore: pl.Float64(),
@@ -531,16 +574,19 @@ def _policy_value(
             k,
             validate=validate,
             every_column=recs_src.every_column,
+            exclude=pairs,
         )
         top = prepared.top.filter(pl.col(RANK) <= k).select(*keys, item)
         if validate:
-            checks += [_without_dedup_advice(c) for c in prepared.checks if c.label == "recs"]
+            checks += [
+                _without_dedup_advice(c) for c in prepared.checks if c.label in ("recs", "exclude")
+            ]
     if validate:
         checks += _recs_checks(recs_lf, keys, item, probability, reward_model, ranked)
 
-    policy = _policy(
-        recs_lf, top, keys, item, k, probability, reward_model, rank if score is None else None
-    )
+    # Given ranks without exclude=: the top k is recs' rows within k, read directly.
+    given_ranks = rank if score is None and pairs is None else None
+    policy = _policy(recs_lf, top, keys, item, k, probability, reward_model, given_ranks)
     dm = None
     if estimator == "dr":
         # The direct method's term per user first (a sum in fixed point needs its
@@ -650,7 +696,8 @@ def _policy(
 ) -> pl.LazyFrame:
     """π_e per (keys, item) with π_e > 0 possible, and q̂ when read: keys, item, PI[, Q].
 
-    ``rank``: recs' rank column when the top k comes from ranks (None: from scores).
+    ``rank``: recs' rank column when the top k is recs' rows ranked within k (None:
+    ``top``, ranked from scores or with ``exclude=``'s pairs removed).
     """
     q = [pl.col(reward_model).cast(pl.Float64).alias(_Q)] if reward_model is not None else []
     if probability is not None:

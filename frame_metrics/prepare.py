@@ -62,6 +62,10 @@ _ROW = "_fm_row"
 TIE_FIRST = "_fm_tie_first"
 TIE_LAST = "_fm_tie_last"
 _JUDGED = "_fm_judged"
+#: A recommended row whose pair is in ``exclude=`` (spec section 10), and how many such
+#: rows its list holds above it.
+_EXCLUDED = "_fm_excluded"
+_SHIFT = "_fm_shift"
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,8 @@ class Prepared:
     #: The judged rows (``truth_keys``, item, ``REL``), relevance 0 included: truth's
     #: rows, or a long table's rows with a relevance.
     judged: pl.LazyFrame | None = None
+    #: With ``exclude=``: one row, ``n``, the recommended rows it removed (any rank).
+    excluded: pl.LazyFrame | None = None
 
     def ranked(self, ties: str) -> pl.LazyFrame:
         """``top`` with ranks from the tie rule ``ties`` (``top`` itself for rank input)."""
@@ -348,6 +354,7 @@ def prepare(
     row_order: bool = False,
     every_column: Callable[[], pl.LazyFrame] | None = None,
     propensity: str | None = None,
+    exclude: pl.LazyFrame | None = None,
 ) -> Prepared:
     """Build the long table from recommendations and truth, or from a long table alone.
 
@@ -361,9 +368,15 @@ def prepare(
     read (converted only for the hint of a failed duplicate check), when ``recs`` lacks
     them. ``propensity``: a column of truth (of a long table) holding each truth row's
     propensity, carried on the truth rows as ``PROPENSITY`` and checked (spec 9.4).
+    ``exclude``: (``by`` columns it carries, user, item) pairs removed from the lists
+    before the cutoff (spec section 10; see :func:`_shifted`); truth is not touched.
     """
+    checked: list[CheckedFrame] = []
+    if exclude is not None and validate:
+        pair = exclude.collect_schema().names()
+        checked = [CheckedFrame("exclude", exclude, null_checks(pair, "key"), pair)]
     if truth is None:
-        return _prepare_long(
+        prepared = _prepare_long(
             recs,
             columns,
             options,
@@ -374,22 +387,26 @@ def prepare(
             largest_relevance=largest_relevance,
             every_column=every_column,
             propensity=propensity,
+            exclude=exclude,
         )
-    return _prepare_pair(
-        recs,
-        truth,
-        columns,
-        options,
-        max_k,
-        validate=validate,
-        tie_cutoffs=tie_cutoffs,
-        known_groups=groups,
-        gains=gains,
-        largest_relevance=largest_relevance,
-        row_order=row_order,
-        every_column=every_column,
-        propensity=propensity,
-    )
+    else:
+        prepared = _prepare_pair(
+            recs,
+            truth,
+            columns,
+            options,
+            max_k,
+            validate=validate,
+            tie_cutoffs=tie_cutoffs,
+            known_groups=groups,
+            gains=gains,
+            largest_relevance=largest_relevance,
+            row_order=row_order,
+            every_column=every_column,
+            propensity=propensity,
+            exclude=exclude,
+        )
+    return replace(prepared, checks=[*prepared.checks, *checked]) if checked else prepared
 
 
 def _prepare_pair(
@@ -407,6 +424,7 @@ def _prepare_pair(
     row_order: bool,
     every_column: Callable[[], pl.LazyFrame] | None,
     propensity: str | None = None,
+    exclude: pl.LazyFrame | None = None,
 ) -> Prepared:
     c = columns
     order_col = c.order[1]
@@ -432,10 +450,17 @@ def _prepare_pair(
     # One ranking: a user's, or with ``sample`` each of a user's several rankings.
     lists, pair = c.ranking, "(user, item) pair" if c.sample is None else "(user, sample, item)"
     scored = None
+    # The rows the lists keep (all but the excluded), for the count of repeats dropped.
+    listed_rows = recs
     if c.score is not None:
         # Rank from score: score descending, ties by the tie rule (spec sections 4, 8).
         row = [pl.int_range(pl.len(), dtype=pl.Int64).alias(_ROW)] if row_order else []
         scored = recs.select(*lists, item, pl.col(c.score).alias(_SCORE), *row)
+        if exclude is not None:
+            # Before ranking: the rest are ranked 1, 2, ... by score and the tie rule
+            # (the row numbers of ties="input" are the input's, taken before).
+            scored = _without_pairs(scored, exclude)
+            listed_rows = _without_pairs(recs, exclude)
         if options.on_duplicate == "first":
             # The kept row is the best-scored one, whole: its score and its input
             # position (the earliest of the rows with that score), not the best score of
@@ -464,8 +489,19 @@ def _prepare_pair(
         top = top.drop(_SCORE, strict=False)
     else:
         scored_top = None
-        within = recs if max_k is None else recs.filter(pl.col(c.rank) <= max_k)
-        top = within.select(*lists, item, pl.col(c.rank).cast(pl.Int64, strict=False).alias(RANK))
+        if exclude is not None:
+            # Each remaining row moves up past the excluded rows ranked above it; the
+            # rows within the cutoff are those it brings there (with their own rank,
+            # which the checks read). Cached: the result and the checks read them.
+            rows = recs.select(*lists, item, c.rank)
+            within = _moved_up(rows, exclude, lists, item, c.rank, max_k).cache()
+            top = within.select(*lists, item, RANK)
+            # Repeats are counted by the ranks the rows have after the removal.
+            listed_rows = within.with_columns(pl.col(RANK).alias(c.rank))
+        else:
+            within = recs if max_k is None else recs.filter(pl.col(c.rank) <= max_k)
+            rank = pl.col(c.rank).cast(pl.Int64, strict=False).alias(RANK)
+            top = within.select(*lists, item, rank)
         recs_checks = [
             *null_checks([*lists, item, c.rank], "key"),
             rank_below_one_check(c.rank),
@@ -552,7 +588,8 @@ def _prepare_pair(
     all_keys = pl.concat(
         [recs.select(keys), truth_keyed.select(keys)], how="vertical_relaxed"
     ).unique()
-    dup_counts = _duplicates_dropped(recs, truth, c, max_k, join_keys)
+    excluded = None if exclude is None else _excluded_rows(recs, exclude)
+    dup_counts = _duplicates_dropped(listed_rows, truth, c, max_k, join_keys)
     return Prepared(
         keys,
         item,
@@ -567,10 +604,88 @@ def _prepare_pair(
         scored,
         max_k,
         options.ties,
+        # A user whose every recommendation is excluded still had a list (now empty).
         recs.select(keys).unique(),
         truth_keyed.select(keys).unique(),
         truth_rows,
+        excluded,
     )
+
+
+def _pairs(exclude: pl.LazyFrame, columns: Collection[str]) -> tuple[pl.LazyFrame, list[str]]:
+    """``exclude``'s distinct pairs on the columns it shares with a frame of ``columns``.
+
+    ``exclude`` holds the ``by`` columns it carries, the user key and the item: pairs
+    with ``by`` values apply to their group alone, the others to every group.
+    """
+    on = [n for n in exclude.collect_schema().names() if n in columns]
+    return exclude.select(on).unique(), on
+
+
+def _without_pairs(rows: pl.LazyFrame, exclude: pl.LazyFrame) -> pl.LazyFrame:
+    """``rows`` without those whose pair is in ``exclude``."""
+    pairs, on = _pairs(exclude, rows.collect_schema().names())
+    return rows.join(pairs, on=on, how="anti")
+
+
+def _excluded_rows(rows: pl.LazyFrame, exclude: pl.LazyFrame) -> pl.LazyFrame:
+    """One row, ``n``: how many of ``rows`` have their pair in ``exclude``."""
+    pairs, on = _pairs(exclude, rows.collect_schema().names())
+    return rows.join(pairs, on=on, how="semi").select(pl.len().cast(pl.Int64).alias("n"))
+
+
+def _shifted(
+    rows: pl.LazyFrame, exclude: pl.LazyFrame, lists: list[str], item: str, rank: str
+) -> pl.LazyFrame:
+    """``rows`` marked ``_EXCLUDED`` when their pair is excluded, with ranks moved up.
+
+    Each list's rows in rank order (item order within a repeated rank, null ranks
+    last): a row's ``RANK`` is its rank minus the excluded rows ranked above it, so a
+    list without gaps is re-ranked 1, 2, ... and the order is kept. A gap the list had
+    stays a gap (an empty position reads as a miss with or without ``exclude=``, so an
+    empty ``exclude`` changes nothing). ``rank`` may be ``RANK`` itself (a long table's).
+    """
+    pairs, on = _pairs(exclude, rows.collect_schema().names())
+    marks = pairs.with_columns(pl.lit(True).alias(_EXCLUDED))
+    flagged = rows.join(marks, on=on, how="left").with_columns(pl.col(_EXCLUDED).fill_null(False))
+    carried = [n for n in flagged.collect_schema().names() if n not in lists]
+    # One sort of all rows, then each list's rows in that order (a group keeps the
+    # frame's order): 3x faster than sorting each list's columns within the group-by.
+    ordered = flagged.sort([*lists, rank, item], nulls_last=True)
+    mark = pl.col(_EXCLUDED).cast(pl.Int64)
+    per_list = ordered.group_by(lists).agg(*carried, (mark.cum_sum() - mark).alias(_SHIFT))
+    moved = pl.col(rank).cast(pl.Int64, strict=False) - pl.col(_SHIFT)
+    return per_list.explode(*carried, _SHIFT).with_columns(moved.alias(RANK)).drop(_SHIFT)
+
+
+def _moved_up(
+    rows: pl.LazyFrame,
+    exclude: pl.LazyFrame,
+    lists: list[str],
+    item: str,
+    rank: str,
+    depth: int | None,
+) -> pl.LazyFrame:
+    """The rows of ``rows`` not excluded, moved up (``RANK``), those within ``depth``.
+
+    As :func:`_shifted`, reading only what can reach ``depth``: a list without an
+    excluded row keeps its ranks (no sort), and in a list with n of them, no row ranked
+    below ``depth + n`` can move up to ``depth``.
+    """
+    if depth is None:
+        return _shifted(rows, exclude, lists, item, rank).filter(~pl.col(_EXCLUDED)).drop(_EXCLUDED)
+    names = rows.collect_schema().names()
+    pairs, on = _pairs(exclude, names)
+    counts = rows.join(pairs, on=on, how="semi").group_by(lists).agg(pl.len().alias(_SHIFT))
+    counted = rows.join(counts, on=lists, how="left", nulls_equal=True)
+    touched = pl.col(_SHIFT).is_not_null()
+    kept = counted.filter(~touched & (pl.col(rank) <= depth)).select(
+        *names, pl.col(rank).cast(pl.Int64, strict=False).alias(RANK)
+    )
+    reach = counted.filter(touched & (pl.col(rank) <= depth + pl.col(_SHIFT))).drop(_SHIFT)
+    moved = _shifted(reach, exclude, lists, item, rank)
+    moved = moved.filter(~pl.col(_EXCLUDED) & (pl.col(RANK) <= depth)).select(*names, RANK)
+    return pl.concat([kept, moved])
 
 
 def top_by_score(
@@ -715,6 +830,7 @@ def _prepare_long(
     largest_relevance: RelevanceCap | None,
     every_column: Callable[[], pl.LazyFrame] | None,
     propensity: str | None = None,
+    exclude: pl.LazyFrame | None = None,
 ) -> Prepared:
     c = columns
     keys, item = c.keys, c.item
@@ -791,6 +907,15 @@ def _prepare_long(
         pl.col(c.relevance).is_not_null().alias(_JUDGED),
         *([pl.col(propensity).cast(pl.Float64).alias(PROPENSITY)] if propensity else []),
     )
+    listed_keys = rows.filter(pl.col(RANK).is_not_null()).select(keys).unique()
+    excluded = None
+    if exclude is not None:
+        # An excluded pair's row is no recommendation (its rank is dropped, the rest of
+        # its list moves up); its relevance stays: truth is not touched (spec section 10).
+        excluded = _excluded_rows(rows.filter(pl.col(RANK).is_not_null()), exclude)
+        shifted = _shifted(rows, exclude, keys, item, RANK)
+        rank = pl.when(~pl.col(_EXCLUDED)).then(pl.col(RANK))
+        rows = shifted.with_columns(rank.alias(RANK)).drop(_EXCLUDED)
     dups = rows.select(
         pl.lit("long table").alias("frame"),
         (pl.len() - pl.struct([*keys, item]).n_unique()).cast(pl.Int64).alias("rows_dropped"),
@@ -822,19 +947,27 @@ def _prepare_long(
         None,
         max_k,
         options.ties,
-        rows.filter(pl.col(RANK).is_not_null()).select(keys).unique(),
+        listed_keys,
         judged.select(keys).unique(),
         judged,
+        excluded,
     )
 
 
 def prepare_baseline(
-    baseline: pl.LazyFrame, baseline_by: list[str], columns: Columns, max_k: int, *, validate: bool
+    baseline: pl.LazyFrame,
+    baseline_by: list[str],
+    columns: Columns,
+    max_k: int,
+    *,
+    validate: bool,
+    exclude: pl.LazyFrame | None = None,
 ) -> tuple[pl.LazyFrame, list[CheckedFrame]]:
     """A baseline model's rows within the largest cutoff: (by it carries, user, item, RANK).
 
     Ranked like the recommendations: by ``rank``, or from ``score`` with the same tie
-    rule (score descending, item ascending).
+    rule (score descending, item ascending); ``exclude``'s pairs are removed from its
+    lists as from the recommendations (on the columns the baseline has).
     """
     c = columns
     keys = [*baseline_by, *c.user]
@@ -843,6 +976,8 @@ def prepare_baseline(
     if c.score is not None:
         _require_dtype("baseline", c.score, schema[c.score], "numeric")
         scored = baseline.select(*keys, c.item, pl.col(c.score).alias(_SCORE))
+        if exclude is not None:
+            scored = _without_pairs(scored, exclude)
         ranked = top_by_score(scored, keys, c.item, _SCORE, max_k, keep_score=False)
         checks = [
             *null_checks([*keys, c.item, c.score], "key"),
@@ -850,9 +985,14 @@ def prepare_baseline(
         ]
     else:
         _require_dtype("baseline", c.rank, schema[c.rank], "integer")
-        ranked = baseline.select(
-            *keys, c.item, pl.col(c.rank).cast(pl.Int64, strict=False).alias(RANK)
-        )
+        if exclude is not None:
+            rows = baseline.select(*keys, c.item, c.rank)
+            moved = _moved_up(rows, exclude, keys, c.item, c.rank, max_k)
+            ranked = moved.select(*keys, c.item, RANK)
+        else:
+            ranked = baseline.select(
+                *keys, c.item, pl.col(c.rank).cast(pl.Int64, strict=False).alias(RANK)
+            )
         checks = [
             *null_checks([*keys, c.item, c.rank], "key"),
             rank_below_one_check(c.rank),

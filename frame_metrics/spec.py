@@ -121,6 +121,15 @@ EXTRA_INPUTS: tuple[ExtraInput, ...] = (
         needs=frozenset({"item_groups"}),
         what="one row per (item, group) with the item column and the group column",
     ),
+    # No metric needs it: the prepared lists read it (spec section 10, seen items).
+    ExtraInput(
+        "exclude",
+        keyed=True,
+        reads=("by", "user", "item"),
+        needs=frozenset(),
+        what="(user, item) pairs removed from the recommendations before the cutoff, "
+        "usually the train split",
+    ),
 )
 
 #: Which extra input provides an entry of ``Metric.needs``.
@@ -407,6 +416,17 @@ def build_spec(
         _check_samples(requests, long_table, sample)
     ignored += _unread_warnings(by_tools)
     ignored += _check_propensity(call, requests, given)
+    if "exclude" in given and all(q.metric.family == "rating" for q in requests):
+        ignored.append(
+            IgnoredOptionWarning(
+                "ignored: the rating metrics compare each prediction with its rating and "
+                "read no ranked list, from which ",
+                Keyword("exclude"),
+                " removes pairs before the cutoff; ",
+                LeaveOut("exclude"),
+                option="exclude",
+            )
+        )
     relevance_said = (
         threshold_given
         or convention is not None

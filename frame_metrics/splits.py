@@ -95,6 +95,8 @@ QUOTA: Final = f"{RESERVED_PREFIX}quota"
 USER_FOLD: Final = f"{RESERVED_PREFIX}user_fold"
 _CANDIDATE: Final = f"{RESERVED_PREFIX}candidate"
 _TRAIN_UP_TO: Final = f"{RESERVED_PREFIX}train_up_to"
+_CUT: Final = f"{RESERVED_PREFIX}cut"
+_END: Final = f"{RESERVED_PREFIX}end"
 ITEM_FIRST: Final = f"{RESERVED_PREFIX}item_first"
 ITEM_ROWS: Final = f"{RESERVED_PREFIX}item_rows"
 ITEM_COLD: Final = f"{RESERVED_PREFIX}item_cold"
@@ -187,6 +189,8 @@ def with_hash(
     >>> frame = pl.DataFrame({"user": [1, 2], "item": [10, 10]})
     >>> with_hash(frame, 0, ["user", "item"], schema)[_HASH].to_list()
     [5075022953786957343, 4544264740642119646]
+    >>> _mix_int(_mix_int(_mix_int(0) ^ 1) ^ 10)  # the same, in Python integers
+    5075022953786957343
     """
     h = _u64(_mix_int(seed & _MASK))
     z = pl.col(name)
@@ -313,11 +317,15 @@ def _lit(value: object, dtype: pl.DataType) -> pl.Expr:
 
 
 def window_edges(
-    options: SplitOptions, dtype: pl.DataType, globals_: Globals | None = None
+    options: SplitOptions,
+    dtype: pl.DataType,
+    globals_: Globals | None = None,
+    largest: pl.Expr | None = None,
 ) -> list[pl.Expr]:
     """``edges[j]`` = end − j·window for j = 0..n_folds: window f is (edges[F−f], edges[F−f−1]].
 
-    ``end`` is the call's or the largest time. A window given as text (``"7d"``, ``"1mo"``)
+    ``end`` is the call's or the largest time (``largest``, or the column _global joins
+    in). A window given as text (``"7d"``, ``"1mo"``)
     is stepped back with ``dt.offset_by``, one window at a time, so calendar units work.
     """
     assert options.time is not None
@@ -325,8 +333,10 @@ def window_edges(
         end = _lit(options.end, dtype)
     elif globals_ is not None:
         end = _lit(globals_.end, dtype)
+    elif largest is not None:
+        end = largest
     else:
-        end = pl.col(options.time).max()
+        end = pl.col(_END)  # the largest time, joined in by _global
     edges = [end]
     window = options.window
     for _ in range(options.n_folds):
@@ -629,7 +639,7 @@ def dealt_users(users: pl.LazyFrame, options: SplitOptions, schema: pl.Schema) -
         with_hash(users.unique(), options.seed, options.key, schema)
         .sort([_HASH, *options.key])
         .with_columns((pl.int_range(pl.len(), dtype=pl.Int64) % options.n_folds).alias(USER_FOLD))
-        .drop(_HASH)
+        .drop(HASH)
     )
 
 
@@ -652,6 +662,17 @@ def _first_of_events(options: SplitOptions) -> pl.Expr:
     return pl.struct(options.event).is_first_distinct()
 
 
+def _one_row(frame: pl.LazyFrame, value: pl.Expr, name: str) -> pl.LazyFrame:
+    """``frame`` with the one value ``value`` (an aggregate of ``frame``) in column ``name``.
+
+    A cross join with the one-row frame of the aggregate, not the aggregate inside a row
+    expression: polars' streaming engine computes the one-row frame once and streams the
+    join, where it evaluates an aggregate broadcast into rows far more slowly (8x at 5M
+    rows for the time cut).
+    """
+    return frame.join(frame.select(value.alias(name)), how="cross")
+
+
 def _global(
     frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema, globals_: Globals | None
 ) -> pl.LazyFrame:
@@ -660,32 +681,43 @@ def _global(
         assert options.time is not None
         time = pl.col(options.time)
         if options.at is not None:
-            cut = _lit(options.at, schema[options.time])
+            cut: pl.Expr = _lit(options.at, schema[options.time])
         elif globals_ is not None:
             cut = _lit(globals_.cut, schema[options.time])
         else:
             assert options.test_share is not None
-            # The time at 0-based position floor((1 − s)·n) of the events' sorted times.
-            times = time.filter(_first_of_events(options))
-            position = (pl.lit(1.0 - options.test_share) * times.len().cast(pl.Float64)).floor()
-            # The (position + 1) smallest times' largest; null for no rows.
-            cut = times.bottom_k(position.cast(pl.Int64) + 1).max()
+            # The time at 0-based position floor((1 − s)·n) of the events' sorted times
+            # (null for no rows).
+            events = frame.select(options.event).unique()
+            position = (pl.lit(1.0 - options.test_share) * pl.len().cast(pl.Float64)).floor()
+            # (slice, not get: polars 2.1's streaming engine panics on get of nothing)
+            at = time.sort().slice(position.cast(pl.Int64), 1).max().alias(_CUT)
+            frame = frame.join(events.select(at), how="cross")
+            cut = pl.col(_CUT)
         return frame.with_columns(pl.when(time >= cut).then(zero).alias(FOLD))
     if options.method == "random":
         assert options.test_share is not None
         frame = with_hash(frame, options.seed, options.event, schema)
         hashed = pl.col(_HASH)
         if globals_ is not None:
-            threshold = pl.lit(globals_.threshold, dtype=pl.UInt64)
+            threshold: pl.Expr = pl.lit(globals_.threshold, dtype=pl.UInt64)
         else:
-            firsts = hashed.filter(_first_of_events(options))
-            wanted = round_half_up(pl.lit(options.test_share) * firsts.len().cast(pl.Float64))
-            # The k-th smallest hash of the events; null when k is 0 (a tiny frame).
-            threshold = firsts.bottom_k(wanted.cast(pl.Int64)).max()
-        chosen = (hashed <= threshold).fill_null(False)
+            # The k-th smallest hash of the events, k = round_half_up(s·n); null when k
+            # is 0. An event's repeats share its hash, so the events are the distinct
+            # hashes (two events whose 64-bit hashes collide would count as one: about
+            # n²/2**65 of a chance, 3e-4 at 100M events).
+            hashes = frame.select(hashed.unique())
+            wanted = round_half_up(pl.lit(options.test_share) * pl.len().cast(pl.Float64))
+            kth = hashed.sort().slice(wanted.cast(pl.Int64) - 1, 1).max()
+            kth = pl.when(wanted >= 1).then(kth).alias(_CUT)
+            frame = frame.join(hashes.select(kth), how="cross")
+            threshold = pl.col(_CUT)
+        chosen = (hashed <= threshold).fill_null(value=False)
         return frame.with_columns(pl.when(chosen).then(zero).alias(FOLD))
     # time_windows: each row's window, numbered 0 (oldest) .. n_folds − 1.
     assert options.time is not None
+    if options.end is None and globals_ is None:
+        frame = _one_row(frame, pl.col(options.time).max(), _END)
     edges = window_edges(options, schema[options.time], globals_)
     time = pl.col(options.time)
     folds = options.n_folds
@@ -802,7 +834,11 @@ def _filters(frame: pl.LazyFrame, options: SplitOptions) -> pl.LazyFrame:
         # in one fold, so "a row outside the candidates" is per user and per pair; an item
         # is cold in fold f when all its rows are fold f's candidates.
         other = (~candidate).cast(pl.UInt32)
-        cold_user = other.sum().over(options.key) == 0
+        if options.method in PER_USER and options.min_train >= 1:
+            # min_train keeps a train row for every user: none is cold (a window saved)
+            cold_user = pl.lit(value=False)
+        else:
+            cold_user = other.sum().over(options.key) == 0
         seen = other.sum().over([*options.key, options.item]) > 0
         in_fold = candidate.cast(pl.UInt32).sum().over([options.item, FOLD])
         cold_item = pl.len().over(options.item) == in_fold
@@ -842,6 +878,8 @@ def labelled(
         assert options.time is not None
         edges = window_edges(options, schema[options.time], globals_)
         extra = [_TRAIN_UP_TO]
+        if options.end is None and globals_ is None:
+            extra.append(_END)  # what train_rows' edges read
     if options.method == "user_kfold":
         extra = [USER_FOLD]
     return Plan(options, work.select(*keep, *extra), columns, edges)

@@ -688,6 +688,7 @@ TABLE_PAGES = (
     "metrics/ndcg",
     "metrics/ap",
     "architecture",
+    "protocol",
 )
 
 #: Runs after load and the fonts, in the colour scheme given: for every name drawn in the
@@ -1055,7 +1056,7 @@ def test_browser_reads_the_architecture_diagram(
 #: The pages issue 30 found hard to read, looked at in the browser: the options table, the
 #: three families that had two pages each, NDCG's page and the biased-logs page; and the
 #: pages it changed: the peers' names (one spelling, one meaning), the errors page with its
-#: warnings table.
+#: warnings table; and the evaluation protocol's page, with its printed reports and tables.
 LAID_OUT = (
     "options",
     "metrics/exposure",
@@ -1065,6 +1066,7 @@ LAID_OUT = (
     "biased-logs",
     "peers",
     "errors",
+    "protocol",
 )
 
 

@@ -42,6 +42,11 @@ PROBES = {
         'pl.col("userId") == USER).row(0, named=True)}'
     ),
     "04_beyond_accuracy.ipynb": '{r["model"]: r for r in table.iter_rows(named=True)}',
+    "05_evaluation_protocol.ipynb": (
+        '{"hit_rates": hit_rates.rows(named=True), "splits": by_split.rows(named=True), '
+        '"folds": per_fold.rows(named=True), "compare": comparison.filter(pl.col("model") == '
+        '"genre").rows(named=True), "windows": by_window.rows(named=True), "lazy": lazy_equal}'
+    ),
 }
 
 
@@ -158,7 +163,7 @@ def test_runs_clean(run: Callable[[str], Run], name: str) -> None:
         if o["output_type"] == "stream" and o["name"] == "stderr"
     ]
     assert not stderr, f"{name} wrote to stderr: {stderr!r}"
-    expected_figures = {"01": 3, "02": 3, "03": 0, "04": 1}[name[:2]]
+    expected_figures = {"01": 3, "02": 3, "03": 0, "04": 1, "05": 0}[name[:2]]
     assert result.images() == expected_figures
     assert "MovieLens ml-latest-small: " in result.text()
 
@@ -280,3 +285,29 @@ def test_beyond_accuracy(run: Callable[[str], Run]) -> None:
     assert rand["aplt@10"] > 0.95
     assert max(pop["aplt@10"], genre["aplt@10"]) < 0.01
     assert pop["gini@10"] > genre["gini@10"] > rand["gini@10"]
+
+
+def test_evaluation_protocol_gives_the_page_numbers(run: Callable[[str], Run]) -> None:
+    """Notebook 05 does the steps of docs/protocol.md: every number of the page's tables (as
+    polars prints them, 6 decimals) is the notebook's."""
+    from tests.test_protocol_page import _tables
+
+    got = run("05_evaluation_protocol.ipynb").probe
+    assert got["lazy"] is True
+    hit_rates, _, splits, _, per_fold, compare, _, windows = _tables()
+    folds = sorted(got["folds"], key=lambda r: (r["model"], r["fold"]))  # as the page prints
+    for name, page_rows, rows in [
+        ("hit_rates", hit_rates, got["hit_rates"]),
+        ("splits", splits, got["splits"]),
+        ("per_fold", per_fold, folds),
+        ("compare", compare, got["compare"]),
+        ("windows", windows, got["windows"]),
+    ]:
+        assert len(rows) == len(page_rows), name
+        for row, shown in zip(rows, page_rows, strict=True):
+            for column, text in shown.items():
+                value = row[column]
+                if isinstance(value, float):
+                    assert _close(value, float(text), 5e-7), (name, column, value, text)
+                else:
+                    assert str(value) == text, (name, column, value, text)

@@ -104,6 +104,7 @@ NOT_OPTIONS = {
     "group",
     "feature_weight",
     "history_weight",
+    "exclude",
 }
 
 

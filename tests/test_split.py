@@ -459,3 +459,130 @@ def test_partitions_by_user_with_globals_give_the_same_labels(case: str) -> None
     key = ["row"]
     got = pieces.collect().select("row", splits.FOLD, splits.DROP).sort(key)
     assert got.equals(whole.select("row", splits.FOLD, splits.DROP).sort(key))
+
+
+def test_the_command_line_writes_parquet(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from frame_metrics.cli import main
+
+    frame = _events()
+    frame.write_parquet(tmp_path / "events.parquet")
+    status = main(
+        [
+            "split",
+            str(tmp_path / "events.parquet"),
+            "--method",
+            "user_kfold",
+            "--n-folds",
+            "3",
+            "--time-col",
+            "t",
+            "--cold-items",
+            "keep",
+            "--out-dir",
+            str(tmp_path / "out"),
+        ]
+    )
+    assert status == 0
+    folds = fm.split(frame, "user_kfold", n_folds=3, time="t", cold_items="keep")
+    written = pl.read_parquet(tmp_path / "out" / "test.parquet")
+    assert written.sort("row").equals(folds.test.sort("row"))
+    for f in range(3):
+        train = pl.read_parquet(tmp_path / "out" / f"train_{f}.parquet")
+        assert train.sort("row").equals(folds[f].train.sort("row"))
+    report = pl.read_csv(tmp_path / "out" / "report.csv")
+    assert report["rows"].to_list() == folds.report.frame["rows"].to_list()
+    assert "fold 2" in capsys.readouterr().out
+    status = main(
+        [
+            "split",
+            str(tmp_path / "events.parquet"),
+            "--method",
+            "last_n",
+            "--out-dir",
+            str(tmp_path / "x"),
+        ]
+    )
+    assert status == 2
+    assert "--time-col: expected the time column" in capsys.readouterr().err
+
+
+def test_text_ids_and_a_composite_key_agree_on_every_kind(constructor: Constructor) -> None:
+    base = _events(200, seed=3)
+    frame = base.with_columns(
+        user=pl.format("u{}", "user"),
+        session=(pl.col("row") % 2),
+        # zero-padded, so that text order is the integers' order (ties by item)
+        item=pl.format("i{}", pl.col("item").cast(pl.String).str.zfill(3)),
+    )
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("random", {"test_share": 0.3, "seed": 5}),
+        ("ratio", {"test_share": 0.5, "order": "random"}),
+        ("user_kfold", {"n_folds": 3}),
+    ]
+    for method, options in cases:
+        ours = fm.split(frame, method, user=["user", "session"], time="t", **options)
+        theirs = fm.split(constructor(frame), method, user=["user", "session"], time="t", **options)
+        assert _rows(theirs.test) == _rows(ours.test)
+    # the composite key is the user: last_n takes the last event of each (user, session)
+    split = fm.split(frame, "last_n", user=["user", "session"], time="t", cold_items="keep")
+    expected = reference_split(
+        base.with_columns(user=pl.col("user") * 2 + pl.col("row") % 2).to_dicts(),
+        "last_n",
+        n=1,
+        cold_items="keep",
+    )[0]
+    assert _rows(split.test) == sorted(expected.test)
+
+
+def test_dates_and_float_times() -> None:
+    frame = _events()
+    as_dates = frame.with_columns(t=pl.date(2024, 1, 1) + pl.duration(days=pl.col("t")))
+    as_floats = frame.with_columns(t=pl.col("t").cast(pl.Float64) / 4)
+    cases: list[tuple[str, dict[str, Any]]] = [
+        ("last_n", {"n": 2}),
+        ("time", {"test_share": 0.3}),
+        ("time_windows", {"n_folds": 2, "window": 2}),
+    ]
+    for method, options in cases:
+        expected = fm.split(frame, method, time="t", **options)
+        dated = fm.split(
+            as_dates,
+            method,
+            time="t",
+            **({**options, "window": dt.timedelta(days=2)} if "window" in options else options),
+        )
+        floated = fm.split(
+            as_floats,
+            method,
+            time="t",
+            **({**options, "window": 0.5} if "window" in options else options),
+        )
+        assert _rows(dated.test) == _rows(expected.test)
+        assert _rows(floated.test) == _rows(expected.test)
+    with pytest.raises(fm.InvalidValueError, match="expected no NaN values in time column 't'"):
+        fm.split(as_floats.with_columns(t=pl.lit(float("nan"))), "last_n", time="t")
+
+
+def test_at_as_text_and_as_a_value_of_the_column() -> None:
+    frame = _events().with_columns(t=pl.datetime(2024, 1, 1) + pl.duration(days=pl.col("t")))
+    by_text = fm.split(frame, "time", time="t", at="2024-01-07")
+    by_value = fm.split(frame, "time", time="t", at=dt.datetime(2024, 1, 7))
+    assert _rows(by_text.test) == _rows(by_value.test)
+    expected = reference_split(_events().to_dicts(), "time", at=6)[0]
+    assert _rows(by_value.test) == sorted(expected.test)
+    with pytest.raises(fm.InvalidOptionError, match=r"at: expected a datetime\.datetime"):
+        fm.split(frame, "time", time="t", at="next tuesday")
+
+
+def test_null_keys_are_refused() -> None:
+    frame = _events().with_columns(item=pl.when(pl.col("row") < 2).then(None).otherwise("item"))
+    with pytest.raises(
+        fm.InvalidValueError, match=r"expected no null values in key column 'item', found 2"
+    ):
+        fm.split(frame, "last_n", time="t")
+
+
+def test_the_printed_report_of_an_empty_frame() -> None:
+    text = fm.split(_events().clear(), "last_n", time="t").report.text()
+    assert "test share: - of events" in text
+    assert "nan" not in text

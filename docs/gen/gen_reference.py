@@ -395,6 +395,7 @@ def performance_page() -> str:
         "python bench/compare.py                                     # fm.compare vs scipy",
         "python bench/scale.py --users 1000000,10000000 --timeout 400   # 100M-1B rows",
         "python bench/distributed.py --users 1000000 --data-dir /tmp/fmdist --partitions 16",
+        "python bench/split.py --users 100000 --peer-venvs DIR        # fm.split vs peers, 10M rows",
         "python -m pytest bench -q                                   # the benchmark's own tests",
         "```",
         "",

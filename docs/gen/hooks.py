@@ -12,7 +12,9 @@
   outputs), and MathJax served from the site (from the django-static-mathjax wheel);
 - the architecture page's layers diagram (an inline SVG of the import-linter contract)
   and its table of the families' methods (gen_architecture);
-- ``python exec`` code blocks run, with their output (gen_run);
+- ``python exec`` code blocks run, with their output (gen_run); ``python recorded``
+  blocks (pages on MovieLens, which the repository does not hold) shown with the output
+  committed below them (gen_run.record_page writes it, a test checks it);
 - the package's version in the header and the footer, and a repository link when the
   package metadata names one (``[project.urls]``), from :func:`site_identity`.
 """
@@ -211,6 +213,7 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
     if QUICKSTART in markdown:
         markdown = markdown.replace(QUICKSTART, gen_reference.readme_quickstart())
     markdown = gen_architecture.fill(markdown)
+    markdown = gen_run.show_recorded(markdown)
     return gen_run.run_blocks(markdown, page.file.src_uri)
 
 

@@ -1,4 +1,4 @@
-"""The commands: ``evaluate``, ``compare``, ``demo``, ``gaps``, ``exposure`` and ``policy-value``, each run on the parsed arguments."""
+"""The commands: ``evaluate``, ``compare``, ``demo``, ``gaps``, ``exposure``, ``policy-value`` and ``split``, each run on the parsed arguments."""
 
 from __future__ import annotations
 
@@ -322,6 +322,7 @@ def run_exposure(args: argparse.Namespace) -> int:
         relevance=args.relevance_col,
         group=args.group_col,
         head_share=args.head_share,
+        exclude=frames.get("exclude"),
         **_ranking_columns(args),
         **options,
     )
@@ -349,9 +350,51 @@ def run_policy_value(args: argparse.Namespace) -> int:
         n_resamples=args.resamples,
         seed=args.seed,
         ties=args.ties,
+        exclude=None if args.exclude is None else read_frame(args.exclude, "--exclude", ids),
         **_ranking_columns(args),
     )
     write_result(result, fmt, args.output, args.precision)
+    return 0
+
+
+def run_split(args: argparse.Namespace) -> int:
+    """``frame-metrics split``: train and test parquet files of a file of interactions."""
+    from pathlib import Path
+
+    interactions = read_frame(args.interactions, "INTERACTIONS")
+    options = {
+        name: value
+        for name in ("n", "test_share", "at", "n_folds", "window", "end")
+        if (value := getattr(args, name)) is not None
+    }
+    result = fm.split(
+        interactions,
+        args.method,
+        user=_user(args),
+        item=args.item_col,
+        time=args.time_col,
+        order=args.order,
+        ties=args.ties,
+        min_train=args.min_train,
+        cold_users=args.cold_users,
+        cold_items=args.cold_items,
+        seen=args.seen,
+        seed=args.seed,
+        **options,
+    )
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if isinstance(result, fm.Folds):
+        outputs = {"test.parquet": result.test}
+        outputs.update({f"train_{f}.parquet": fold.train for f, fold in enumerate(result)})
+    else:
+        outputs = {"train.parquet": result.train, "test.parquet": result.test}
+    for name, frame in outputs.items():
+        frame.sink_parquet(out / name)  # streamed: the input may be larger than memory
+    report = result.report
+    report.frame.write_csv(out / "report.csv")
+    print(report.text())
+    print(f"wrote {', '.join(sorted(outputs))} and report.csv to {out}")
     return 0
 
 
@@ -363,6 +406,7 @@ RUNS: dict[str, Command] = {
     "gaps": run_gaps,
     "exposure": run_exposure,
     "policy-value": run_policy_value,
+    "split": run_split,
 }
 #: The optional modules a command imports, checked before it reads any input.
 NEEDS: dict[str, tuple[str, ...]] = {

@@ -36,6 +36,7 @@ EXTRA_FILES = {
     "item_features": "--item-features",
     "baseline": "--baseline",
     "item_groups": "--item-groups",
+    "exclude": "--exclude",
 }
 
 

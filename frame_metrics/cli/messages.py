@@ -224,6 +224,7 @@ _OWN_FLAGS = {
     "pscore": "--pscore-col",
     "probability": "--probability-col",
     "reward_model": "--reward-model-col",
+    "time": "--time-col",
 }
 
 
@@ -244,6 +245,14 @@ def flag(name: str) -> str:
 #: one comes from a metric string ("ap(ap_denominator=x)") and keeps the option's name.
 _SUBJECTS = frozenset(
     {
+        "time",
+        "n",
+        "test_share",
+        "at",
+        "n_folds",
+        "window",
+        "end",
+        "min_train",
         "k",
         "metrics",
         "score",

@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_gaps(commands)
     _add_exposure(commands)
     _add_policy_value(commands)
+    _add_split(commands)
     return parser
 
 
@@ -303,6 +304,15 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
         help="item and --group-col, one row per (item, group), for exposure_parity and "
         "list_parity (default: aplt's head and tail groups from --train)",
     )
+    extra.add_argument("--exclude", metavar="FILE", help=_EXCLUDE_HELP)
+
+
+#: ``--exclude``'s help, the same for every command that ranks lists.
+_EXCLUDE_HELP = (
+    "(user, item) pairs removed from RECS before the cutoff, usually the train split "
+    "(items already seen): the rest of each list moves up, so @k counts k items the user "
+    "could still choose; other columns are not read"
+)
 
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
@@ -755,6 +765,7 @@ def _add_exposure(commands: argparse._SubParsersAction[_Parser]) -> None:
         metavar="FILE",
         help="the catalog's items (item column) for catalog_share (default: the items seen)",
     )
+    extra.add_argument("--exclude", metavar="FILE", help=_EXCLUDE_HELP)
     # read_inputs reads every extra file's option: those this command has not are None.
     p.set_defaults(item_features=None, baseline=None)
     _add_output_options(p)
@@ -879,12 +890,19 @@ def _add_policy_value(commands: argparse._SubParsersAction[_Parser]) -> None:
     cols.add_argument(
         "--ids-as-text",
         action="store_true",
-        help="read the user and item columns of both files as text",
+        help="read the user and item columns of every input file as text",
     )
     opts = p.add_argument_group("options")
     for row in OPTIONS:
         if row.name == "ties":
             _add_option(opts, row)
+    extra = p.add_argument_group("extra inputs (parquet or CSV files)")
+    extra.add_argument(
+        "--exclude",
+        metavar="FILE",
+        help="(user, item) pairs removed from RECS before its top K, usually the train "
+        "split (items already seen): the rest of each list moves up; LOGS are not touched",
+    )
     stats = p.add_argument_group("statistics")
     stats.add_argument(
         "--level",
@@ -908,3 +926,99 @@ def _add_policy_value(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="seed of the resampling (default: %(default)s)",
     )
     _add_output_options(p)
+
+
+_SPLIT_DESCRIPTION = """Split interactions into train and test (spec section 10), lazily, and write
+parquet files to --out-dir: train.parquet and test.parquet; for the multi-fold
+methods (user_kfold, time_windows) test.parquet holds every fold's test rows with a
+fold column, and train_0.parquet, train_1.parquet, ... each fold's train. The
+report (rows, users, items and times of each side, test rows each filter dropped,
+users only in train, ties across the cut, the realised test share) is printed and
+written to report.csv beside them.
+
+Methods: last_n (each user's last --n rows; --n 1 is leave-one-out), ratio (each
+user's last --test-share), time (rows from --at on, or the latest --test-share),
+random (--test-share of the rows by the seeded hash), user_kfold (--n-folds folds of
+users) and time_windows (--n-folds windows of --window before --end)."""
+
+_SPLIT_EPILOG = """examples:
+  frame-metrics split ratings.csv --method last_n --time-col timestamp --out-dir loo/
+  frame-metrics split events.parquet --method time --test-share 0.2 --time-col ts --out-dir t/
+  frame-metrics split events.parquet --method user_kfold --n-folds 5 --time-col ts --out-dir f/
+  frame-metrics split events.parquet --method time_windows --n-folds 3 --window 7d \\
+      --time-col ts --out-dir weeks/"""
+
+
+def _add_split(commands: argparse._SubParsersAction[_Parser]) -> None:
+    from frame_metrics.splits import METHODS
+
+    defaults = {name: p.default for name, p in inspect.signature(fm.split).parameters.items()}
+    p = commands.add_parser(
+        "split",
+        formatter_class=_HelpFormatter,
+        help="split interactions into train and test (last_n, ratio, time, random, folds)",
+        description=_SPLIT_DESCRIPTION,
+        epilog=_SPLIT_EPILOG,
+    )
+    p.add_argument(
+        "interactions", metavar="INTERACTIONS", help="one row per event: user, item, time"
+    )
+    how = p.add_argument_group("the split")
+    how.add_argument("--method", required=True, choices=METHODS, help="the split's rule")
+    how.add_argument("--n", type=_integer, metavar="N", help="last_n, user_kfold: rows per user")
+    how.add_argument(
+        "--test-share", type=_number, metavar="S", help="ratio, time, random, user_kfold: in (0, 1)"
+    )
+    how.add_argument("--at", metavar="TIME", help="time: rows at or after TIME are test")
+    how.add_argument("--n-folds", type=_integer, metavar="F", help="user_kfold, time_windows")
+    how.add_argument(
+        "--window",
+        type=_window,
+        metavar="W",
+        help="time_windows: a duration (7d, 12h, 1mo) or a number in the time column's unit",
+    )
+    how.add_argument("--end", metavar="TIME", help="time_windows: the last window's end")
+    how.add_argument("--order", choices=("time", "random"), default=defaults["order"])
+    how.add_argument("--ties", choices=("item", "random"), default=defaults["ties"])
+    how.add_argument("--min-train", type=_integer, default=defaults["min_train"], metavar="N")
+    how.add_argument("--seed", type=_integer, default=defaults["seed"], metavar="SEED")
+    filters = p.add_argument_group("filters of the test rows (default: drop, as RecTools)")
+    for name in ("cold_users", "cold_items", "seen"):
+        filters.add_argument(
+            f"--{name.replace('_', '-')}", choices=("drop", "keep"), default=defaults[name]
+        )
+    cols = p.add_argument_group("columns")
+    cols.add_argument(
+        "--user-col",
+        type=_names,
+        default=_DEFAULTS["user"],
+        metavar="COLS",
+        help="user key; comma-separated for a composite key (default: %(default)s)",
+    )
+    cols.add_argument(
+        "--item-col",
+        default=_DEFAULTS["item"],
+        metavar="COL",
+        help="item id (default: %(default)s)",
+    )
+    cols.add_argument("--time-col", metavar="COL", help="the time column (datetime, date, number)")
+    out = p.add_argument_group("output")
+    out.add_argument(
+        "--out-dir", required=True, metavar="DIR", help="where the parquet files are written"
+    )
+
+
+def _window(text: str) -> float | str:
+    """``--window``: a number (the time column's unit) or a duration string such as ``7d``.
+
+    Examples
+    --------
+    >>> _window("3600"), _window("1.5"), _window("7d")
+    (3600, 1.5, '7d')
+    """
+    for parse in (int, float):
+        try:
+            return parse(text)
+        except ValueError:
+            continue
+    return text

@@ -194,13 +194,15 @@ def row_filter(job: Job) -> pl.Expr | None:
     would report (a null key or rank, a rank that is not a whole number), so that the
     errors are the same. Not when something reads every row: ranking by score, a
     family that does (rating metrics, the default catalog: items at every rank,
-    ``empty="zero"``: every user seen is evaluated).
+    ``empty="zero"``: every user seen is evaluated), ``exclude=`` (a row below the
+    cutoff moves up into it when an item above it is excluded).
     """
     spec = job.spec
     c = spec.columns
     if (
         c.score is not None
         or spec.long_table
+        or "exclude" in spec.frames
         or spec.max_k == 0
         or spec.depth is None
         or any(f.reads_every_row(spec, job.broadcast) for f in families_of(spec))
@@ -433,6 +435,7 @@ _TOTALS = (
     "pairs_without_prediction",
     "users_not_in_truth",
     "lists_with_rank_gaps",
+    "excluded_rows",
 )
 
 
@@ -445,11 +448,12 @@ def partition_diagnostics(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.Da
     totals |= {f"tie@{k}": n for k, n in found.ties_at_cutoff.items()}
     totals |= {f"within@{k}": n for k, n in found.ties_within_cutoff.items()}
     totals |= {f"short@{k}": n for k, n in found.short_lists.items()}
+    totals |= {f"fell@{k}": n for k, n in found.short_after_exclude.items()}
     totals["longest_list"] = found.longest_list  # a maximum over partitions, not a sum
     # Typed even when None (no list in the partition), so partitions' rows stack.
     parts = [
         pl.DataFrame([totals]).with_columns(
-            pl.col("longest_list").cast(pl.Int64), pl.lit("totals").alias(_PART)
+            pl.col("longest_list", "excluded_rows").cast(pl.Int64), pl.lit("totals").alias(_PART)
         )
     ]
     if found.per_group.width:
@@ -475,7 +479,7 @@ def merge_diagnostics(rows: pl.DataFrame, job: Job) -> Diagnostics:
     spec = job.spec
     by, item = list(spec.columns.by), spec.columns.item
     totals = rows.filter(pl.col(_PART) == "totals")
-    additive = ("dup:", "tie@", "within@", "short@")
+    additive = ("dup:", "tie@", "within@", "short@", "fell@")
     names = [c for c in totals.columns if c in _TOTALS or c.startswith(additive)]
     total = {c: int(totals[c].fill_null(0).sum()) for c in names}
     has_longest = "longest_list" in totals.columns
@@ -540,6 +544,10 @@ def merge_diagnostics(rows: pl.DataFrame, job: Job) -> Diagnostics:
         lists_with_rank_gaps=total.get("lists_with_rank_gaps", 0),
         counts=found,
         count_labels=labels,
+        excluded_rows=total.get("excluded_rows", 0) if "exclude" in spec.frames else None,
+        short_after_exclude={
+            int(c.removeprefix("fell@")): n for c, n in total.items() if c.startswith("fell@")
+        },
     )
 
 

@@ -297,7 +297,12 @@ def _hit_columns(ctx: Context) -> list[tuple[pl.LazyFrame, list[str]]]:
     if "baseline" in spec.needs:
         baseline = ctx.inputs.extra("baseline", [*c.user, c.item])
         top, checks = prepare_baseline(
-            baseline.frame, list(baseline.by), c, spec.max_k, validate=spec.validate
+            baseline.frame,
+            list(baseline.by),
+            c,
+            spec.max_k,
+            validate=spec.validate,
+            exclude=ctx.inputs.exclusion(),
         )
         ctx.checks.extend(checks)
         ranks = baseline_ranks(top, baseline.by, c, RANK)
