@@ -771,8 +771,8 @@ def _add_exposure(commands: argparse._SubParsersAction[_Parser]) -> None:
     _add_output_options(p)
 
 
-def _add_ranking_columns(cols: argparse._ArgumentGroup) -> None:
-    """The user key, item, and rank or score columns of RECS (exposure, policy-value)."""
+def _add_key_columns(cols: argparse._ArgumentGroup) -> None:
+    """The user key and item columns (exposure, policy-value, split)."""
     cols.add_argument(
         "--user-col",
         type=_names,
@@ -786,6 +786,11 @@ def _add_ranking_columns(cols: argparse._ArgumentGroup) -> None:
         metavar="COL",
         help="item id (default: %(default)s)",
     )
+
+
+def _add_ranking_columns(cols: argparse._ArgumentGroup) -> None:
+    """The user key, item, and rank or score columns of RECS (exposure, policy-value)."""
+    _add_key_columns(cols)
     ranked = cols.add_mutually_exclusive_group()
     ranked.add_argument(
         "--rank-col",
@@ -988,19 +993,7 @@ def _add_split(commands: argparse._SubParsersAction[_Parser]) -> None:
             f"--{name.replace('_', '-')}", choices=("drop", "keep"), default=defaults[name]
         )
     cols = p.add_argument_group("columns")
-    cols.add_argument(
-        "--user-col",
-        type=_names,
-        default=_DEFAULTS["user"],
-        metavar="COLS",
-        help="user key; comma-separated for a composite key (default: %(default)s)",
-    )
-    cols.add_argument(
-        "--item-col",
-        default=_DEFAULTS["item"],
-        metavar="COL",
-        help="item id (default: %(default)s)",
-    )
+    _add_key_columns(cols)
     cols.add_argument("--time-col", metavar="COL", help="the time column (datetime, date, number)")
     out = p.add_argument_group("output")
     out.add_argument(
