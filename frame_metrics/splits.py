@@ -658,10 +658,6 @@ def _user_folds(
     return frame.join(dealt, on=options.key, how="left", nulls_equal=True, maintain_order="left")
 
 
-def _first_of_events(options: SplitOptions) -> pl.Expr:
-    return pl.struct(options.event).is_first_distinct()
-
-
 def _one_row(frame: pl.LazyFrame, value: pl.Expr, name: str) -> pl.LazyFrame:
     """``frame`` with the one value ``value`` (an aggregate of ``frame``) in column ``name``.
 
