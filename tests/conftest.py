@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import duckdb
@@ -140,3 +140,17 @@ def assert_user_values(
             got[user],
             value,
         )
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local[2] Spark session for the test session (a JVM start costs ~10 s)."""
+    sql = pytest.importorskip("pyspark.sql", reason="the spark extra is part of the dev install")
+    session = (
+        sql.SparkSession.builder.master("local[2]")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()

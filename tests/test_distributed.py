@@ -49,20 +49,6 @@ def _dask_result(result: Any) -> pl.DataFrame:
     return out
 
 
-@pytest.fixture(scope="session")
-def spark() -> Any:
-    """One local[2] session for the module (a JVM start costs ~10 s)."""
-    sql = pytest.importorskip("pyspark.sql", reason="the spark extra is part of the dev install")
-    session = (
-        sql.SparkSession.builder.master("local[2]")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    yield session
-    session.stop()
-
-
 def _spark_result(result: Any) -> pl.DataFrame:
     out = pl.from_arrow(result.toArrow())
     assert isinstance(out, pl.DataFrame)

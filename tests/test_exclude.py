@@ -37,9 +37,9 @@ from tests.conftest import (
 )
 
 pytest.importorskip("dask.dataframe", reason="the dask extra is part of the dev install")
-from tests.test_distributed import backend, spark
+from tests.test_distributed import backend
 
-__all__ = ["backend", "spark"]
+__all__ = ["backend"]  # a fixture used here; spark is in conftest
 
 # User 1's list a, b, c, d loses b; user 2's x, y loses y (y is relevant: truth keeps
 # it); user 3's only item z is excluded (an empty list); user 4 has no truth; user 5 no

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
@@ -27,20 +27,6 @@ dd = pytest.importorskip("dask.dataframe", reason="the dask extra is part of the
 
 ToEngine = Callable[[pl.DataFrame, int], Any]
 ToPolars = Callable[[Any], pl.DataFrame]
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    """One local[2] session for the module (a JVM start costs ~10 s)."""
-    sql = pytest.importorskip("pyspark.sql", reason="the spark extra is part of the dev install")
-    session = (
-        sql.SparkSession.builder.master("local[2]")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
-    yield session
-    session.stop()
 
 
 def _from_dask(frame: Any) -> pl.DataFrame:
