@@ -385,7 +385,9 @@ def _run_checks(found: dict[str, Any], options: SplitOptions, name: str) -> None
             )
 
 
-def _guarded(frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema, name: str) -> Any:
+def _guarded(
+    frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema, name: str
+) -> pl.LazyFrame:
     """``frame`` with its data checks inside the plan: they run when it is collected."""
     checks = _checks(options, schema)
     names = [c.meta.output_name() for c in checks]
@@ -702,6 +704,10 @@ def split(
 
     Notes
     -----
+    The sides hold the same rows on every frame kind and engine, not in a promised
+    order (as polars' joins): a one-fold train keeps the input's order, test rows and
+    the folds' trains need not; sort them when the order matters.
+
     A Spark or Dask DataFrame is split by its engine, each user's rows in one partition
     and no row brought to the driver: the call computes the values over every row and
     labels the rows (the engine keeps them; on Spark they are cached until the last
@@ -773,19 +779,29 @@ def split(
     eager = kind != "polars-lazy"
     frame = source.lazy
     if eager:
-        checks = frame.select(_checks(options, schema))
-        found = checks.collect(engine=ENGINE).row(0, named=True)
-        _run_checks(found, options, "interactions")
-        plan = splits.labelled(frame, options, schema)
-        labels = plan.labelled.collect(engine=ENGINE)
-        plan = Plan(options, labels.lazy(), plan.columns, plan.edges)
+        checks = frame.select(_checks(options, schema)).collect(engine=ENGINE)
+        _run_checks(checks.row(0, named=True), options, "interactions")
+        # The windows' end is read already: the edges are values, not a join.
+        found = splits.Globals(end=checks.get_column("time_max")) if _windows(options) else None
+        # The labels in memory first: the two parts are filters and lookups of them.
+        base = splits.folds_of_rows(frame, options, schema, found).collect(engine=ENGINE)
+        plan = splits.plan_of(base.lazy(), options, schema, found)
+        rest, tested = pl.collect_all([plan.rest, plan.tested], engine=ENGINE)
+        del base
+        plan = Plan(options, rest.lazy(), tested.lazy(), plan.columns, plan.edges)
     else:
-        plan = splits.labelled(frame, options, schema)
         # The checks filter the labelled rows (a guard before the labels trips polars'
         # streaming engine on an empty frame): they run when the caller collects.
-        guarded = _guarded(plan.labelled, options, schema, "interactions")
-        plan = Plan(options, guarded, plan.columns, plan.edges)
+        def guard(labelled: pl.LazyFrame) -> pl.LazyFrame:
+            return _guarded(labelled, options, schema, "interactions")
+
+        plan = splits.labelled(frame, options, schema, guard=guard)
     return _result(_Local(plan, source, eager=eager))
+
+
+def _windows(options: SplitOptions) -> bool:
+    """Whether the split reads the largest time (time windows without ``end``)."""
+    return options.method == "time_windows" and options.end is None
 
 
 def _split_on_engine(adapter: Any, frame: Any, options: SplitOptions, name: str) -> Split | Folds:

@@ -528,7 +528,7 @@ def _report_pass(
     if options.method == "time_windows":
         assert options.time is not None
         edges = splits.window_edges(options, schema[options.time], globals_)
-    plan = Plan(options, rows.lazy(), list(schema.names()), edges)
+    plan = Plan.of_labelled(options, rows.lazy(), list(schema.names()), edges)
     stats, items = splits.report_parts(plan, range(options.n_folds))
     stats_rows, item_rows = pl.collect_all([stats, items])
     return pl.concat(
