@@ -388,8 +388,17 @@ def _run_checks(found: dict[str, Any], options: SplitOptions, name: str) -> None
 def _guarded(
     frame: pl.LazyFrame, options: SplitOptions, schema: pl.Schema, name: str
 ) -> pl.LazyFrame:
-    """``frame`` with its data checks inside the plan: they run when it is collected."""
+    """``frame`` with its data checks inside the plan: they run when it is collected.
+
+    ``frame`` holds the labels: for ``user_kfold`` the users were dealt into folds
+    (``USER_FOLD``, the i-th user to fold i mod n_folds), so the largest fold + 1 is the
+    number of users when they are fewer than the folds, and n_folds otherwise: what the
+    check reads, without counting a million distinct users again (3 s at 100M rows).
+    """
     checks = _checks(options, schema)
+    if options.method == "user_kfold":
+        dealt = (pl.col(splits.USER_FOLD).max().cast(pl.Int64) + 1).fill_null(0).alias("users")
+        checks = [dealt if c.meta.output_name() == "users" else c for c in checks]
     names = [c.meta.output_name() for c in checks]
 
     def guard(values: pl.Series) -> pl.Series:
