@@ -775,10 +775,7 @@ def _global(
     for fold in range(folds):
         inside = (time > edges[folds - fold]) & (time <= edges[folds - fold - 1])
         which = pl.when(inside).then(pl.lit(fold, dtype=FOLD_TYPE)).otherwise(which)
-    left = pl.lit(None, dtype=schema[options.time])
-    for fold in range(folds):
-        left = pl.when(pl.col(FOLD) == fold).then(edges[folds - fold]).otherwise(left)
-    return frame.with_columns(which.alias(FOLD)).with_columns(left.alias(_TRAIN_UP_TO))
+    return frame.with_columns(which.alias(FOLD))
 
 
 def item_tallies(candidates: pl.LazyFrame, options: SplitOptions) -> pl.LazyFrame:
@@ -912,7 +909,7 @@ def _looked_up(
     return tested.join(table, on=on, how="left", nulls_equal=True)
 
 
-def _filters(base: pl.LazyFrame, options: SplitOptions) -> pl.LazyFrame:
+def _filters(base: pl.LazyFrame, options: SplitOptions, edges: list[pl.Expr]) -> pl.LazyFrame:
     """The test candidates of ``base`` (every row with ``FOLD``), each with ``DROP``.
 
     ``DROP``: kept, or dropped by the first filter that drops it. Looked up with joins of the candidates' users, items and pairs against the rows, not
@@ -930,6 +927,13 @@ def _filters(base: pl.LazyFrame, options: SplitOptions) -> pl.LazyFrame:
         # Fold f's train is every row up to its left edge: a user, item or pair has a
         # train row in fold f when its earliest row is at or before that edge.
         assert options.time is not None
+        # Each candidate's train edge, on the candidates only (a column of every row
+        # held 8 bytes a row more in the labels).
+        n_folds = options.n_folds
+        left = pl.lit(None, dtype=base.collect_schema()[options.time])
+        for f in range(n_folds):
+            left = pl.when(fold == f).then(edges[n_folds - f]).otherwise(left)
+        tested = tested.with_columns(left.alias(_TRAIN_UP_TO))
         rows = base.select(*pair, options.time)
         first = pl.col(options.time).min()
         for name, on, what in lookups:
@@ -1010,10 +1014,8 @@ def folds_of_rows(
     windows' edges (time windows).
     """
     extra: list[str] = []
-    if options.method == "time_windows":
-        extra = [_TRAIN_UP_TO]
-        if _reads_end(options, globals_):
-            extra.append(_END)  # what train_rows' edges read
+    if options.method == "time_windows" and _reads_end(options, globals_):
+        extra = [_END]  # what the windows' edges read
     if options.method == "user_kfold":
         extra = [USER_FOLD]
     columns = list(schema.names())
@@ -1030,7 +1032,8 @@ def plan_of(
         edges = window_edges(options, schema[options.time], globals_)
     fold = pl.col(FOLD)
     rest, held = base.filter(fold.is_null()), base.filter(fold.is_not_null())
-    return Plan(options, rest, _filters(base, options), list(schema.names()), edges, held)
+    tested = _filters(base, options, edges)
+    return Plan(options, rest, tested, list(schema.names()), edges, held)
 
 
 def _reads_end(options: SplitOptions, globals_: Globals | None) -> bool:
