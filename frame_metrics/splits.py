@@ -768,11 +768,17 @@ def _global(
             # is 0. An event's repeats share its hash, so the events are the distinct
             # hashes (two events whose 64-bit hashes collide would count as one: about
             # n²/2**65 of a chance, 3e-4 at 100M events).
-            hashes = frame.select(hashed.unique())
-            wanted = round_half_up(pl.lit(options.test_share) * pl.len().cast(pl.Float64))
-            kth = hashed.sort().slice(wanted.cast(pl.Int64) - 1, 1).max()
-            kth = pl.when(wanted >= 1).then(kth).alias(_CUT)
-            frame = frame.join(hashes.select(kth), how="cross")
+            # Sorted, the distinct hashes are where a hash differs from the one before
+            # and the k-th is where their running count reaches k: no hash table of
+            # every distinct hash (0.22 s against 0.35-0.50 s for 10M rows).
+            new = f"{RESERVED_PREFIX}new"
+            sorted_ = frame.select(hashed.sort()).with_columns(
+                (hashed != hashed.shift(1)).fill_null(value=True).alias(new)
+            )
+            distinct = pl.col(new).sum().cast(pl.Float64)
+            wanted = round_half_up(pl.lit(options.test_share) * distinct).cast(pl.UInt32)
+            kth = hashed.filter(pl.col(new).cum_sum() == wanted).first().alias(_CUT)
+            frame = frame.join(sorted_.select(kth), how="cross")
             threshold = pl.col(_CUT)
         chosen = (hashed <= threshold).fill_null(value=False)
         return frame.with_columns(pl.when(chosen).then(zero).alias(FOLD))
