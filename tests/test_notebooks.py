@@ -178,7 +178,12 @@ def _shown(cells: list[Any]) -> list[list[tuple[str, ...]]]:
         outputs: list[tuple[str, ...]] = []
         for o in cell.get("outputs", []):
             if o["output_type"] == "stream":
-                outputs.append(("stream", o["name"], o["text"]))
+                # A print may reach the notebook in several stream messages (a loaded
+                # machine flushes mid-line): what the cell shows is their text joined.
+                if outputs and outputs[-1][:2] == ("stream", o["name"]):
+                    outputs[-1] = ("stream", o["name"], outputs[-1][2] + o["text"])
+                else:
+                    outputs.append(("stream", o["name"], o["text"]))
             elif o["output_type"] == "error":
                 outputs.append(("error", o["ename"], o["evalue"]))
             else:
