@@ -244,12 +244,14 @@ def _events(part: pl.DataFrame, options: SplitOptions, schema: pl.Schema) -> pl.
 
     ``random``: the events' seeded hashes; ``time``: their times.
     """
-    events = part.select(options.event).unique()
     if options.method == "random":
-        values = splits.with_hash(events, options.seed, options.event, schema)[_HASH]
+        # The events are their distinct hashes (as on one frame): one unique of a
+        # 64-bit column, not of the event's columns and then a hash.
+        hashed = splits.with_hash(part.select(options.event), options.seed, options.event, schema)
+        values = hashed.get_column(_HASH).unique()
     else:
         assert options.time is not None
-        values = events.get_column(options.time)
+        values = part.select(options.event).unique().get_column(options.time)
     return pl.DataFrame({_KEY: _order_key(values), _VALUE: values})
 
 
@@ -410,11 +412,16 @@ def _first_pass(
     ``random`` also brings the hashes in a window around the expected threshold
     (:func:`_window`).
     """
-    events = pl.struct(options.event).n_unique().cast(pl.Int64).alias(_EVENTS)
-    checked = part.select(*(a.expr() for a in aggregates), events)
+    checked = part.select(*(a.expr() for a in aggregates))
+    bad = _bad(part, options, schema)
+    if not bad:
+        found = _events(part, options, schema)  # counted once: its rows are the events
+        count: pl.Expr = pl.lit(found.height, pl.Int64)
+    else:
+        count = pl.lit(part.select(options.event).n_unique(), pl.Int64)
+    checked = checked.with_columns(count.alias(_EVENTS))
     rows = [checked.with_columns(pl.lit(_CHECK, pl.Int8).alias(_WHAT))]
-    if not _bad(part, options, schema):
-        found = _events(part, options, schema)
+    if not bad:
         histogram = _histogram(found, None, None)
         rows.append(histogram.with_columns(pl.lit(_BIN, pl.Int8).alias(_WHAT)))
         if options.method == "random":
