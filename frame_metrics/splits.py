@@ -340,9 +340,9 @@ def window_edges(
 ) -> list[pl.Expr]:
     """``edges[j]`` = end − j·window for j = 0..n_folds: window f is (edges[F−f], edges[F−f−1]].
 
-    ``end`` is the call's or the largest time (``largest``, or the column _global joins
-    in). A window given as text (``"7d"``, ``"1mo"``)
-    is stepped back with ``dt.offset_by``, one window at a time, so calendar units work.
+    ``end`` is the call's or the largest time (``largest``, or the column ``_global``
+    adds). A window given as text (``"7d"``, ``"1mo"``) is stepped back with
+    ``dt.offset_by``, one window at a time, so calendar units work.
     """
     assert options.time is not None
     if options.end is not None:
@@ -352,7 +352,7 @@ def window_edges(
     elif largest is not None:
         end = largest
     else:
-        end = pl.col(_END)  # the largest time, joined in by _global
+        end = pl.col(_END)  # the largest time, a column _global adds
     edges = [end]
     window = options.window
     for _ in range(options.n_folds):
@@ -719,17 +719,6 @@ def _user_folds(
         dealt = dealt_users(frame.select(options.key), options, schema)
     # Inner: every user is dealt (a left join took longer in the streaming engine).
     return frame.join(dealt, on=options.key, how="inner", nulls_equal=True)
-
-
-def _one_row(frame: pl.LazyFrame, value: pl.Expr, name: str) -> pl.LazyFrame:
-    """``frame`` with the one value ``value`` (an aggregate of ``frame``) in column ``name``.
-
-    A cross join with the one-row frame of the aggregate, not the aggregate inside a row
-    expression: polars' streaming engine computes the one-row frame once and streams the
-    join, where it evaluates an aggregate broadcast into rows far more slowly (8x at 5M
-    rows for the time cut).
-    """
-    return frame.join(frame.select(value.alias(name)), how="cross")
 
 
 def _global(
