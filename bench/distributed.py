@@ -25,20 +25,8 @@ Jobs (P, R, MAP, NDCG, MRR at k=10 unless said; ``aggregate=True``):
   on a running session: the first call is timed, the second is reported apart
   (``second call s``).
 
-Splits (``fm.split``, on an interaction log of ``--split-users`` users x ``--per-user``
-events, ``generate.make_interactions``; method ``--split-method`` with the options of
-``--split-options``, JSON; the rows of train and test counted, so both are computed):
-
-- ``split-polars``: ``fm.split`` on ``pl.read_parquet`` frames;
-- ``split-spark``: ``fm.split`` on ``spark.read.parquet``, ``local[2]``, then
-  ``train.count()`` and ``test.count()``; ``call s`` is the call, ``report s`` (untimed,
-  after) the report;
-- ``split-dask``: the same on ``dd.read_parquet`` on the 2-process ``LocalCluster``;
-- ``split-spark-plumbing`` and ``split-dask-plumbing``: what any per-user split on the
-  engine must do, written with its own API: read the log, hash-partition it by user,
-  hand every partition's rows to Python and take them back (Spark: an identity
-  ``mapInArrow``; Dask: ``map_partitions`` on the shuffled frame), count them. Their
-  ratio column is each split's against its floor.
+The splits (``fm.split`` on Spark and Dask against the same floors) are in
+``bench/split.py --distributed``.
 
 Run ``python bench/distributed.py --users 1000000`` (data generated with
 ``bench/generate.py`` into ``--data-dir``, reused when present).
@@ -47,11 +35,9 @@ Run ``python bench/distributed.py --users 1000000`` (data generated with
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,15 +61,7 @@ Paths = tuple[str, str, int]  # recs, truth, Spark shuffle partitions
 
 
 def make_data(data_dir: Path, params: harness.Params) -> dict[str, Any]:
-    """``generate.make_data(users, seed=seed)`` as ``recs.parquet`` and ``truth.parquet``;
-    for the splits' stage, ``generate.make_interactions`` as ``interactions.parquet``."""
-    if params.get("data") == INTERACTIONS:
-        from generate import make_interactions
-
-        log = make_interactions(params["users"], params["per_user"], seed=params["seed"])
-        data_dir.mkdir(parents=True, exist_ok=True)
-        log.write_parquet(data_dir / "interactions.parquet")
-        return {"interaction_rows": log.height}
+    """``generate.make_data(users, seed=seed)`` as ``recs.parquet`` and ``truth.parquet``."""
     from generate import make_data, write_parquet
 
     recs, truth = make_data(params["users"], seed=params["seed"])
@@ -91,28 +69,8 @@ def make_data(data_dir: Path, params: harness.Params) -> dict[str, Any]:
     return {"rec_rows": recs.height, "truth_rows": truth.height}
 
 
-INTERACTIONS = "interactions"
-
-
-@dataclass(frozen=True)
-class SplitJob:
-    """What a split job reads: the log, the Spark shuffle partitions, the method."""
-
-    path: str
-    partitions: int
-    method: str
-    options: dict[str, Any]
-
-
 def load(data_dir: Path, kind: str, params: harness.Params) -> Any:
     """The parquet paths: every job reads them inside its timed call."""
-    if kind == INTERACTIONS:
-        return SplitJob(
-            str(data_dir / "interactions.parquet"),
-            params["partitions"],
-            params["method"],
-            json.loads(params["split_options"]),
-        )
     return str(data_dir / "recs.parquet"), str(data_dir / "truth.parquet"), params["partitions"]
 
 
@@ -233,116 +191,6 @@ def prepare_recommenders(paths: Paths) -> Prepared:
     return prepared
 
 
-def _sides_counted(result: Any, count: Callable[[Any], int]) -> Values:
-    """Every side of a split counted: train and test rows (all folds' for Folds)."""
-    import frame_metrics as fm
-
-    if isinstance(result, fm.Folds):
-        train = sum(count(fold.train) for fold in result)
-        return {"train rows": float(train), "test rows": float(count(result.test))}
-    return {"train rows": float(count(result.train)), "test rows": float(count(result.test))}
-
-
-def _report_values(result: Any) -> Values:
-    """The report, timed (untimed in the job), and its test share."""
-    t0 = time.perf_counter()
-    frame = result.report.frame
-    share = frame.filter(frame["side"] == "test")["test_share"].mean()
-    return {"report s": time.perf_counter() - t0, "test share": float(share)}
-
-
-def prepare_split_polars(job: SplitJob) -> Prepared:
-    """``fm.split`` on ``pl.read_parquet`` frames (the reading is timed)."""
-    import polars as pl
-
-    import frame_metrics as fm
-
-    state: dict[str, Any] = {}
-
-    def run() -> Values:
-        log = pl.read_parquet(job.path)
-        state["split"] = fm.split(log, job.method, time="time", **job.options)
-        return _sides_counted(state["split"], lambda frame: frame.height)
-
-    return Prepared(run, extras=lambda: _report_values(state["split"]))
-
-
-def prepare_split_spark(job: SplitJob) -> Prepared:
-    """``fm.split`` on ``spark.read.parquet``; both sides counted."""
-    import frame_metrics as fm
-
-    spark, inner = _timed_start(lambda: spark_session(job.partitions))
-    state: dict[str, Any] = {}
-
-    def run() -> Values:
-        t0 = time.perf_counter()
-        log = spark.read.parquet(job.path)
-        state["split"] = fm.split(log, job.method, time="time", **job.options)
-        inner["call s"] = time.perf_counter() - t0
-        return _sides_counted(state["split"], lambda frame: int(frame.count()))
-
-    return Prepared(
-        run, extras=lambda: _report_values(state["split"]), inner=inner, close=spark.stop
-    )
-
-
-def prepare_split_spark_plumbing(job: SplitJob) -> Prepared:
-    """Spark's own work under ``split-spark``: read, hash-partition by user, to Python and back."""
-    from pyspark.sql import functions as F
-
-    spark, inner = _timed_start(lambda: spark_session(job.partitions))
-    # The batch size frame_metrics' own Spark jobs use (Spark's default is 10,000).
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
-
-    def identity(batches: Any) -> Any:
-        yield from batches
-
-    def run() -> Values:
-        log = spark.read.parquet(job.path)
-        moved = log.repartition(F.col("user")).mapInArrow(identity, log.schema)
-        return {"rows": float(moved.count())}
-
-    return Prepared(run, inner=inner, close=spark.stop)
-
-
-def prepare_split_dask(job: SplitJob) -> Prepared:
-    """``fm.split`` on ``dd.read_parquet`` on the 2-process cluster; both sides counted."""
-    import dask.dataframe
-
-    import frame_metrics as fm
-
-    dd: Any = dask.dataframe  # untyped
-    client, inner = _timed_start(dask_client)
-    state: dict[str, Any] = {}
-
-    def run() -> Values:
-        t0 = time.perf_counter()
-        log = dd.read_parquet(job.path)
-        state["split"] = fm.split(log, job.method, time="time", **job.options)
-        inner["call s"] = time.perf_counter() - t0
-        return _sides_counted(state["split"], len)
-
-    return Prepared(
-        run, extras=lambda: _report_values(state["split"]), inner=inner, close=client.close
-    )
-
-
-def prepare_split_dask_plumbing(job: SplitJob) -> Prepared:
-    """Dask's own work under ``split-dask``: read, shuffle by user, to Python, count."""
-    import dask.dataframe
-
-    dd: Any = dask.dataframe  # untyped
-    client, inner = _timed_start(dask_client)
-
-    def run() -> Values:
-        log = dd.read_parquet(job.path)
-        shuffled = log.shuffle(on="user", npartitions=log.npartitions)
-        moved = shuffled.map_partitions(lambda part: part.copy(), meta=log._meta)
-        return {"rows": float(moved.map_partitions(len).compute().sum())}
-
-    return Prepared(run, inner=inner, close=client.close)
-
-
 FM = "frame_metrics"
 JOBS = harness.job_table(
     Job("polars", FM, "fm.evaluate on pl.read_parquet frames", prepare_polars),
@@ -376,50 +224,6 @@ JOBS = harness.job_table(
         prepare_recommenders,
         tree=True,
     ),
-    Job(
-        "split-polars",
-        FM,
-        "fm.split on pl.read_parquet frames",
-        prepare_split_polars,
-        kind=INTERACTIONS,
-        vs="split-polars",
-    ),
-    Job(
-        "split-spark",
-        FM,
-        "fm.split on Spark local[2], sides counted",
-        prepare_split_spark,
-        kind=INTERACTIONS,
-        vs="split-spark-plumbing",
-        tree=True,
-    ),
-    Job(
-        "split-spark-plumbing",
-        "pyspark",
-        "Spark: read, hash-partition by user, to Python and back (no split)",
-        prepare_split_spark_plumbing,
-        kind=INTERACTIONS,
-        vs="split-spark-plumbing",
-        tree=True,
-    ),
-    Job(
-        "split-dask",
-        FM,
-        "fm.split on Dask, 2 workers, sides counted",
-        prepare_split_dask,
-        kind=INTERACTIONS,
-        vs="split-dask-plumbing",
-        tree=True,
-    ),
-    Job(
-        "split-dask-plumbing",
-        "dask",
-        "Dask: read, shuffle by user, to Python (no split)",
-        prepare_split_dask_plumbing,
-        kind=INTERACTIONS,
-        vs="split-dask-plumbing",
-        tree=True,
-    ),
 )
 SUITE = harness.Suite(
     "Spark and Dask against polars and Recommenders' SparkRankingEvaluation, same data.",
@@ -433,30 +237,15 @@ SUITE = harness.Suite(
 
 
 def plan(args: argparse.Namespace) -> list[Stage]:
-    """Every job named by ``--only`` (all by default) on the data of ``--users``.
-
-    The split jobs run on an interaction log of ``--split-users`` users, a stage of its own.
-    """
+    """Every job named by ``--only`` (all by default) on the data of ``--users``."""
     wanted = harness.wanted_jobs(SUITE, args.only) or set(JOBS)
-    jobs = [name for name in JOBS if name in wanted and JOBS[name].kind != INTERACTIONS]
-    splits = [name for name in JOBS if name in wanted and JOBS[name].kind == INTERACTIONS]
+    jobs = [name for name in JOBS if name in wanted]
     stages = []
     if jobs:
         params, options = {"users": args.users, "seed": args.seed}, {"partitions": args.partitions}
         stages.append(
             Stage(args.users, Path(f"u{args.users}-s{args.seed}"), params, jobs, options=options)
         )
-    if splits:
-        users = args.split_users
-        params = {"users": users, "seed": args.seed, "per_user": args.per_user}
-        params["data"] = INTERACTIONS
-        options = {
-            "partitions": args.partitions,
-            "method": args.split_method,
-            "split_options": args.split_options,
-        }
-        where = Path(f"i{users}x{args.per_user}-s{args.seed}")
-        stages.append(Stage(users, where, params, splits, options=options))
     return stages
 
 
@@ -471,11 +260,6 @@ def report(results: list[Result], stages: list[Stage], args: argparse.Namespace)
             [label, start, *(f"{r.all_values[n]:.12g}" if n in r.all_values else "" for n in names)]
         )
     print(f"\n{args.users:,} users; Spark local[2], {args.partitions} shuffle partitions")
-    if any(JOBS[r.job].kind == INTERACTIONS for r in results):
-        print(
-            f"splits: {args.split_users:,} users x {args.per_user} events, method "
-            f"{args.split_method!r} {args.split_options}"
-        )
     print(harness.render(rows, args.markdown))
     return 0
 
@@ -485,12 +269,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = harness.parser(SUITE, users="1000000", repeats=1, timeout=900.0)
     p.set_defaults(data_dir=Path("/tmp/fmdist"))
     p.add_argument("--partitions", type=int, default=16, help="Spark shuffle partitions")
-    p.add_argument("--split-users", type=int, default=100_000, help="users of the split jobs' log")
-    p.add_argument("--per-user", type=int, default=100, help="events per user of that log")
-    p.add_argument("--split-method", default="last_n", help="fm.split's method")
-    p.add_argument(
-        "--split-options", default="{}", help="fm.split's options as JSON, e.g. '{\"n\": 1}'"
-    )
     args = p.parse_args(argv)
     args.users = harness.parse_sizes(args.users)[0]
     return harness.main(SUITE, args, plan, report)
