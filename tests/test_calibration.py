@@ -788,16 +788,10 @@ def test_the_command_line_gives_the_api_numbers(
 
 
 @pytest.mark.parametrize("aggregate", [False, True])
-def test_the_same_bits_on_spark(aggregate: bool) -> None:
-    sql = pytest.importorskip("pyspark.sql", reason="the spark extra is part of the dev install")
+def test_the_same_bits_on_spark(spark: Any, aggregate: bool) -> None:
     from frame_metrics.distributed.spark import _arrow
 
-    session = (
-        sql.SparkSession.builder.master("local[2]")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
+    session = spark  # the session-scoped fixture of conftest.py
     data = _big()
     # A decimal point in a metric string breaks the Spark adapter's per-user select
     # ("rbp(persistence=0.5)" too: a bug of distributed/spark.py), so alpha is the call's.

@@ -971,16 +971,11 @@ def test_integer_and_text_ids_give_the_same_bits() -> None:
         assert ints.select(cols).rows() == text.select(cols).rows(), estimator
 
 
-def test_spark_frames_give_a_spark_result() -> None:
+def test_spark_frames_give_a_spark_result(spark: Any) -> None:
     sql = pytest.importorskip("pyspark.sql", reason="the spark extra is part of the dev install")
     from frame_metrics.distributed.spark import _arrow
 
-    session = (
-        sql.SparkSession.builder.master("local[2]")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
+    session = spark  # the session-scoped fixture of conftest.py
     logs, recs = _bigger()
     want = fm.policy_value(logs, recs, k=3, by="model", estimator="dr", reward_model="q")
     got = fm.policy_value(

@@ -515,14 +515,8 @@ def test_the_same_bits_on_dask() -> None:
         assert _bits(pl.from_pandas(agg.compute()).select(mean.columns)) == _bits(mean)
 
 
-def test_the_same_bits_on_spark() -> None:
-    sql = pytest.importorskip("pyspark.sql", reason="the spark extra is part of the dev install")
-    session = (
-        sql.SparkSession.builder.master("local[2]")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .getOrCreate()
-    )
+def test_the_same_bits_on_spark(spark: Any) -> None:
+    session = spark  # the session-scoped fixture of conftest.py
     recs, truth, train = _unequal_case()
     call: dict[str, Any] = {
         "metrics": _BITS_METRICS,
