@@ -158,6 +158,21 @@ def events(seed: int, counts: Sequence[int], *, hour_ties: bool = False) -> pl.D
     )
 
 
+def hourly(user: Sequence[int], item: Sequence[int] | None = None) -> pl.DataFrame:
+    """One row per user id in ``user``, an hour apart, ``row`` its position; each its own
+    item unless ``item`` says."""
+    n = len(user)
+    return pl.DataFrame(
+        {
+            "user": list(user),
+            "item": list(range(n)) if item is None else list(item),
+            "t": [START + dt.timedelta(hours=i) for i in range(n)],
+            "row": list(range(n)),
+        },
+        schema_overrides={"user": pl.Int64, "item": pl.Int64},
+    )
+
+
 def rows(frame: Any) -> set[int]:
     """The ``row`` ids of a polars or pandas frame."""
     return set(to_polars(frame)["row"].to_list())
@@ -322,15 +337,7 @@ def test_rectools_last_n_differences(rectools: types.SimpleNamespace) -> None:
     # row of each in train (min_train=1) and tests the rest.
     sizes = {1: 1, 2: 2, 3: 3, 4: 4}
     user = [u for u, size in sizes.items() for _ in range(size)] + [9] * 4
-    few = pl.DataFrame(
-        {
-            "user": user,
-            "item": [7] * len(user),
-            "t": [START + dt.timedelta(hours=i) for i in range(len(user))],
-            "row": list(range(len(user))),
-        },
-        schema_overrides={"user": pl.Int64, "item": pl.Int64},
-    )
+    few = hourly(user, [7] * len(user))
     interactions = rectools_interactions(rectools, few)
     [(train, test, _)] = rectools_folds(
         rectools.LastNSplitter(3, 1, False, False, False), interactions
@@ -488,15 +495,7 @@ def test_replay_last_n_few_rows_differ(replay: Any) -> None:
     """Users with N rows or fewer: all test (pandas), none or all (polars), N_u − 1 here."""
     sizes = [1, 2, 3, 4]  # users 0..3, N = 3
     user = [u for u, size in enumerate(sizes) for _ in range(size)]
-    frame = pl.DataFrame(
-        {
-            "user": user,
-            "item": list(range(len(user))),
-            "t": [START + dt.timedelta(hours=i) for i in range(len(user))],
-            "row": list(range(len(user))),
-        },
-        schema_overrides={"user": pl.Int64, "item": pl.Int64},
-    )
+    frame = hourly(user)
 
     def per_user(test: set[int]) -> list[int]:
         return [sum(user[r] == u for r in test) for u in range(len(sizes))]
@@ -655,15 +654,7 @@ def test_replay_ratio_rounding_differs(replay: Any, kind: str) -> None:
     keeping one train row (min_train=1).
     """
     user = [n for n in range(1, 11) for _ in range(n)]
-    frame = pl.DataFrame(
-        {
-            "user": user,
-            "item": list(range(len(user))),
-            "t": [START + dt.timedelta(hours=i) for i in range(len(user))],
-            "row": list(range(len(user))),
-        },
-        schema_overrides={"user": pl.Int64, "item": pl.Int64},
-    )
+    frame = hourly(user)
 
     def per_user(test: set[int]) -> list[int]:
         return [sum(user[r] == n for r in test) for n in range(1, 11)]
