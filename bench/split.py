@@ -839,57 +839,37 @@ def hand_name(method: str, lazy: bool = False) -> str:
 LABEL_VALUES: dict[str, Any] = {"window": f"{WINDOW.days}d"}
 
 
-def _fm_jobs(method: str) -> list[Job]:
-    label = ", ".join(f"{k}={LABEL_VALUES.get(k, v)!r}" for k, v in CALLS[method].items())
-    tags = frozenset({method, FM_TAG})
+def _eager_and_lazy(
+    method: str, name: str, tool: str, eager: str, prepare: Callable[..., Prepared], tag: str
+) -> list[Job]:
+    """A method's job on ``pl.read_parquet`` frames (``eager``: its label) and on the
+    scan (``name`` + ``-lazy``), each against the hand-written query of its kind."""
+    tags = frozenset({method, tag})
+    run = functools.partial(prepare, method=method)
     return [
+        Job(name, tool, eager, run, "polars", hand_name(method), checks=SAME, tags=tags),
         Job(
-            f"fm-{method}",
-            FM,
-            f"{method} ({label}), pl.read_parquet frame",
-            functools.partial(prepare_fm, method=method),
-            "polars",
-            hand_name(method),
-            checks=SAME,
-            tags=tags,
-        ),
-        Job(
-            f"fm-{method}-lazy",
-            FM,
+            f"{name}-lazy",
+            tool,
             f"{method}, pl.scan_parquet, pl.collect_all",
-            functools.partial(prepare_fm, method=method),
+            run,
             "polars-scan",
             hand_name(method, lazy=True),
             checks=SAME,
             tags=tags,
         ),
     ]
+
+
+def _fm_jobs(method: str) -> list[Job]:
+    label = ", ".join(f"{k}={LABEL_VALUES.get(k, v)!r}" for k, v in CALLS[method].items())
+    eager = f"{method} ({label}), pl.read_parquet frame"
+    return _eager_and_lazy(method, f"fm-{method}", FM, eager, prepare_fm, FM_TAG)
 
 
 def _hand_jobs(method: str) -> list[Job]:
-    tags = frozenset({method, HAND_TAG})
-    return [
-        Job(
-            hand_name(method),
-            HAND,
-            f"{method}, eager DataFrame steps",
-            functools.partial(prepare_hand, method=method),
-            "polars",
-            hand_name(method),
-            checks=SAME,
-            tags=tags,
-        ),
-        Job(
-            hand_name(method, lazy=True),
-            HAND,
-            f"{method}, pl.scan_parquet, pl.collect_all",
-            functools.partial(prepare_hand, method=method),
-            "polars-scan",
-            hand_name(method, lazy=True),
-            checks=SAME,
-            tags=tags,
-        ),
-    ]
+    eager = f"{method}, eager DataFrame steps"
+    return _eager_and_lazy(method, hand_name(method), HAND, eager, prepare_hand, HAND_TAG)
 
 
 def differs(note: str) -> tuple[Check, ...]:
