@@ -791,7 +791,9 @@ def split(
         checks = frame.select(_checks(options, schema)).collect(engine=ENGINE)
         _run_checks(checks.row(0, named=True), options, "interactions")
         # The windows' end is read already: the edges are values, not a join.
-        found = splits.Globals(end=checks.get_column("time_max")) if _windows(options) else None
+        found = (
+            splits.Globals(end=checks.get_column("time_max")) if splits.reads_end(options) else None
+        )
         # The labels in memory first: the two parts are filters and lookups of them.
         base = splits.folds_of_rows(frame, options, schema, found).collect(engine=ENGINE)
         plan = splits.plan_of(base.lazy(), options, schema, found)
@@ -806,11 +808,6 @@ def split(
 
         plan = splits.labelled(frame, options, schema, guard=guard)
     return _result(_Local(plan, source, eager=eager))
-
-
-def _windows(options: SplitOptions) -> bool:
-    """Whether the split reads the largest time (time windows without ``end``)."""
-    return options.method == "time_windows" and options.end is None
 
 
 def _split_on_engine(adapter: Any, frame: Any, options: SplitOptions, name: str) -> Split | Folds:

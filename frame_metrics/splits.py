@@ -55,6 +55,7 @@ __all__ = [
     "kept_test_rows",
     "labelled",
     "plan_of",
+    "reads_end",
     "report_frame",
     "report_parts",
     "summed_tallies",
@@ -372,7 +373,7 @@ class Plan:
     the few test candidates instead of labelling every row: ``rest``, the rows that are
     no fold's test candidate (``FOLD`` null), and ``tested``, the candidates with
     ``FOLD`` and ``DROP``; both with the work columns the report reads (``USER_FOLD``,
-    the time windows' edges). ``labelled`` is the two together, every row labelled.
+    the largest time the windows' edges read). ``labelled`` is the two together, every row labelled.
     """
 
     options: SplitOptions
@@ -442,7 +443,7 @@ def kept_test_rows(plan: Plan, fold: int | None) -> pl.LazyFrame:
     """Fold ``fold``'s kept test rows; all folds' (with ``FOLD``) when ``fold`` is None."""
     kept = pl.col(DROP) == DROP_CODES["kept"]
     if fold is None:
-        # The fold column users read is Int64 (the labels' Int32 is for memory).
+        # The fold column users read is Int64 (the labels' small type is for memory).
         return plan.tested.filter(kept).select(*plan.columns, pl.col(FOLD).cast(pl.Int64))
     return plan.tested.filter(kept & (pl.col(FOLD) == fold)).select(plan.columns)
 
@@ -773,7 +774,7 @@ def _global(
         return frame.with_columns(pl.when(chosen).then(zero).alias(FOLD))
     # time_windows: each row's window, numbered 0 (oldest) .. n_folds − 1.
     assert options.time is not None
-    if _reads_end(options, globals_):
+    if reads_end(options, globals_):
         frame = frame.with_columns(pl.col(options.time).max().alias(_END))
     edges = window_edges(options, schema[options.time], globals_)
     time = pl.col(options.time)
@@ -896,9 +897,9 @@ def _looked_up(
     ``candidates`` (read from ``tested``, each lookup would read the ones before it
     twice, and polars computes such nested branches again: 2^k reads of the input).
     ``found`` is an aggregate (None: True where there is a row); null where the
-    candidate's values have no row. The candidates' distinct values are the small side: ``rows`` is cut to them by a semi
-    join (a hash table of the candidates' keys, the many rows streamed past it) before
-    the group-by, not grouped whole.
+    candidate's values have no row. For several columns (pairs) the candidates' values
+    are the small side: ``rows`` is cut to them by a semi join (a hash table of the
+    candidates' keys, the many rows streamed past it) before the group-by.
     """
     if len(on) == 1:
         # One column's distinct values are few (users, items): grouping every row is
@@ -916,18 +917,25 @@ def _looked_up(
     return tested.join(table, on=on, how="left", nulls_equal=True)
 
 
-def _filters(base: pl.LazyFrame, options: SplitOptions, edges: list[pl.Expr]) -> pl.LazyFrame:
-    """The test candidates of ``base`` (every row with ``FOLD``), each with ``DROP``.
+def _filters(
+    base: pl.LazyFrame,
+    rest: pl.LazyFrame,
+    candidates: pl.LazyFrame,
+    options: SplitOptions,
+    edges: list[pl.Expr],
+) -> pl.LazyFrame:
+    """The test ``candidates`` of ``base`` (every row with ``FOLD``), each with ``DROP``.
 
-    ``DROP``: kept, or dropped by the first filter that drops it. Looked up with joins of the candidates' users, items and pairs against the rows, not
-    window functions over every row. On a partition of the users (Spark, Dask) the cold
+    ``rest``: the rows of ``base`` that are no candidate. ``DROP``: kept, or dropped by
+    the first filter that drops it. Looked up with joins of the candidates' users,
+    items and pairs against the rows, not window functions over every row. On a partition of the users (Spark, Dask) the cold
     items, which need every user's rows, are left to :func:`with_cold_items` (the run
     labels with ``cold_items="keep"``).
     """
     key, item = options.key, options.item
     pair = [*key, item]
     fold = pl.col(FOLD)
-    tested = candidates = base.filter(fold.is_not_null())
+    tested = candidates
     wanted = {name for name in _RULES if getattr(options, name) == "drop"}
     lookups = (("cold_users", key, "user"), ("cold_items", [item], "item"), ("seen", pair, "pair"))
     if options.method == "time_windows":
@@ -957,7 +965,6 @@ def _filters(base: pl.LazyFrame, options: SplitOptions, edges: list[pl.Expr]) ->
         if options.method in PER_USER and options.min_train >= 1:
             # min_train keeps a train row for every user: none is cold (a lookup saved)
             wanted.discard("cold_users")
-        rest = base.filter(fold.is_null()).select(pair)
         for name, on, what in lookups:
             if name in wanted:
                 tested = _looked_up(tested, candidates, rest.select(on), on, None, _FOUND[what])
@@ -1018,10 +1025,10 @@ def folds_of_rows(
     """Every row of ``frame`` with its input columns, ``FOLD`` and the plan's work columns.
 
     The work columns are what :func:`plan_of` reads: ``USER_FOLD`` (user_kfold), the
-    windows' edges (time windows).
+    largest time (time windows ending there, :func:`reads_end`).
     """
     extra: list[str] = []
-    if options.method == "time_windows" and _reads_end(options, globals_):
+    if reads_end(options, globals_):
         extra = [_END]  # what the windows' edges read
     if options.method == "user_kfold":
         extra = [USER_FOLD]
@@ -1039,13 +1046,18 @@ def plan_of(
         edges = window_edges(options, schema[options.time], globals_)
     fold = pl.col(FOLD)
     rest, held = base.filter(fold.is_null()), base.filter(fold.is_not_null())
-    tested = _filters(base, options, edges)
+    tested = _filters(base, rest, held, options, edges)
     return Plan(options, rest, tested, list(schema.names()), edges, held)
 
 
-def _reads_end(options: SplitOptions, globals_: Globals | None) -> bool:
-    """Whether time windows' edges read the largest time as the column ``_END``."""
-    return options.end is None and (globals_ is None or globals_.end is None)
+def reads_end(options: SplitOptions, globals_: Globals | None = None) -> bool:
+    """Whether the split's windows end at the largest time, not yet known as a value.
+
+    Time windows without ``end``, when ``globals_`` does not hold the largest time: the
+    plan computes it (the column ``_END``), and a caller that has it can pass it.
+    """
+    no_end = options.end is None and (globals_ is None or globals_.end is None)
+    return options.method == "time_windows" and no_end
 
 
 def description(options: SplitOptions) -> str:
