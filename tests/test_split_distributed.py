@@ -16,6 +16,8 @@ from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import frame_metrics as fm
@@ -177,7 +179,7 @@ def test_order_statistics_in_rounds(
     # once its first pass's window around the expected hash is set aside).
     monkeypatch.setattr(engine_split, "FETCH", 3)
     monkeypatch.setattr(engine_split, "BINS", 4)
-    monkeypatch.setattr(engine_split, "_from_window", lambda rows, wanted: None)
+    monkeypatch.setattr(engine_split, "_from_window", lambda *_: None)
     to_engine, to_polars, kind = engine
     frame = _events(200, seed=7).with_columns(
         t=pl.when(pl.col("row") % 3 == 0).then(pl.col("t") * 10**12).otherwise(pl.col("t"))
@@ -186,6 +188,69 @@ def test_order_statistics_in_rounds(
     want = fm.split(frame, method, time="t", **options)
     got = fm.split(to_engine(frame, 4), method, time="t", **options)
     _same_split(got, want, to_polars, kind)
+
+
+@pytest.mark.parametrize("case", ["time-share", "random"])
+def test_windows_hold_the_rank(engine: Any, case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first pass's windows hold the cut and the threshold: no histogram round.
+    rounds: list[int] = []
+    monkeypatch.setattr(engine_split, "_kth", lambda *_: rounds.append(1))
+    to_engine, to_polars, kind = engine
+    frame = _events(300, seed=11)
+    method, options = _method(case), CASES[case]
+    want = fm.split(frame, method, time="t", **options)
+    got = fm.split(to_engine(frame, 5), method, time="t", **options)
+    _same_split(got, want, to_polars, kind)
+    assert not rounds
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 12), min_size=0, max_size=15), min_size=1, max_size=5),
+    st.randoms(use_true_random=False),
+)
+def test_a_window_answers_only_what_it_knows(parts: list[list[int]], rnd: Any) -> None:
+    # Each partition brings its events in a range of its own choice and counts those
+    # below it: the k-th smallest of all is answered when the ranges say it exactly
+    # (checked against sorting them all), else None, for every k.
+    rows = []
+    for values in parts:
+        events = pl.DataFrame({"_fm_key": values, "_fm_value": values}).cast(
+            {"_fm_key": pl.Int128, "_fm_value": pl.Int64}
+        )
+        ordered = sorted(values)
+        if ordered:
+            first = rnd.randrange(len(ordered))
+            last = rnd.randrange(first, len(ordered))
+            rows.append(engine_split._brought(events, ordered[first], ordered[last]))
+        else:
+            rows.append(engine_split._brought(events, None, None))
+    brought = pl.concat(rows, how="diagonal_relaxed")
+    everything = sorted(v for values in parts for v in values)
+    with_events = sum(1 for values in parts if values)
+    for k in range(1, len(everything) + 1):
+        found = engine_split._from_window(brought, k, pl.Int64(), with_events)
+        if found is not None:
+            assert found.to_list() == [everything[k - 1]]
+    # Every partition's window the whole range of values: every rank is known.
+    whole = [
+        engine_split._brought(
+            pl.DataFrame({"_fm_key": v, "_fm_value": v}).cast(
+                {"_fm_key": pl.Int128, "_fm_value": pl.Int64}
+            ),
+            0,
+            12,
+        )
+        for v in parts
+        if v
+    ]
+    for k in range(1, len(everything) + 1):
+        brought_all = pl.concat(whole, how="diagonal_relaxed")
+        found = engine_split._from_window(brought_all, k, pl.Int64(), with_events)
+        assert found is not None
+        assert found.to_list() == [everything[k - 1]]
+    # A partition with events that brought no window: nothing is known.
+    if everything:
+        assert engine_split._from_window(brought, 1, pl.Int64(), with_events + 1) is None
 
 
 def test_users_sharing_a_hash_are_dealt_by_key(engine: Any) -> None:
@@ -262,3 +327,43 @@ def test_spark_keeps_the_labelled_rows_while_a_side_lives(spark: Any) -> None:
     gc.collect()
     assert cache.isEmpty()
     assert sorted(_from_spark(derived)["row"]) == want
+
+
+def test_spark_summary_rows_carry_counts_past_32_bits() -> None:
+    # A partition's checks travel as rows after its labelled rows, a count as two 31-bit
+    # words of the Int32 fold column: 2^40 + 5 rows come back as 2^40 + 5.
+    from frame_metrics.distributed import spark as spark_engine
+    from frame_metrics.splits import DROP, FOLD, Aggregate
+
+    aggregates = (
+        Aggregate("rows", "rows"),
+        Aggregate("nulls:t", "nulls", ("t",)),
+        Aggregate("time_min", "min", ("t",)),
+        Aggregate("time_max", "max", ("t",)),
+    )
+
+    class Huge(engine_split.Tally):
+        def checks(self, part: pl.DataFrame) -> pl.DataFrame:
+            return super().checks(part).with_columns(rows=pl.lit(2**40 + 5, pl.Int64))
+
+    part = pl.DataFrame({"item": [1, 2, 2], "t": [5, 3, 9]})
+
+    def labels(rows: pl.DataFrame) -> pl.DataFrame:
+        return rows.with_columns(pl.lit(0, pl.Int32).alias(FOLD), pl.lit(0, pl.Int8).alias(DROP))
+
+    for tally, rows in [
+        (engine_split.Tally(aggregates, "item", None), 3),
+        (Huge(aggregates, "item", None), 2**40 + 5),
+    ]:
+        summary = spark_engine._summarised(part, labels, tally)
+        mark = pl.col(spark_engine._MARK)
+        assert summary.filter(mark == 0).height == 3
+        found = spark_engine._checks_of(summary.filter(mark >= 2), tally)
+        assert found.row(0, named=True) == {
+            "rows": rows,
+            "nulls:t": 0,
+            "time_min": 3,
+            "time_max": 9,
+        }
+        items = summary.filter(mark == 1).sort("item").select("item", FOLD)
+        assert items.rows() == [(1, 0), (2, 0)]

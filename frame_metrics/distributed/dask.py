@@ -12,7 +12,6 @@ lazy over that pass kept with ``persist()``; with ``validate=False`` the result 
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -24,10 +23,10 @@ import polars as pl
 
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.distributed import core
-from frame_metrics.distributed.split import Condition, PartFn, added_up, conform
+from frame_metrics.distributed.split import Condition, PartFn, Tally, added_up, conform
 from frame_metrics.frames import kind_of, to_lazy
 from frame_metrics.spec import Spec
-from frame_metrics.splits import FOLD, ITEM_FIRST, Aggregate, with_cold_items
+from frame_metrics.splits import FOLD, with_cold_items
 
 __all__ = [
     "diagnose",
@@ -374,35 +373,16 @@ class _SplitParts:
         found = _passed(self.parts, _largest, meta, [column], None, None)
         return found.select(pl.col(column).max())[column]
 
-    def label(self, fn: PartFn, meta: pl.DataFrame) -> _SplitRows:
+    def label(self, fn: PartFn, meta: pl.DataFrame, tally: Tally) -> _SplitRows:
         """The labelled rows, persisted as polars partitions."""
         labelled = [
             dask_core.delayed(_applied)(fn, part, list(self.schema), meta) for part in self.parts
         ]
-        return _SplitRows(list(dask_core.persist(*labelled)), meta, self.meta)
+        return _SplitRows(list(dask_core.persist(*labelled)), meta, self.meta, tally)
 
 
 def _largest(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.max()
-
-
-def _fold_range(frame: pl.DataFrame, item: str) -> pl.DataFrame:
-    """Per item, its least and largest fold (-1: a row of no fold's test)."""
-    return frame.group_by(item).agg(pl.col(FOLD).min().alias("lo"), pl.col(FOLD).max().alias("hi"))
-
-
-def _one_fold(frame: pl.DataFrame, item: str) -> pl.DataFrame:
-    """Items whose rows, over every partition, all have one fold (>= 0)."""
-    ranged = frame.group_by(item).agg(pl.col("lo").min(), pl.col("hi").max())
-    return ranged.filter((pl.col("lo") == pl.col("hi")) & (pl.col("lo") >= 0))
-
-
-def _first_time(frame: pl.DataFrame, item: str, time: str) -> pl.DataFrame:
-    return frame.group_by(item).agg(pl.col(time).min().alias(ITEM_FIRST))
-
-
-def _earliest(frame: pl.DataFrame, item: str) -> pl.DataFrame:
-    return frame.group_by(item).agg(pl.col(ITEM_FIRST).min())
 
 
 class _SplitRows:
@@ -413,35 +393,30 @@ class _SplitRows:
     conditions) and converted to pandas when the frame is computed.
     """
 
-    def __init__(self, parts: list[Any], meta: pl.DataFrame, input_meta: pd.DataFrame) -> None:
+    def __init__(
+        self, parts: list[Any], meta: pl.DataFrame, input_meta: pd.DataFrame, tally: Tally
+    ) -> None:
         self.parts = parts
         self.meta = meta
         self.input_meta = input_meta
+        self.tally = tally
         self.cold: pl.DataFrame | None = None
-        self.item = ""
 
-    def summary(
-        self, aggregates: Sequence[Aggregate], item: str, time: str | None
-    ) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """The checks' aggregates (each partition's, added up) and the cold-item tallies."""
-        fn = functools.partial(_aggregated, aggregates=list(aggregates))
-        meta = fn(self.meta)
-        found = _passed(self.parts, fn, meta, self.meta.columns, None, None)
-        return added_up(found, aggregates), self._tallies(item, time)
+    def summary(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The checks' aggregates and the cold candidates.
 
-    def _tallies(self, item: str, time: str | None) -> pl.DataFrame:
-        """Each partition's tallies per item, regrouped by item."""
-        self.item = item
-        if time is not None:
-            first: PartFn = functools.partial(_first_time, item=item, time=time)
-            meta = first(self.meta)
-            combine: PartFn = functools.partial(_earliest, item=item)
-            return _passed(self.parts, first, meta, self.meta.columns, item, combine)
-        ranged: PartFn = functools.partial(_fold_range, item=item)
-        meta = ranged(self.meta)
-        combine = functools.partial(_one_fold, item=item)
-        found = _passed(self.parts, ranged, meta, self.meta.columns, item, combine)
-        return found.select(item, pl.col("lo").alias(FOLD))
+        The aggregates: each partition's, added up; the candidates: each partition's
+        tallies per item, regrouped by item.
+        """
+        tally = self.tally
+        columns = self.meta.columns
+        checks_meta = tally.checks(self.meta)
+        found = _passed(self.parts, tally.checks, checks_meta, columns, None, None)
+        items_meta = tally.items(self.meta)
+        tallies = _passed(
+            self.parts, tally.items, items_meta, columns, tally.item, tally.cold_candidates
+        )
+        return added_up(found, tally.aggregates), tallies
 
     def use_cold(self, cold: pl.DataFrame) -> None:
         """The cold ``(item, FOLD)`` pairs, applied to every read from now on."""
@@ -450,7 +425,9 @@ class _SplitRows:
     def _final(self) -> list[Any]:
         if self.cold is None:
             return self.parts
-        return [dask_core.delayed(_with_cold)(part, self.cold, self.item) for part in self.parts]
+        return [
+            dask_core.delayed(_with_cold)(part, self.cold, self.tally.item) for part in self.parts
+        ]
 
     def run(
         self,
@@ -478,10 +455,6 @@ class _SplitRows:
 
     def release(self) -> None:
         """Nothing to do: the partitions go with the last reference to them."""
-
-
-def _aggregated(frame: pl.DataFrame, aggregates: list[Aggregate]) -> pl.DataFrame:
-    return frame.select(a.expr() for a in aggregates)
 
 
 def _with_cold(part: pl.DataFrame, cold: pl.DataFrame, item: str) -> pl.DataFrame:

@@ -19,6 +19,7 @@ rows lazy over that pass, kept with ``persist()`` until that DataFrame is droppe
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import os
 import re
@@ -32,13 +33,14 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
+from frame_metrics.columns import RESERVED_PREFIX
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.distributed import core
-from frame_metrics.distributed.split import Condition, PartFn, conform
+from frame_metrics.distributed.split import Condition, PartFn, Tally, conform
 from frame_metrics.errors import FrameMetricsError, MissingDependencyError
 from frame_metrics.frames import kind_of, to_lazy
 from frame_metrics.spec import Spec
-from frame_metrics.splits import DROP, FOLD, ITEM_FIRST, Aggregate
+from frame_metrics.splits import DROP, FOLD, ITEM_FIRST
 
 __all__ = [
     "diagnose",
@@ -673,13 +675,73 @@ class _SplitParts:
         found = self.frame.agg(F.max(_column(column)).alias(column))
         return _collected(found, pl.DataFrame(schema={column: self.schema[column]}))[column]
 
-    def label(self, fn: PartFn, meta: pl.DataFrame) -> _SplitRows:
-        """The labelled rows, cached as they are (uncompressed) when first read."""
-        labelled = _mapped(self._shuffled(list(self.schema.names())), fn, self.schema, meta)
+    def label(self, fn: PartFn, meta: pl.DataFrame, tally: Tally) -> _SplitRows:
+        """The labelled rows, cached as they are (uncompressed) when first read.
+
+        Each partition's summary rows come after its rows (:func:`_summarised`).
+        """
+        marked = _summarised(meta, fn=lambda rows: rows, tally=tally).clear()
+        run = functools.partial(_summarised, fn=fn, tally=tally)
+        source = self._shuffled(list(self.schema.names()))
+        labelled = _mapped(source, run, self.schema, marked)
         session = self.frame.sparkSession
         with _session_conf(session, {_CACHE_COMPRESSED: "false"}):
             kept = _persisted(labelled)
-        return _SplitRows(kept, meta.schema)
+        return _SplitRows(kept, marked.schema, tally)
+
+
+#: Which row of a labelled partition a row is: one of its rows, then its summary: an
+#: item's tally, a check's value (a count's low 31 bits in ``FOLD``, or a least or
+#: largest value in its column) and a count's high bits (``DROP``: which check).
+_MARK = f"{RESERVED_PREFIX}mark"
+_ROW, _TALLY, _VALUE, _HIGH_BITS = 0, 1, 2, 3
+_WORD = 1 << 31  # a count is two such words: FOLD is Int32
+
+
+def _summarised(part: pl.DataFrame, fn: PartFn, tally: Tally) -> pl.DataFrame:
+    """``fn``'s rows of the partition, then its summary rows (:data:`_MARK`).
+
+    The summary comes out of the labelling pass itself and is cached after the rows:
+    Spark reads it with a filter on the mark, which skips every cached batch of rows by
+    its statistics, instead of a group-by over every cached row.
+    """
+    rows = fn(part)
+
+    def marked(frame: pl.DataFrame, code: int) -> pl.DataFrame:
+        return frame.with_columns(pl.lit(code, pl.Int8).alias(_MARK))
+
+    out = [marked(rows, _ROW)]
+    if FOLD in rows.columns:  # else unlabelled rows the checks refuse: they raise
+        out.append(marked(tally.items(rows), _TALLY))
+    checks = tally.checks(part)
+    for i, aggregate in enumerate(tally.aggregates):
+        which = pl.lit(i, pl.Int8).alias(DROP)
+        value = pl.col(aggregate.name)
+        if aggregate.kind in ("min", "max"):
+            out.append(marked(checks.select(value.alias(aggregate.columns[0]), which), _VALUE))
+        else:
+            low = (value % _WORD).cast(pl.Int32).alias(FOLD)
+            out.append(marked(checks.select(low, which), _VALUE))
+            high = (value // _WORD).cast(pl.Int32).alias(FOLD)
+            out.append(marked(checks.select(high, which), _HIGH_BITS))
+    return pl.concat(out, how="diagonal_relaxed")
+
+
+def _checks_of(rows: pl.DataFrame, tally: Tally) -> pl.DataFrame:
+    """The checks' values over every partition from their summary rows (one row)."""
+    which, mark = pl.col(DROP), pl.col(_MARK)
+    out = []
+    for i, aggregate in enumerate(tally.aggregates):
+        mine = rows.filter(which == i)
+        if aggregate.kind in ("min", "max"):
+            column = pl.col(aggregate.columns[0])
+            extreme = column.min() if aggregate.kind == "min" else column.max()
+            out.append(mine.select(extreme.alias(aggregate.name)))
+        else:
+            bits = pl.col(FOLD).cast(pl.Int64)
+            words = pl.when(mark == _HIGH_BITS).then(bits * _WORD).otherwise(bits)
+            out.append(mine.select(words.sum().alias(aggregate.name)))
+    return pl.concat(out, how="horizontal")
 
 
 class _SplitRows:
@@ -691,64 +753,49 @@ class _SplitRows:
     plan.
     """
 
-    def __init__(self, kept: Any, schema: pl.Schema) -> None:
+    def __init__(self, kept: Any, schema: pl.Schema, tally: Tally) -> None:
+        from pyspark.sql import functions as F
+
         self._kept = kept
+        self._rows = kept.where(F.col(_MARK) == _ROW).drop(_MARK)
         self._schema = schema
+        self._tally = tally
         self._cold: Any = None
-        self._item = ""
+        self._item = tally.item
         weakref.finalize(self, _unpersist, kept).atexit = False
 
-    def summary(
-        self, aggregates: Sequence[Aggregate], item: str, time: str | None
-    ) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """The checks' aggregates and the cold-item tallies from one scan of the cache.
+    def summary(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The checks' values and the cold candidates, from the cached summary rows.
 
-        Spark groups the kept rows by item once, with each aggregate's part per item
-        (counts, least and largest values) and the item's least and largest fold; that
-        small frame is cached, and the checks (its totals) and the tallies (the items of
-        one fold, or every item's earliest time) are read from it.
+        The first read fills the cache. The checks' rows are a few per partition, read
+        here; the items' tallies are grouped by item by Spark, and only the cold
+        candidates (or, for time windows, every item's earliest time) come here.
         """
         from pyspark.sql import functions as F
 
-        self._item = item
-        parts = [F.min(_column(FOLD)).alias("_fm_lo"), F.max(_column(FOLD)).alias("_fm_hi")]
-        totals = []
-        for i, a in enumerate(aggregates):
-            part = f"_fm_part{i}"
-            if a.kind == "rows":
-                parts.append(F.count(F.lit(1)).alias(part))
-            elif a.kind in ("nulls", "nans"):
-                column = _column(a.columns[0])
-                hit = column.isNull() if a.kind == "nulls" else F.isnan(column)
-                parts.append(F.sum(F.when(hit, 1).otherwise(0)).alias(part))
-            else:
-                extreme = F.min if a.kind == "min" else F.max
-                parts.append(extreme(_column(a.columns[0])).alias(part))
-            merge = F.sum if a.kind in ("rows", "nulls", "nans") else extreme
-            totals.append(merge(F.col(part)).alias(a.name))
-        if time is not None:
-            parts.append(F.min(_column(time)).alias(ITEM_FIRST))
-        grouped = _persisted(self._kept.groupBy(_column(item)).agg(*parts))
-        try:
-            checks = pl.from_arrow(grouped.agg(*totals).toArrow())
-            assert isinstance(checks, pl.DataFrame)
-            checks = checks.with_columns(
-                pl.col(a.name).fill_null(0).cast(pl.Int64)
-                for a in aggregates
-                if a.kind in ("rows", "nulls", "nans")
+        tally, mark = self._tally, F.col(_MARK)
+        valued = sorted({a.columns[0] for a in tally.aggregates if a.kind in ("min", "max")})
+        wanted = [_MARK, DROP, FOLD, *valued]
+        meta = pl.DataFrame(schema={c: self._schema[c] for c in wanted})
+        found = _collected(self._kept.where(mark >= _VALUE).select(*wanted), meta)
+        items = self._kept.where(mark == _TALLY)
+        if tally.time is not None:
+            first = F.min(_column(tally.time)).alias(ITEM_FIRST)
+            rows = items.groupBy(_column(tally.item)).agg(first)
+            meta = pl.DataFrame(
+                schema={tally.item: self._schema[tally.item], ITEM_FIRST: self._schema[tally.time]}
             )
-            if time is not None:
-                rows = grouped.select(_column(item), F.col(ITEM_FIRST))
-                meta = pl.DataFrame(
-                    schema={item: self._schema[item], ITEM_FIRST: self._schema[time]}
-                )
-            else:
-                one = (F.col("_fm_lo") == F.col("_fm_hi")) & (F.col("_fm_lo") >= 0)
-                rows = grouped.where(one).select(_column(item), F.col("_fm_lo").alias(FOLD))
-                meta = pl.DataFrame(schema={item: self._schema[item], FOLD: self._schema[FOLD]})
-            return checks, _collected(rows, meta)
-        finally:
-            _unpersist(grouped)
+        else:
+            fold = _column(FOLD)
+            ranged = items.groupBy(_column(tally.item)).agg(
+                F.min(fold).alias(_COLD_FOLD), F.max(fold).alias("_fm_hi")
+            )
+            one = (F.col(_COLD_FOLD) == F.col("_fm_hi")) & (F.col(_COLD_FOLD) >= 0)
+            rows = ranged.where(one).select(_column(tally.item), F.col(_COLD_FOLD).alias(FOLD))
+            meta = pl.DataFrame(
+                schema={tally.item: self._schema[tally.item], FOLD: self._schema[FOLD]}
+            )
+        return _checks_of(found, tally), _collected(rows, meta)
 
     def use_cold(self, cold: pl.DataFrame) -> None:
         """The cold ``(item, FOLD)`` pairs, applied to every read from now on."""
@@ -765,11 +812,11 @@ class _SplitRows:
         or dropped as already seen (0, 3) whose item is cold in its fold becomes 2.
         """
         if self._cold is None:
-            return self._kept
+            return self._rows
         from pyspark.sql import functions as F
 
         on = (_column(self._item) == F.col(_COLD_ITEM)) & (_column(FOLD) == F.col(_COLD_FOLD))
-        joined = self._kept.join(F.broadcast(self._cold), on, "left")
+        joined = self._rows.join(F.broadcast(self._cold), on, "left")
         drop = _column(DROP)
         cold = F.col(_COLD_FOLD).isNotNull() & drop.isin(0, 3)
         code = F.when(cold, F.lit(2).cast("byte")).otherwise(drop)

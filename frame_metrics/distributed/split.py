@@ -48,6 +48,7 @@ __all__ = [
     "DistributedSides",
     "Labelled",
     "Parts",
+    "Tally",
     "added_up",
     "conform",
     "run",
@@ -73,6 +74,12 @@ _CHECK, _BIN, _STATS, _ITEMS, _WINDOW = 0, 1, 2, 3, 4
 #: events, vary less): the first pass brings the hashes inside, about
 #: 2 * 12 * sqrt(s (1 - s) n) of a partition's n events.
 _SPREAD: Final = 12.0
+#: ``time``'s window around a partition's own quantile, in standard deviations of a
+#: quantile of its users' events (:func:`_time_window`).
+_TIME_SPREAD: Final = 8.0
+#: The most events a partition's time window brings (16 bytes each): at 10M rows Spark
+#: merges 16 shuffle partitions into 3, each window then ~240,000 events.
+_WINDOW_MOST: Final = 1 << 21
 _HASH: Final = splits.HASH
 _KEY: Final = f"{RESERVED_PREFIX}key"
 _VALUE: Final = f"{RESERVED_PREFIX}value"
@@ -118,22 +125,68 @@ class Parts(Protocol):
         """The largest value of ``column``, as a one-value Series."""
         ...
 
-    def label(self, fn: PartFn, meta: pl.DataFrame) -> Labelled:
-        """``fn``'s rows of every partition, kept by the engine."""
+    def label(self, fn: PartFn, meta: pl.DataFrame, tally: Tally) -> Labelled:
+        """``fn``'s rows of every partition, kept by the engine.
+
+        ``tally``: what :meth:`Labelled.summary` reads of them.
+        """
         ...
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What :meth:`Labelled.summary` reads over the labelled rows.
+
+    ``aggregates``: the data checks' (no ``distinct``); ``item``: the item column;
+    ``time``: time windows' time column (the tallies are every item's earliest time),
+    else None (the tallies are the items whose rows all have one fold).
+    """
+
+    aggregates: tuple[Aggregate, ...]
+    item: str
+    time: str | None
+
+    def checks(self, part: pl.DataFrame) -> pl.DataFrame:
+        """The partition's values of the aggregates (one row; :func:`added_up` adds them)."""
+        return part.select(a.expr() for a in self.aggregates)
+
+    def items(self, labelled: pl.DataFrame) -> pl.DataFrame:
+        """A partition's tallies per item: its one fold, or its earliest time.
+
+        ``(item, FOLD)``: the one fold of all the item's rows, or -1; with ``time``,
+        ``(item, ITEM_FIRST)``: its earliest time. Every item is one row, whatever its rows: a partition's -1 makes the item not
+        cold anywhere (items of one fold: the same fold in every partition).
+        """
+        by = labelled.group_by(self.item)
+        if self.time is not None:
+            return by.agg(pl.col(self.time).min().alias(splits.ITEM_FIRST))
+        fold = pl.col(FOLD)
+        one = pl.when(fold.min() == fold.max()).then(fold.min()).otherwise(-1)
+        return by.agg(one.alias(FOLD))
+
+    def cold_candidates(self, items: pl.DataFrame) -> pl.DataFrame:
+        """Partitions' :meth:`items` brought together.
+
+        What :func:`frame_metrics.splits.cold_items` reads: the items of one fold (>= 0)
+        in every partition; with ``time``, every item's earliest time.
+        """
+        by = items.group_by(self.item)
+        if self.time is not None:
+            return by.agg(pl.col(splits.ITEM_FIRST).min())
+        fold = pl.col(FOLD)
+        one = by.agg(fold.min().alias("lo"), fold.max().alias("hi"))
+        return one.filter((pl.col("lo") == pl.col("hi")) & (pl.col("lo") >= 0)).select(
+            self.item, pl.col("lo").alias(FOLD)
+        )
 
 
 class Labelled(Protocol):
     """The labelled rows kept by the engine, partitioned as they were labelled."""
 
-    def summary(
-        self, aggregates: Sequence[Aggregate], item: str, time: str | None
-    ) -> tuple[pl.DataFrame, pl.DataFrame]:
-        """The checks' ``aggregates`` over every row (one row) and the cold-item tallies.
+    def summary(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The tally's checks over every row (one row) and its cold candidates.
 
-        The tallies: ``(item, FOLD)`` of the items whose rows all have one fold (>= 0);
-        with ``time``, every item's earliest time (``ITEM_FIRST``). No ``distinct``
-        aggregate is asked for.
+        The candidates as :meth:`Tally.cold_candidates` gives them.
         """
         ...
 
@@ -421,73 +474,121 @@ def _first_pass(
         count = pl.lit(part.select(options.event).n_unique(), pl.Int64)
     checked = checked.with_columns(count.alias(_EVENTS))
     rows = [checked.with_columns(pl.lit(_CHECK, pl.Int8).alias(_WHAT))]
-    if not bad:
+    if not bad:  # (else the checks raise after the pass)
         histogram = _histogram(found, None, None)
         rows.append(histogram.with_columns(pl.lit(_BIN, pl.Int8).alias(_WHAT)))
+        assert options.test_share is not None
         if options.method == "random":
-            assert options.test_share is not None
             window = _window(found, options.test_share)
-            rows.append(window.with_columns(pl.lit(_WINDOW, pl.Int8).alias(_WHAT)))
+        else:  # the cut is the time at share 1 - s of the events
+            window = _time_window(found, 1.0 - options.test_share, part, options)
+        rows.append(window.with_columns(pl.lit(_WINDOW, pl.Int8).alias(_WHAT)))
     return _as_wire(pl.concat(rows, how="diagonal_relaxed"))
 
 
+def _brought(events: pl.DataFrame, low: object, high: object) -> pl.DataFrame:
+    """A window's rows: its range [low, high] and the events below, then those inside.
+
+    One row gives the range (``_LOW``, ``_HIGH``) and the events below ``low``
+    (``_BELOW``), the others each value inside it with its events (``_VALUE``,
+    ``_COUNT``). ``low`` and ``high``: values of ``events``' ``_VALUE`` type; None: no window (no row,
+    the columns only).
+    """
+    dtype = events.schema[_VALUE]
+    bounds = pl.DataFrame({_LOW: [low], _HIGH: [high]}, schema={_LOW: dtype, _HIGH: dtype})
+    if low is None:
+        counted = events.clear().select(_VALUE, pl.lit(0, pl.Int64).alias(_COUNT))
+        return _as_wire(pl.concat([bounds.clear(), counted], how="diagonal_relaxed"))
+    (low_key,), (high_key,) = _order_key(bounds[_LOW]), _order_key(bounds[_HIGH])
+    below = events.filter(pl.col(_KEY) < pl.lit(low_key, pl.Int128)).height
+    inside = _within(events, low_key, high_key)
+    counted = inside.group_by(_VALUE).agg(pl.len().cast(pl.Int64).alias(_COUNT))
+    bounds = bounds.with_columns(pl.lit(below, pl.Int64).alias(_BELOW))
+    return _as_wire(pl.concat([bounds, counted], how="diagonal_relaxed"))
+
+
+def _time_window(
+    events: pl.DataFrame, share: float, part: pl.DataFrame, options: SplitOptions
+) -> pl.DataFrame:
+    """A partition's event times near its own ``share`` quantile (:func:`_brought`).
+
+    A partition's users are a random sample of the users (partitioned by a hash of
+    their key), so its quantile is the whole frame's give or take sqrt(p (1 - p) / m)
+    in share, m the users' effective number ((sum e)^2 / sum e^2 of their rows e: a
+    user's events may all be at one time). The window is :data:`_TIME_SPREAD` of those;
+    the driver finds the cut in it when it lies in every partition's window, else counts
+    histograms (:func:`_kth`). A window of more than :data:`_WINDOW_MOST` events is not
+    brought.
+    """
+    n = events.height
+    if not n:
+        return _brought(events, None, None)
+    rows = part.group_by(options.key).len().get_column("len").cast(pl.Float64)
+    m = float(rows.sum()) ** 2 / float((rows * rows).sum())
+    spread = _TIME_SPREAD * math.sqrt(share * (1.0 - share) / m) + 2.0 / n
+    first = max(0, math.floor((share - spread) * n))
+    last = min(n - 1, math.ceil((share + spread) * n))
+    if last - first > _WINDOW_MOST:
+        return _brought(events, None, None)
+    ordered = events.sort(_KEY).get_column(_VALUE)
+    return _brought(events, ordered[first], ordered[last])
+
+
 def _window(events: pl.DataFrame, share: float) -> pl.DataFrame:
-    """A partition's event hashes near ``share`` * 2^64, with the range and those below.
+    """A partition's event hashes near ``share`` * 2^64 (:func:`_brought`).
 
     The k-th smallest of n uniform 64-bit hashes, k = share * n, is share * 2^64 give or
     take sqrt(share (1 - share) / n) * 2^64; the range is :data:`_SPREAD` of those, with
-    this partition's n (the whole frame has more events, so its threshold is closer). One
-    row gives the range (``_LOW``, ``_HIGH``) and the events below it (``_BELOW``); the
-    others each hash inside it and its events (``_COUNT``).
+    this partition's n (the whole frame has more events, so its threshold is closer).
     """
     n = events.height
-    if not n:  # no row, but the columns (an empty partition gives the schema)
-        schema = {_LOW: pl.Int64, _HIGH: pl.Int64, _BELOW: pl.Int64, _VALUE: pl.Int64}
-        return pl.DataFrame(schema={**schema, _COUNT: pl.Int64})
+    if not n:
+        return _brought(events, None, None)
     middle = share * 2.0**64
     spread = (_SPREAD * math.sqrt(share * (1.0 - share) / n) + 2.0 / n) * 2.0**64
     low = max(0, int(middle - spread))
     high = min(2**64 - 1, int(middle + spread))
-    key = pl.col(_KEY)
-    below = events.filter(key < pl.lit(low, pl.Int128)).height
-    values = _within(events, low, high).group_by(_VALUE).agg(pl.len().cast(pl.Int64).alias(_COUNT))
-    bounds = pl.DataFrame(
-        {_LOW: [low], _HIGH: [high], _BELOW: [below]},
-        schema={_LOW: pl.UInt64, _HIGH: pl.UInt64, _BELOW: pl.Int64},
-    )
-    return _as_wire(pl.concat([bounds, values], how="diagonal_relaxed"))
+    return _brought(events, low, high)
 
 
-def _from_window(rows: pl.DataFrame, wanted: int) -> int | None:
-    """The ``wanted``-th smallest hash from every partition's :func:`_window`, or None.
+def _from_window(
+    rows: pl.DataFrame, wanted: int, dtype: pl.DataType, partitions: int
+) -> pl.Series | None:
+    """The ``wanted``-th smallest event value from the partitions' windows, or None.
 
-    None: it is outside the range every partition brought. Every partition brought all its hashes in [low, high] (the largest of their lows,
-    the least of their highs) and counted those below its own low, so the hashes below
-    ``low`` and those inside are known exactly.
+    ``rows``: every partition's :func:`_brought` rows (values of ``dtype`` on the wire);
+    ``partitions``: how many have events. None: a partition brought no window, or the
+    value is outside the range [low, high] (the largest of the lows, the least of the
+    highs): every partition brought all its events in it and counted those below its own
+    low, so the events below ``low`` and those inside are known exactly.
     """
-    bounds = rows.filter(pl.col(_LOW).is_not_null())
-    if not bounds.height:
+    is_bound = pl.col(_LOW).is_not_null()
+    bounds = rows.filter(is_bound)
+    if not partitions or bounds.height < partitions:
         return None
-    lows, highs = _from_wire(bounds.get_column(_LOW)), _from_wire(bounds.get_column(_HIGH))
-    low, high = int(lows.max()), int(highs.min())  # type: ignore[arg-type]
-    values = rows.filter(pl.col(_LOW).is_null()).select(
-        _from_wire(rows.filter(pl.col(_LOW).is_null()).get_column(_VALUE)).alias(_VALUE),
+    low = int(_key_of(bounds.get_column(_LOW), dtype).max())  # type: ignore[arg-type]
+    high = int(_key_of(bounds.get_column(_HIGH), dtype).min())  # type: ignore[arg-type]
+    brought = rows.filter(~is_bound)
+    values = brought.select(
+        _values(brought.get_column(_VALUE), dtype).alias(_VALUE),
+        _key_of(brought.get_column(_VALUE), dtype).alias(_KEY),
         pl.col(_COUNT),
     )
+    key = pl.col(_KEY)
     below = int(bounds.get_column(_BELOW).sum()) + int(
-        values.filter(pl.col(_VALUE) < low).get_column(_COUNT).sum()
+        values.filter(key < pl.lit(low, pl.Int128)).get_column(_COUNT).sum()
     )
     inside = (
-        values.filter((pl.col(_VALUE) >= low) & (pl.col(_VALUE) <= high))
-        .group_by(_VALUE)
-        .agg(pl.col(_COUNT).sum())
-        .sort(_VALUE)
+        _within(values, low, high)
+        .group_by(_KEY)
+        .agg(pl.col(_VALUE).first(), pl.col(_COUNT).sum())
+        .sort(_KEY)
         .with_columns(pl.col(_COUNT).cum_sum().alias("cum"))
     )
     rank = wanted - below
     if rank < 1 or not inside.height or rank > inside.get_column("cum").max():  # type: ignore[operator]
         return None
-    return int(inside.filter(pl.col("cum") >= rank).get_column(_VALUE)[0])
+    return inside.filter(pl.col("cum") >= rank).get_column(_VALUE).head(1)
 
 
 def _label_pass(
@@ -659,13 +760,13 @@ def _run(
         checked = True
     label = functools.partial(_label_pass, options=options, schema=schema, globals_=globals_)
     meta = label(pl.DataFrame(schema=schema))
-    labelled = parts.label(label, meta)
+    # The distinct users (user_kfold's check) are the users dealt: no engine count.
+    asked = tuple(a for a in aggregates if a.kind != "distinct")
+    assert all(a.columns == tuple(options.key) for a in _left_out(aggregates, asked))
+    by_time = options.time if options.method == "time_windows" else None
+    labelled = parts.label(label, meta, Tally(asked, options.item, by_time))
     try:
-        # The distinct users (user_kfold's check) are the users dealt: no engine count.
-        asked = [a for a in aggregates if a.kind != "distinct"]
-        assert all(a.columns == tuple(options.key) for a in _left_out(aggregates, asked))
-        by_time = options.time if options.method == "time_windows" else None
-        found, tallies = labelled.summary(asked, options.item, by_time)
+        found, tallies = labelled.summary()
         if not checked:
             known = [pl.lit(users, pl.Int64).alias(a.name) for a in _left_out(aggregates, asked)]
             on_checks(found.with_columns(known).select(a.name for a in aggregates))
@@ -711,13 +812,17 @@ def _ranked(
         wanted = math.floor(options.test_share * events + 0.5)
         if not wanted:
             return globals_
-        window = first.filter(pl.col(_WHAT) == _WINDOW).select(_LOW, _HIGH, _BELOW, _VALUE, _COUNT)
-        threshold = _from_window(window, wanted)
-        if threshold is None:  # outside every partition's window: histogram rounds
-            threshold = int(_kth(parts, options, schema, wanted, bins, pl.UInt64()).item())
-        return replace(globals_, threshold=threshold)
-    # The time at 0-based position floor((1 - s) * n) of the events' sorted times.
-    assert options.time is not None
-    position = math.floor((1.0 - options.test_share) * events)
-    cut = _kth(parts, options, schema, position + 1, bins, schema[options.time])
-    return replace(globals_, cut=cut)
+        dtype: pl.DataType = pl.UInt64()
+    else:
+        # The time at 0-based position floor((1 - s) * n) of the events' sorted times.
+        assert options.time is not None
+        wanted = math.floor((1.0 - options.test_share) * events) + 1
+        dtype = schema[options.time]
+    window = first.filter(pl.col(_WHAT) == _WINDOW).select(_LOW, _HIGH, _BELOW, _VALUE, _COUNT)
+    partitions = checked.filter(pl.col(_EVENTS) > 0).height
+    found = _from_window(window, wanted, dtype, partitions)
+    if found is None:  # outside some partition's window: histogram rounds
+        found = _kth(parts, options, schema, wanted, bins, dtype)
+    if options.method == "random":
+        return replace(globals_, threshold=int(found.item()))
+    return replace(globals_, cut=found)
