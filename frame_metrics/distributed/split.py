@@ -8,18 +8,22 @@ engine over every row, and only small results reach the driver:
 - **before the labels**: ``user_kfold``'s folds of users (the distinct users, dealt on
   the driver by :func:`~frame_metrics.splits.dealt_users`), ``time_windows``' largest
   time, and ``random``'s threshold or ``time``'s cut with a share: exact order
-  statistics of every partition's distinct events, from a first pass's histograms (and,
-  for the uniform hashes, the few near the expected threshold: :func:`_window`) and, if
-  needed, a pass fetching the few values around the wanted rank (:func:`_kth`);
-- **after them**: the data checks (one engine aggregate over the kept rows), and the
-  cold items: every partition labels with ``cold_items="keep"``; the items whose rows
-  are all one fold's test candidates (time windows: first seen after a fold's edge) are
-  found by an engine group-by, and a join with that small table applies the filter
+  statistics of every partition's distinct events. A first pass brings each
+  partition's histogram and its events in a window around where the value should be
+  (:func:`_window` for the uniform hashes, :func:`_time_window` around the partition's
+  own quantile); when every window holds it, the driver counts up to it, else
+  histogram rounds narrow it down (:func:`_kth`);
+- **after them**: each partition's summary (the data checks' values and its tallies
+  per item, :class:`Tally`), reduced by the engine (Dask reads its kept partitions;
+  Spark's labelling pass writes the summary as rows after each partition's rows, cached
+  with them and read by their mark); the items whose
+  rows are all one fold's test candidates (time windows: first seen after a fold's
+  edge) are cold, and a join with that small table applies the filter
   (:func:`~frame_metrics.splits.with_cold_items`; Spark's join says the same).
 
 On Spark the labelling is the one pass through Python for ``last_n``, ``ratio``,
-``user_kfold``, ``time`` at a time and ``time_windows``; ``random`` reads the rows once
-more, ``time`` with a share twice, for their order statistics. Train, test and every
+``user_kfold``, ``time`` at a time and ``time_windows``; ``random`` and ``time`` with a
+share read the rows once more first (more if their windows miss). Train, test and every
 fold's test are filters of the kept rows (:class:`Condition`), frames of the input's
 kind; the report is one more pass over them, when asked. The engines' side is
 :class:`Parts` and :class:`Labelled` (:mod:`frame_metrics.distributed.spark`,
