@@ -607,7 +607,9 @@ def _mapped(frame: Any, fn: PartFn, schema: Mapping[str, pl.DataType], meta: pl.
             rows = pl.from_arrow(pa.Table.from_batches(parts))
             assert isinstance(rows, pl.DataFrame)
             out = conform(fn(rows.cast(types)), meta)
-            yield from _arrow(out).to_batches()
+            # In batches as Spark sends them: one batch of a partition's millions of rows
+            # is one allocation of that size in the JVM.
+            yield from _arrow(out).to_batches(max_chunksize=_OUR_BATCH_ROWS)
 
     return frame.mapInArrow(run, _spark_schema(meta))
 
