@@ -20,7 +20,7 @@ from fractions import Fraction
 
 import polars as pl
 
-__all__ = ["NAME", "exact_partials", "exact_totals", "sum_partials"]
+__all__ = ["NAME", "exact_partials", "exact_totals", "ordered_sum", "sum_partials"]
 
 NAME = "_fm_sum_of"
 _BIN = "_fm_bin"
@@ -150,3 +150,16 @@ def exact_totals(partials: pl.LazyFrame, by: Sequence[str], columns: Sequence[st
 
 
 _OUT = (("", pl.Float64()), (".n", pl.Int64()), (".mean", pl.Float64()))
+
+
+def ordered_sum(values: pl.Expr) -> pl.Expr:
+    """A left-to-right sum of ``values`` in the order given (sort them first).
+
+    The sum of a few values per user (a list's terms), where the exact sums above would
+    cost more than they save: reproducible because the order is fixed, not exact.
+
+    Not ``sum()``: polars drops a ``sort()`` right before a ``sum()`` as pointless,
+    and then the float sum depends on the order the group's rows arrived in.
+    ``cum_sum`` is sequential by definition, so its last value is reproducible.
+    """
+    return values.cum_sum().last().fill_null(0.0)

@@ -25,6 +25,10 @@ import polars as pl
 from frame_metrics.columns import check_roles, key_roles
 from frame_metrics.errors import InvalidOptionError, Keyword, MissingInputError, shown, warn
 from frame_metrics.families.exposure import (
+    EXPOSURE,
+    GROUP,
+    SHARE,
+    TARGET,
     group_exposure,
     group_universe,
     normalised,
@@ -32,7 +36,6 @@ from frame_metrics.families.exposure import (
     target_shares,
 )
 from frame_metrics.inputs import Inputs
-from frame_metrics.metrics.exposure import EXPOSURE, GROUP, SHARE, TARGET
 from frame_metrics.options import Exposure, is_int
 from frame_metrics.planner import Plan, check_call, reads
 from frame_metrics.prepare import RANK

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import frame_metrics as fm
 from frame_metrics.errors import InvalidOptionError
-from frame_metrics.metrics.expected_exposure import ExposureCase
+from frame_metrics.families.expected_exposure import ExposureCase
 from frame_metrics.options import MetricOptions
 from tests.conftest import Constructor, to_polars
 

@@ -1,7 +1,8 @@
 r"""The metric pages, generated from the registry (``frame_metrics.REGISTRY``) at build time.
 
-One page per family: the registry module that registers the metric
-(``frame_metrics.metrics.<module>``, titled by the module's docstring). For every metric:
+One page per family: the module that registers the metric (``frame_metrics.metrics.<module>``
+for the ranking family's pages, ``frame_metrics.families.<family>`` for the others), titled
+by the module's docstring. For every metric:
 its formula in LaTeX (:data:`LATEX`, below) and as the registry writes it, what kind of
 computation it is, who is averaged, the cutoff and range, the inputs it needs, the options
 a metric string may give it (``Metric.reads()``), how peers differ (``Metric.notes``) and
@@ -224,10 +225,19 @@ _KEYWORDS = {
 }
 
 
+def module_of(metric: Metric) -> str:
+    """The module that registers ``metric`` (its builder's)."""
+    return str(getattr(metric.build, "__module__", None) or metric.reference.__module__)
+
+
 def family_of(metric: Metric) -> str:
-    """The registry module that registers ``metric`` (``frame_metrics.metrics.<name>``)."""
-    module = getattr(metric.build, "__module__", None) or metric.reference.__module__
-    return str(module).rsplit(".", 1)[-1]
+    """The page of ``metric``: the last part of its module's name."""
+    return module_of(metric).rsplit(".", 1)[-1]
+
+
+def family_module(family: str) -> str:
+    """The module that registers the metrics of page ``family``."""
+    return next(module_of(m) for m in REGISTRY.values() if family_of(m) == family)
 
 
 def page_path(family: str) -> str:
@@ -246,7 +256,7 @@ def families() -> dict[str, list[Metric]]:
 
 def family_title(family: str) -> str:
     """The page title: the first line of the family module's docstring, before ``(``."""
-    module = importlib.import_module(f"frame_metrics.metrics.{family}")
+    module = importlib.import_module(family_module(family))
     first = inspect.cleandoc(module.__doc__ or family).splitlines()[0]
     return re.split(r" \(|:", first)[0].strip().rstrip(".")
 
@@ -498,7 +508,7 @@ def family_pages(
                 "## Every metric of the page, from the registry {#registry}",
                 "",
                 "Generated from the metric registry when the site is built: every metric "
-                f"registered in `frame_metrics.metrics.{family}`, with its formula, its "
+                f"registered in `{family_module(family)}`, with its formula, its "
                 "inputs, its options and an example. The notation is on the "
                 "[metrics overview](index.md#notation); the printed outputs below are "
                 "computed by the build.",
@@ -508,7 +518,7 @@ def family_pages(
                 f"# {title}",
                 "",
                 "Generated from the metric registry when the site is built: every metric "
-                f"registered in `frame_metrics.metrics.{family}`. The notation is on the "
+                f"registered in `{family_module(family)}`. The notation is on the "
                 "[metrics overview](index.md#notation); the printed outputs below are "
                 "computed by the build.",
             ]

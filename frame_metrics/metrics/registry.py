@@ -1,6 +1,7 @@
 """The metric registry: one entry per metric, everything the engine and tests need.
 
-Adding a metric is one :func:`register` call in the module of its family, plus its tests;
+Adding a metric is one :func:`register` call in the module of its family (under
+:mod:`frame_metrics.families`, whose import registers them all), plus its tests;
 the engine, the namespace shortcuts, :mod:`frame_metrics.exprs` and the
 reference-vs-expression property test all read from here.
 """
