@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from frame_metrics.diagnostics import Diagnostics
-from frame_metrics.families.base import ENGINE, Context, DiagnosticCount
+from frame_metrics.family import ENGINE, Context, DiagnosticCount
 from frame_metrics.id_match import IdScreen
 from frame_metrics.inputs import Inputs
 from frame_metrics.metrics.context import RankingContext

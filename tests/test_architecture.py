@@ -16,7 +16,7 @@ import pytest
 import frame_metrics as fm
 from frame_metrics.errors import InvalidOptionError
 from frame_metrics.families import FAMILIES
-from frame_metrics.families.base import GROUP_USERS, Context, Family
+from frame_metrics.family import GROUP_USERS, Context, Family
 from frame_metrics.metrics.registry import REGISTRY, Metric
 from frame_metrics.planner import reads
 from frame_metrics.prepare import RANK

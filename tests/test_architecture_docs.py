@@ -124,7 +124,7 @@ def _resolve(dotted: str) -> object:
 
 
 def test_every_dotted_name_on_the_page_resolves() -> None:
-    """``planner.query``, ``families.base.Family.per_user``, ``Family.combine``: each is real.
+    """``planner.query``, ``family.Family.per_user``, ``Family.combine``: each is real.
 
     A name opens with a module of frame_metrics, with ``Family``, or with ``fm`` or ``pl``
     (the package and polars as imported); file names (``pyproject.toml``) are not names.

@@ -35,7 +35,7 @@ from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.dtypes import unify_keys
 from frame_metrics.engine import DEFAULT_ENGINE, diagnose, family_counts, unseen_items
 from frame_metrics.families import FAMILIES
-from frame_metrics.families.base import Partitioned
+from frame_metrics.family import Partitioned
 from frame_metrics.global_tables import GlobalTables
 from frame_metrics.inputs import Inputs
 from frame_metrics.options import other_tie_rules

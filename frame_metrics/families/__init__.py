@@ -1,6 +1,6 @@
 """The metric families: one module each, found here, run by the planner in ``order``.
 
-Each module defines ``FAMILY``, an instance of :class:`~frame_metrics.families.base.Family`,
+Each module defines ``FAMILY``, an instance of :class:`~frame_metrics.family.Family`,
 and registers its metrics' entries (the ranking family's are in :mod:`frame_metrics.metrics`,
 which :mod:`frame_metrics.exprs` reads too). A new family is a new module here and its
 tests: nothing else lists the families.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from frame_metrics.families.base import Family
+from frame_metrics.family import Family
 
 __all__ = ["FAMILIES", "Family"]
 
@@ -19,8 +19,6 @@ __all__ = ["FAMILIES", "Family"]
 def _discover() -> dict[str, Family]:
     found: list[Family] = []
     for module in pkgutil.iter_modules(__path__):
-        if module.name == "base":
-            continue
         loaded = importlib.import_module(f"{__name__}.{module.name}")
         found.append(loaded.FAMILY)
     return {f.name: f for f in sorted(found, key=lambda f: (f.order, f.name))}

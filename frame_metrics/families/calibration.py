@@ -49,7 +49,7 @@ import polars as pl
 
 from frame_metrics.errors import InvalidOptionError, InvalidValueError
 from frame_metrics.extras import ExtraFrame, require_columns
-from frame_metrics.families.base import Context, DiagnosticCount, Family
+from frame_metrics.family import Context, DiagnosticCount, Family
 from frame_metrics.inputs import Inputs
 from frame_metrics.metrics.registry import Metric, Requested, register
 from frame_metrics.options import CalibrationWeight, MetricOptions

@@ -24,9 +24,10 @@ from typing import Any, ClassVar
 
 import polars as pl
 
+from frame_metrics import shared_tables
 from frame_metrics.errors import InvalidOptionError
 from frame_metrics.extras import catalog_items, missing_from
-from frame_metrics.families.base import ENGINE, GROUP_USERS, Context, Family, Partitioned
+from frame_metrics.family import GROUP_USERS, Context, Family, Partitioned
 from frame_metrics.metrics.registry import Metric, register
 from frame_metrics.prepare import RANK
 from frame_metrics.spec import Spec
@@ -38,7 +39,6 @@ __all__ = [
     "CorpusContext",
     "CorpusFamily",
     "exposure_column",
-    "global_seen_items",
     "users_column",
 ]
 
@@ -264,26 +264,7 @@ class CorpusFamily(Family):
         """The items seen in every partition: the catalog when none is given."""
         if "catalog_size" not in spec.needs or "catalog" in run.broadcast:
             return {}
-        return global_seen_items(spec, run)
-
-
-def global_seen_items(spec: Spec, run: Partitioned) -> dict[str, Any]:
-    """``"seen_items"``: the items of every partition's recs, truth and train.
-
-    The default catalog, as the one-pass run takes it (the exposure family's too).
-    """
-    item = spec.columns.item
-    # Plain values only in the closure: a Spark worker gets it pickled.
-    dtype = run.schemas["recs"][item]
-
-    def items(frames: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
-        # As the one-pass default catalog: the items of recs (every rank), truth, train.
-        seen = [f.lazy() for f in frames.values()]
-        found = pl.concat(f.select(pl.col(item).cast(dtype, strict=False)) for f in seen)
-        return found.unique().collect(engine=ENGINE)
-
-    names = tuple(n for n in ("recs", "truth", "train") if n in run.schemas)
-    return {"seen_items": run.collect(items, names).unique().drop_nulls()}
+        return shared_tables.seen_items(spec, run)
 
 
 FAMILY = CorpusFamily()

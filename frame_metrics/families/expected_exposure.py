@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 import polars as pl
 
 from frame_metrics.columns import check_roles, key_roles
-from frame_metrics.families.base import Context, Family
+from frame_metrics.family import Context, Family
 from frame_metrics.metrics.context import rbp_weight
 from frame_metrics.metrics.registry import Metric, Requested, register
 from frame_metrics.options import EE_PERSISTENCE, MetricOptions

@@ -47,11 +47,12 @@ from typing import Any, ClassVar
 
 import polars as pl
 
+from frame_metrics import shared_tables
 from frame_metrics.columns import check_roles, key_roles
 from frame_metrics.errors import InvalidOptionError, Keyword, MissingInputError
 from frame_metrics.exact_sums import ordered_sum
 from frame_metrics.extras import catalog_items, item_popularity, missing_from
-from frame_metrics.families.base import (
+from frame_metrics.family import (
     ENGINE,
     GROUP_USERS,
     Context,
@@ -59,8 +60,6 @@ from frame_metrics.families.base import (
     Family,
     Partitioned,
 )
-from frame_metrics.families.corpus import global_seen_items
-from frame_metrics.families.ranking import global_popularity
 from frame_metrics.metrics.context import IN_TAIL
 from frame_metrics.metrics.registry import Metric, Requested, register
 from frame_metrics.options import RBP_PERSISTENCE, MetricOptions
@@ -584,10 +583,10 @@ class ExposureFamily(Family):
         parity = [q for q in requests if q.metric.name in _PARITY]
         ranking_has_it = "ranking" in spec.families and "popularity" in spec.needs
         if parity and "item_groups" not in run.broadcast and not ranking_has_it:
-            out |= global_popularity(spec, run)
+            out |= shared_tables.popularity(spec, run)
         corpus_has_it = "corpus" in spec.families and "catalog_size" in spec.needs
         if _needs_catalog(spec) and "catalog" not in run.broadcast and not corpus_has_it:
-            out |= global_seen_items(spec, run)
+            out |= shared_tables.seen_items(spec, run)
         thresholds = {q.options.threshold for q in parity if q.options.parity_target == "merit"}
         if thresholds:
             c = spec.columns

@@ -13,16 +13,14 @@ from typing import Any, ClassVar
 
 import polars as pl
 
+from frame_metrics import shared_tables
 from frame_metrics.errors import InvalidValueError
 from frame_metrics.extras import (
     N_TRAIN_USERS,
     baseline_ranks,
     history_pairs,
     item_popularity,
-    popularity_levels,
-    train_counts,
 )
-from frame_metrics.families.base import ENGINE, Context, DiagnosticCount, Family, Partitioned
 from frame_metrics.families.ranking.query import PackedKey, RankingInputs, user_statistics
 from frame_metrics.families.ranking.stats import UserStats
 from frame_metrics.families.ranking.weights import (
@@ -31,14 +29,16 @@ from frame_metrics.families.ranking.weights import (
     with_popularity_propensity,
     with_weights,
 )
+from frame_metrics.family import ENGINE, Context, DiagnosticCount, Family, Partitioned
 from frame_metrics.metrics.context import IN_TAIL, POPULARITY, SELF_INFORMATION, is_relevant
 from frame_metrics.metrics.registry import Requested
 from frame_metrics.options import COMBINATION_OPTIONS, MetricOptions
 from frame_metrics.prepare import RANK, REL, Prepared, prepare_baseline
+from frame_metrics.shared_tables import EMPTY_TRAIN
 from frame_metrics.spec import Spec
 from frame_metrics.validation import CheckedFrame, row_check
 
-__all__ = ["FAMILY", "RankingFamily", "global_popularity"]
+__all__ = ["FAMILY", "RankingFamily"]
 
 #: A partitioned run's tables: per-item popularity, train users, err's largest relevance.
 _VALUE = "_fm_value"
@@ -58,15 +58,9 @@ def _nonempty_train_check(train: pl.LazyFrame, top: pl.LazyFrame) -> CheckedFram
     check = row_check(
         empty,
         InvalidValueError,
-        _EMPTY_TRAIN,
+        EMPTY_TRAIN,
     )
     return CheckedFrame("train", counts, [check], [])
-
-
-_EMPTY_TRAIN = (
-    "expected at least one row in train (novelty, arp and aplt read item popularity "
-    "from it), found an empty frame"
-)
 
 
 class RankingFamily(Family):
@@ -144,7 +138,7 @@ class RankingFamily(Family):
         c = spec.columns
         out: dict[str, Any] = {}
         if "popularity" in spec.needs:
-            out |= global_popularity(spec, run)
+            out |= shared_tables.popularity(spec, run)
         if spec.options.propensity == "popularity":
             out[_PROPENSITY_COUNTS] = _propensity_counts(spec, run)
         if any(q.metric.name == "err" and q.options.max_relevance is None for q in spec.requests):
@@ -157,48 +151,6 @@ class RankingFamily(Family):
             largest = run.collect(most, (source,)).select(pl.col(_VALUE).max()).item()
             out["max_relevance"] = None if largest is None else float(largest)
         return out
-
-
-def global_popularity(spec: Spec, run: Partitioned) -> dict[str, Any]:
-    """Train popularity and the long-tail flags over every partition's train.
-
-    ``"n_train_users"`` and ``"popularity"`` of
-    :class:`~frame_metrics.global_tables.GlobalTables`; the exposure family's default
-    item groups (head and tail) read them too.
-    """
-    c = spec.columns
-    out: dict[str, Any] = {}
-    train_schema = run.schemas["train"]
-    train_by = [b for b in c.by if b in train_schema]
-
-    def counts(frames: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
-        train = frames["train"].lazy()  # a DataFrame, or a LazyFrame (local buckets)
-        per_item, n_users = train_counts(train, train_by, c)
-        per_item = per_item.select(
-            *train_by, c.item, pl.col(POPULARITY).cast(pl.Float64).alias(_VALUE)
-        )
-        users = n_users.select(
-            *train_by,
-            pl.lit(None, train_schema[c.item]).alias(c.item),
-            pl.col(N_TRAIN_USERS).cast(pl.Float64).alias(_VALUE),
-        )
-        return pl.concat([per_item, users]).collect(engine=ENGINE)
-
-    summed = run.collect(counts, ("train",))
-    totals = summed.group_by([*train_by, c.item]).agg(pl.col(_VALUE).sum())
-    per_item = totals.filter(pl.col(c.item).is_not_null()).select(
-        *train_by, c.item, pl.col(_VALUE).cast(pl.Int64).alias(POPULARITY)
-    )
-    n_train = totals.filter(pl.col(c.item).is_null()).select(
-        *train_by, pl.col(_VALUE).cast(pl.Int64).alias(N_TRAIN_USERS)
-    )
-    no_train = n_train.height == 0 or n_train[N_TRAIN_USERS].sum() == 0
-    if spec.validate and no_train and run.has_recs():
-        raise InvalidValueError("train: " + _EMPTY_TRAIN, frame="train")
-    out["n_train_users"] = n_train
-    head_share = spec.options.head_share
-    out["popularity"] = popularity_levels(per_item.lazy(), train_by, c.item, head_share).collect()
-    return out
 
 
 FAMILY = RankingFamily()
