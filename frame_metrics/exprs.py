@@ -45,7 +45,7 @@ from frame_metrics.metrics.context import RankingContext
 from frame_metrics.metrics.registry import ALIASES, REGISTRY, resolve
 from frame_metrics.options import DEFAULT_K, MetricOptions, is_int, validate_k
 
-__all__ = ["metric"]  # and one function per registered metric, via __getattr__
+__all__ = ["expressible", "metric"]  # and one function per registered metric, via __getattr__
 
 
 def metric(
@@ -73,10 +73,11 @@ def metric(
     frame_metrics.errors.InvalidOptionError: k: expected an int in [1, 1048576] or a list of them, got 0
     """
     entry = resolve(name)
-    if entry.name not in EXPRESSIBLE:
+    names = expressible()
+    if entry.name not in names:
         raise InvalidOptionError(
             f"expected a metric computed from rank and relevance alone "
-            f"({', '.join(sorted(EXPRESSIBLE))}), got {name!r}; use frame_metrics.evaluate",
+            f"({', '.join(sorted(names))}), got {name!r}; use frame_metrics.evaluate",
             option="name",
         )
     if entry.takes_k:
@@ -99,12 +100,23 @@ def metric(
     return entry.expr(RankingContext.from_columns(rank, relevance, options), k)
 
 
-#: The metrics an expression can compute: those that read only ranks and relevance.
-EXPRESSIBLE = frozenset(
-    name
-    for name, m in REGISTRY.items()
-    if m.family == "ranking" and m.needs == frozenset({"truth"})
-)
+def expressible() -> frozenset[str]:
+    """The metrics an expression can compute: those that read only ranks and relevance.
+
+    Read from the registry when asked: the families register their entries when the
+    package is imported, after this module.
+
+    Examples
+    --------
+    >>> from frame_metrics.exprs import expressible
+    >>> "ndcg" in expressible(), "coverage" in expressible()
+    (True, False)
+    """
+    return frozenset(
+        name
+        for name, m in REGISTRY.items()
+        if m.family == "ranking" and m.needs == frozenset({"truth"})
+    )
 
 
 def _bound(name: str) -> Callable[..., pl.Expr]:
@@ -122,10 +134,11 @@ def _bound(name: str) -> Callable[..., pl.Expr]:
 
 
 def __getattr__(name: str) -> Callable[..., pl.Expr]:
-    if ALIASES.get(name, name) in EXPRESSIBLE:
+    if ALIASES.get(name, name) in expressible():
         return _bound(name)
     raise AttributeError(f"module 'frame_metrics.exprs' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *EXPRESSIBLE, *(a for a, n in ALIASES.items() if n in EXPRESSIBLE)])
+    names = expressible()
+    return sorted([*globals(), *names, *(a for a, n in ALIASES.items() if n in names)])

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import frame_metrics as fm
-from frame_metrics.metrics.beyond import ListCase
+from frame_metrics.families.ranking.beyond import ListCase
 from frame_metrics.metrics.context import PIVOT_MAX_K
 from frame_metrics.metrics.registry import REGISTRY
 from frame_metrics.options import MetricOptions

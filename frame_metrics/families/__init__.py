@@ -1,9 +1,9 @@
 """The metric families: one module each, found here, run by the planner in ``order``.
 
 Each module defines ``FAMILY``, an instance of :class:`~frame_metrics.family.Family`,
-and registers its metrics' entries (the ranking family's are in :mod:`frame_metrics.metrics`,
-which :mod:`frame_metrics.exprs` reads too). A new family is a new module here and its
-tests: nothing else lists the families.
+and registers its metrics' entries when imported (the ranking family, a package, in
+its submodules). A new family is a new module here and its tests: nothing else lists
+the families.
 """
 
 from __future__ import annotations

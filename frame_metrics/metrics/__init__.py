@@ -1,14 +1,12 @@
-"""The metric registry and the ranking family's definitions.
+"""The metric registry and the ranking context its expressions read.
 
-Importing :mod:`frame_metrics.families` registers every other family's entries (a
-family's module holds them); importing the package does both.
+Every family's module registers its metrics' entries (the ranking family's in
+:mod:`frame_metrics.families.ranking`); importing :mod:`frame_metrics.families`, which
+importing the package does, registers them all.
 """
 
 from __future__ import annotations
 
-from frame_metrics.metrics import beyond as beyond
-from frame_metrics.metrics import ir as ir
-from frame_metrics.metrics import ranking as ranking
 from frame_metrics.metrics.registry import REGISTRY, Metric, resolve
 
 __all__ = ["REGISTRY", "Metric", "resolve"]

@@ -4,6 +4,9 @@ Precision, recall, NDCG, AP, MRR and the rest, and the list metrics that read th
 rows (novelty, arp, aplt, serendipity): per-user statistics (:mod:`.stats`) from the
 hits, the truth and the list (:mod:`.query`), then one expression per metric. DCG and
 its ideal come from the same terms (``dcg_term``), so an ideal list scores exactly 1.
+The registry entries are in :mod:`.ranking` (the classic ones), :mod:`.ir` (the
+trec_eval and ir_measures ones) and :mod:`.beyond` (beyond accuracy), one page of the
+site each.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from frame_metrics.extras import (
     history_pairs,
     item_popularity,
 )
+from frame_metrics.families.ranking import beyond as beyond
+from frame_metrics.families.ranking import ir as ir
+from frame_metrics.families.ranking import ranking as ranking
 from frame_metrics.families.ranking.query import PackedKey, RankingInputs, user_statistics
 from frame_metrics.families.ranking.stats import UserStats
 from frame_metrics.families.ranking.weights import (
