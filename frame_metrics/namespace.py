@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import sys
+import warnings
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -85,8 +86,18 @@ class RecMetricsNamespace:
 
         return policy_value(self._frame, recs, **kwargs)
 
-    def diagnostics(self, truth: object | None = None, **kwargs: Any) -> Diagnostics:
+    def diagnose(self, truth: object | None = None, **kwargs: Any) -> Diagnostics:
         """Explain the evaluation; see :func:`frame_metrics.diagnose`."""
+        return api.diagnose(self._frame, truth, **kwargs)
+
+    def diagnostics(self, truth: object | None = None, **kwargs: Any) -> Diagnostics:
+        """Deprecated spelling of :meth:`diagnose` (``fm.diagnose``'s name), for one release."""
+        warnings.warn(
+            "recmetrics.diagnostics is renamed recmetrics.diagnose, as fm.diagnose; "
+            "the old name goes in the next release",
+            FutureWarning,
+            stacklevel=2,
+        )
         return api.diagnose(self._frame, truth, **kwargs)
 
     def __getattr__(self, name: str) -> Callable[..., Any]:

@@ -177,7 +177,7 @@ def test_shortcuts_and_aliases(constructor: Constructor) -> None:
 
 
 def test_diagnostics_counts(constructor: Constructor) -> None:
-    d = recmetrics(constructor(RECS)).diagnostics(constructor(TRUTH), k=3, by="model")
+    d = recmetrics(constructor(RECS)).diagnose(constructor(TRUTH), k=3, by="model")
     assert isinstance(d, fm.Diagnostics)
     # per model: users 1, 2, 4 have relevant items; 2 and 4 (a) / 2 and 4 (b) got nothing
     # relevant recommended, and 4 (both) and 2 (b) got no recommendation at all.
@@ -191,6 +191,17 @@ def test_diagnostics_counts(constructor: Constructor) -> None:
 def _lines(d: fm.Diagnostics) -> list[str]:
     """The printout's lines, the padding between label and count collapsed."""
     return [" ".join(line.split()) for line in str(d).split("\n")]
+
+
+def test_diagnostics_is_the_old_name_of_diagnose(constructor: Constructor) -> None:
+    # One name per concept (fm.diagnose, recmetrics.diagnose); the old one warns and
+    # gives the same counts for one release.
+    namespace = recmetrics(constructor(RECS))
+    new = namespace.diagnose(constructor(TRUTH), k=3, by="model")
+    with pytest.warns(FutureWarning, match="renamed recmetrics.diagnose"):
+        old = namespace.diagnostics(constructor(TRUTH), k=3, by="model")
+    assert str(old) == str(new)
+    assert old.per_group.equals(new.per_group)
 
 
 def test_diagnose_says_short_lists_and_rank_gaps(constructor: Constructor) -> None:

@@ -104,7 +104,7 @@ def test_the_namespace_forwards_it(constructor: Constructor) -> None:
     assert_frame_equal(got, fm.evaluate(RECS, TRUTH, metrics=METRICS, exclude=EXCLUDE))
     shortcut = to_polars(recmetrics(recs).precision(constructor(TRUTH), k=2, exclude=exclude))
     assert user_values(shortcut, "precision@2")[1] == 1.0
-    found = recmetrics(recs).diagnostics(constructor(TRUTH), k=2, exclude=exclude)
+    found = recmetrics(recs).diagnose(constructor(TRUTH), k=2, exclude=exclude)
     assert found.excluded_rows == 3
 
 
