@@ -35,7 +35,13 @@ from frame_metrics.errors import (
     warn,
 )
 from frame_metrics.frames import kind_of, to_lazy
-from frame_metrics.options import is_int, is_real
+from frame_metrics.numerics import (
+    check_level,
+    check_n_resamples,
+    check_progress,
+    check_seed,
+    shows_progress,
+)
 from frame_metrics.progress import Progress
 from frame_metrics.stats import benjamini_hochberg, holm, paired_t_test, wilcoxon_signed_rank
 from frame_metrics.validation import (
@@ -58,8 +64,6 @@ Correction = Literal["holm", "bh"]
 
 #: Resample-count cells (resamples x users) held in memory at once.
 _CHUNK_CELLS = 5_000_000
-#: Above this many resample draws (resamples x users), show progress unless told not to.
-_PROGRESS_DRAWS = 200_000_000
 
 #: The result's columns after the ``by`` columns; ``model`` and ``baseline`` take the
 #: model column's dtype (None here).
@@ -83,60 +87,37 @@ _SCHEMA: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
-class _Option:
-    """One keyword of :func:`compare`: what it accepts, and its plain Python form.
+def _check_options(
+    model: object,
+    level: object,
+    n_resamples: object,
+    seed: object,
+    correction: object,
+    progress: object,
+) -> tuple[float, int, int]:
+    """Each keyword of :func:`compare` is of its kind, before any data is read.
 
-    ``expected`` is said in the error; ``normal`` turns numpy scalars into ``int`` or
-    ``float``.
-    """
-
-    expected: str
-    accepts: Callable[[Any], bool]
-    normal: Callable[[Any], Any] = lambda value: value
-
-
-#: The most bootstrap resamples compare draws.
-MAX_RESAMPLES = 10_000_000
-
-#: compare's own keywords, validated up front, before any data is read.
-_OPTIONS: dict[str, _Option] = {
-    "model": _Option("a column name", lambda v: isinstance(v, str)),
-    "level": _Option("a number in (0, 1)", lambda v: is_real(v) and 0 < v < 1, float),
-    # At most 10^7: the resampled sums are an array of n_resamples rows per column.
-    "n_resamples": _Option(
-        f"an int in [1, {MAX_RESAMPLES:_}]",
-        lambda v: is_int(v) and 1 <= v <= MAX_RESAMPLES,
-        int,
-    ),
-    "seed": _Option("an int >= 0", lambda v: is_int(v) and v >= 0, int),
-    "correction": _Option(
-        "one of 'holm', 'bh'", lambda v: isinstance(v, str) and v in ("holm", "bh")
-    ),
-    "progress": _Option("True, False or None", lambda v: v is None or isinstance(v, bool)),
-}
-
-
-def _checked_options(**values: Any) -> dict[str, Any]:
-    """Each value checked against :data:`_OPTIONS`, in its plain Python form.
+    Gives level, n_resamples and seed in their plain Python form.
 
     Examples
     --------
     >>> import numpy as np
-    >>> _checked_options(level=np.float64(0.9), seed=np.int64(3))
-    {'level': 0.9, 'seed': 3}
-    >>> _checked_options(level="0.9")
+    >>> _check_options("model", np.float64(0.9), 100, np.int64(3), "holm", None)
+    (0.9, 100, 3)
+    >>> _check_options("model", "0.9", 100, 3, "holm", None)
     Traceback (most recent call last):
     ...
     frame_metrics.errors.InvalidOptionError: level: expected a number in (0, 1), got '0.9'
     """
-    out = {}
-    for name, value in values.items():
-        option = _OPTIONS[name]
-        if not option.accepts(value):
-            raise InvalidOptionError(f"expected {option.expected}, got {shown(value)}", option=name)
-        out[name] = option.normal(value)
-    return out
+    if not isinstance(model, str):
+        raise InvalidOptionError(f"expected a column name, got {shown(model)}", option="model")
+    checked = check_level(level), check_n_resamples(n_resamples), check_seed(seed)
+    if not (isinstance(correction, str) and correction in ("holm", "bh")):
+        raise InvalidOptionError(
+            f"expected one of 'holm', 'bh', got {shown(correction)}", option="correction"
+        )
+    check_progress(progress)
+    return checked
 
 
 def _key_roles(
@@ -459,15 +440,7 @@ def compare(
     0.1817
     """
     np_ = _numpy()
-    options = _checked_options(
-        model=model,
-        level=level,
-        n_resamples=n_resamples,
-        seed=seed,
-        correction=correction,
-        progress=progress,
-    )
-    level, n_resamples, seed = options["level"], options["n_resamples"], options["seed"]
+    level, n_resamples, seed = _check_options(model, level, n_resamples, seed, correction, progress)
     segments_by, users = _key_roles(model, by, user)
     _check_serendipity_baseline(evaluate_kwargs)
     from frame_metrics.distributed import adapter_for
@@ -586,8 +559,12 @@ def compare(
 
     segments = _segments(per_user, model, segments_by, users, metric_cols, models)
     total_draws = sum(s.values.shape[0] for s in segments) * n_resamples
-    show = total_draws > _PROGRESS_DRAWS if progress is None else progress
-    bar = Progress(n_resamples * len(segments), "compare: bootstrap", enabled=show, unit="resample")
+    bar = Progress(
+        n_resamples * len(segments),
+        "compare: bootstrap",
+        enabled=shows_progress(progress, total_draws),
+        unit="resample",
+    )
     rows: list[dict[str, Any]] = []
     root = np_.random.SeedSequence(seed)
     try:
@@ -605,7 +582,7 @@ def compare(
         bar.close()
 
     adjust: Callable[[Sequence[float]], list[float]] = (
-        holm if options["correction"] == "holm" else benjamini_hochberg
+        holm if correction == "holm" else benjamini_hochberg
     )
     for test in ("p_ttest", "p_wilcoxon"):
         compared = [i for i, r in enumerate(rows) if r["model"] != baseline]

@@ -41,7 +41,14 @@ from frame_metrics.errors import (
 )
 from frame_metrics.exact_sums import exact_partials, exact_totals
 from frame_metrics.frames import to_lazy
-from frame_metrics.options import is_int, is_real
+from frame_metrics.numerics import (
+    check_level,
+    check_n_resamples,
+    check_progress,
+    check_seed,
+    check_share,
+    shows_progress,
+)
 from frame_metrics.progress import Progress
 from frame_metrics.stats import draw_counts, welch_t_test
 from frame_metrics.validation import (
@@ -70,10 +77,6 @@ ACTIVE, INACTIVE = "active", "inactive"
 _GROUP = "_fm_group"
 #: Draw-count cells (resamples x users) held in memory at once.
 _CHUNK_CELLS = 5_000_000
-#: Above this many draws (resamples x users), show progress unless told not to.
-_PROGRESS_DRAWS = 200_000_000
-#: The most bootstrap resamples drawn (as compare).
-MAX_RESAMPLES = 10_000_000
 
 #: The result's columns after the ``by`` columns; ``group`` takes the groups' dtype.
 _SCHEMA: dict[str, Any] = {
@@ -91,15 +94,12 @@ _SCHEMA: dict[str, Any] = {
 }
 
 
-def _checked(name: str, value: Any, expected: str, ok: bool) -> None:
-    if not ok:
-        raise InvalidOptionError(f"expected {expected}, got {shown(value)}", option=name)
-
-
 def _check_options(
     active_share: Any, level: Any, n_resamples: Any, seed: Any, progress: Any
 ) -> None:
     """Each keyword of :func:`gaps` is of its kind, before any data is read.
+
+    The values are used as given (a numpy level stays numpy's).
 
     Examples
     --------
@@ -108,26 +108,11 @@ def _check_options(
     ...
     frame_metrics.errors.InvalidOptionError: level: expected a number in (0, 1), got 95
     """
-    _checked(
-        "active_share",
-        active_share,
-        "a number in (0, 1)",
-        is_real(active_share) and 0 < active_share < 1,
-    )
-    _checked("level", level, "a number in (0, 1)", is_real(level) and 0 < level < 1)
-    _checked(
-        "n_resamples",
-        n_resamples,
-        f"an int in [1, {MAX_RESAMPLES:_}]",
-        is_int(n_resamples) and 1 <= n_resamples <= MAX_RESAMPLES,
-    )
-    _checked("seed", seed, "an int >= 0", is_int(seed) and seed >= 0)
-    _checked(
-        "progress",
-        progress,
-        "True, False or None",
-        progress is None or isinstance(progress, bool),
-    )
+    check_share(active_share, "active_share")
+    check_level(level)
+    check_n_resamples(n_resamples)
+    check_seed(seed)
+    check_progress(progress)
 
 
 def _numpy() -> Any:
@@ -636,9 +621,13 @@ def gaps(
         (v.shape[0], len(_blocks(~np_.isnan(v)))) for groups_values in cubes for v in groups_values
     ]
     total_draws = sum(n * blocks for n, blocks in jobs) * n_resamples
-    show = total_draws > _PROGRESS_DRAWS if progress is None else progress
     n_jobs = sum(blocks for _, blocks in jobs)
-    bar = Progress(n_resamples * n_jobs, "gaps: bootstrap", enabled=show, unit="resample")
+    bar = Progress(
+        n_resamples * n_jobs,
+        "gaps: bootstrap",
+        enabled=shows_progress(progress, total_draws),
+        unit="resample",
+    )
     rows: list[dict[str, Any]] = []
     try:
         for p, (key, groups_values) in enumerate(zip(partitions, cubes, strict=True)):

@@ -47,7 +47,8 @@ from frame_metrics.errors import (
     warn,
 )
 from frame_metrics.frames import to_lazy
-from frame_metrics.options import MetricOptions, is_int, is_real
+from frame_metrics.numerics import check_level, check_n_resamples, check_seed, is_int, is_real
+from frame_metrics.options import MetricOptions
 from frame_metrics.prepare import RANK, prepare
 from frame_metrics.spec import rank_not_read
 from frame_metrics.stats import draw_counts
@@ -85,8 +86,6 @@ COLUMNS: Final[dict[str, pl.DataType]] = {
     "largest_weight": pl.Float64(),
 }
 
-#: The most bootstrap resamples drawn (as gaps and compare).
-MAX_RESAMPLES: Final = 10_000_000
 #: Draw-count cells (resamples x users) of one block of resamples.
 _CHUNK_CELLS: Final = 4_000_000
 
@@ -144,12 +143,10 @@ def _check_options(
         raise _refuse("k", "an int >= 1", k)
     if max_weight is not None and not (is_real(max_weight) and cast("float", max_weight) > 0):
         raise _refuse("max_weight", "a number > 0 or None", max_weight)
-    if not (is_real(level) and 0 < cast("float", level) < 1):
-        raise _refuse("level", "a number in (0, 1)", level)
-    if not (is_int(n_resamples) and 0 <= cast("int", n_resamples) <= MAX_RESAMPLES):
-        raise _refuse("n_resamples", f"an int in [0, {MAX_RESAMPLES:_}]", n_resamples)
-    if not (is_int(seed) and cast("int", seed) >= 0):
-        raise _refuse("seed", "an int >= 0", seed)
+    check_level(level)
+    # 0 resamples: no interval (ci_low and ci_high null).
+    check_n_resamples(n_resamples, least=0)
+    check_seed(seed)
 
 
 def _local(frame: object) -> object:
