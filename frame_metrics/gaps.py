@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import polars as pl
 
 from frame_metrics.columns import as_names, check_roles, key_roles
+from frame_metrics.distributed import to_local
 from frame_metrics.dtypes import unify_keys
 from frame_metrics.errors import (
     IgnoredOptionWarning,
@@ -140,14 +141,6 @@ def split_metric(column: str) -> tuple[str, int | None]:
     return (name, int(k)) if sep and k.isdigit() else (column, None)
 
 
-def _local(frame: object) -> object:
-    """A Spark or Dask frame collected to polars (gaps reads every row); others as given."""
-    from frame_metrics.distributed import adapter_for
-
-    adapter = adapter_for(frame)
-    return frame if adapter is None else adapter.to_polars(frame)
-
-
 def _key_roles(users: list[str], by: list[str], group: object, per_user_columns: list[str]) -> None:
     """The user key, ``by`` and the group column are distinct and clear of the result's names."""
     if not users:
@@ -199,7 +192,7 @@ def _groups_from_frame(
     per_user: pl.DataFrame, group: object, users: list[str]
 ) -> tuple[pl.DataFrame, list[CheckedFrame]]:
     """``per_user`` with each user's group from a frame of (user key, group column)."""
-    frame = to_lazy(_local(group), "group").lazy.collect()
+    frame = to_lazy(to_local(group), "group").lazy.collect()
     missing = [c for c in users if c not in frame.columns]
     if missing:
         raise MissingColumnsError("group", missing, frame.columns)
@@ -249,7 +242,7 @@ def _active_split(
     is 7), and users tied with the last of them are active too: a group is a property
     of a user's activity, not of its id.
     """
-    lazy = to_lazy(_local(train), "train").lazy
+    lazy = to_lazy(to_local(train), "train").lazy
     columns = lazy.collect_schema().names()
     missing = [c for c in users if c not in columns]
     if missing:
@@ -539,7 +532,7 @@ def gaps(
     users = list(as_names(user, "user"))
     by_cols = list(as_names(by, "by"))
     if group is not None and not isinstance(group, str):
-        to_lazy(_local(group), "group")  # a frame, or the error saying what is accepted
+        to_lazy(to_local(group), "group")  # a frame, or the error saying what is accepted
     source = to_lazy(per_user, "per_user")
     frame = source.lazy.collect()
     _key_roles(users, by_cols, group, frame.columns)

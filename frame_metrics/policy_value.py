@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 import polars as pl
 
 from frame_metrics.columns import Columns, as_names, check_roles, key_roles
+from frame_metrics.distributed import to_local
 from frame_metrics.dtypes import type_null_columns, unify_keys, whole_number_check
 from frame_metrics.errors import (
     IgnoredOptionWarning,
@@ -147,14 +148,6 @@ def _check_options(
     # 0 resamples: no interval (ci_low and ci_high null).
     check_n_resamples(n_resamples, least=0)
     check_seed(seed)
-
-
-def _local(frame: object) -> object:
-    """A Spark or Dask frame collected to polars (every row is read); others as given."""
-    from frame_metrics.distributed import adapter_for
-
-    adapter = adapter_for(frame)
-    return frame if adapter is None else adapter.to_polars(frame)
 
 
 def _numeric(label: str, schema: pl.Schema, column: str, what: str) -> None:
@@ -411,8 +404,8 @@ def policy_value(
 
     adapter = adapter_for(logs)
     table = _policy_value(
-        _local(logs),
-        _local(recs),
+        to_local(logs),
+        to_local(recs),
         k=int(k),
         estimator=estimator,
         reward=reward,
@@ -430,7 +423,7 @@ def policy_value(
         score=score,
         ties=ties,
         validate=validate,
-        exclude=None if exclude is None else _local(exclude),
+        exclude=None if exclude is None else to_local(exclude),
     )
     return cast("FrameT", table if adapter is None else adapter.like(logs, table))
 
