@@ -10,8 +10,9 @@ corrected for multiple comparisons.
 
 The bootstrap is vectorised: one matrix of resample counts (resamples x users, drawn in
 chunks) times the matrix of every model's and metric's values gives every resampled mean
-at once, and the same resamples serve every model, so differences are paired. Needs numpy
-(``pip install frame_metrics[stats]``); the tests and p-values need nothing else.
+at once (:func:`frame_metrics.numerics.resampled_sums`), and the same resamples serve every
+model, so differences are paired. Needs numpy (``pip install frame_metrics[stats]``); the
+tests and p-values need nothing else.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ from frame_metrics.numerics import (
     check_n_resamples,
     check_progress,
     check_seed,
+    numpy_for,
+    percentile_interval,
+    resampled_sums,
     shows_progress,
 )
 from frame_metrics.progress import Progress
@@ -61,9 +65,6 @@ __all__ = ["compare"]
 
 FrameT = TypeVar("FrameT")
 Correction = Literal["holm", "bh"]
-
-#: Resample-count cells (resamples x users) held in memory at once.
-_CHUNK_CELLS = 5_000_000
 
 #: The result's columns after the ``by`` columns; ``model`` and ``baseline`` take the
 #: model column's dtype (None here).
@@ -229,16 +230,6 @@ def _find_baseline(models: list[Any], wanted: object) -> Any:
     )
 
 
-def _numpy() -> Any:
-    try:
-        import numpy
-    except ImportError:  # pragma: no cover - numpy is everywhere the tests run
-        raise ImportError(
-            "frame_metrics.compare needs numpy for the bootstrap: pip install 'frame_metrics[stats]'"
-        ) from None
-    return numpy
-
-
 def _split_metric(column: str) -> tuple[str, int | None]:
     """A metric column as (metric, k), split at its last ``"@"``.
 
@@ -263,7 +254,8 @@ def _bootstrap(
     values: npt.NDArray[np.float64],
     pairs: list[tuple[int, int]],
     n_resamples: int,
-    rng: Any,
+    seed: int,
+    key: tuple[int, ...],
     progress: Progress,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Resampled means of every column, and of every paired difference.
@@ -275,7 +267,7 @@ def _bootstrap(
     Columns without a missing value need no count column (Σ c_i = number of users), and
     a difference of two such columns is the difference of their means.
     """
-    np_ = _numpy()
+    np_ = numpy_for("compare")
     n_users, n_cols = values.shape
     has = ~np_.isnan(values)
     complete = has.all(axis=0)
@@ -288,18 +280,7 @@ def _bootstrap(
         both = ~np_.isnan(diffs)
         blocks += [np_.where(both, diffs, 0.0), both.astype(np_.float64)]
     design = np_.ascontiguousarray(np_.concatenate(blocks, axis=1))
-    sums = np_.empty((n_resamples, design.shape[1]))
-    chunk = max(1, min(n_resamples, _CHUNK_CELLS // max(n_users, 1)))
-    counts = np_.empty((chunk, n_users))
-    for start in range(0, n_resamples, chunk):
-        size = min(chunk, n_resamples - start)
-        draws = rng.integers(0, n_users, size=(size, n_users))
-        # One bincount per resample (each over all users, in C): its counts fit in cache,
-        # unlike one bincount over the whole chunk.
-        for r in range(size):
-            counts[r] = np_.bincount(draws[r], minlength=n_users)
-        sums[start : start + size] = counts[:size] @ design
-        progress.update(size)
+    sums = resampled_sums(design, n_resamples, seed, key, progress=progress.update)
     n_masked = len(masked)
     denominators = np_.full((n_resamples, n_cols), float(n_users))
     denominators[:, masked] = sums[:, n_cols : n_cols + n_masked]
@@ -317,12 +298,8 @@ def _bootstrap(
 
 
 def _interval(samples: Any, level: float) -> tuple[float, float]:
-    np_ = _numpy()
-    finite = samples[~np_.isnan(samples)]
-    if finite.size == 0:
-        return math.nan, math.nan
-    low, high = np_.quantile(finite, [(1 - level) / 2, (1 + level) / 2])
-    return float(low), float(high)
+    """The percentile interval of the resamples with a value; NaN when none has."""
+    return percentile_interval(samples, level) or (math.nan, math.nan)
 
 
 def _nan_to_none(x: float) -> float | None:
@@ -439,7 +416,7 @@ def compare(
     >>> round(out["p_ttest"][1], 4)   # differences [1, 0, 1, 0]: t = 0.5 / (0.57735 / 2)
     0.1817
     """
-    np_ = _numpy()
+    numpy_for("compare")  # its ImportError first, before any work
     level, n_resamples, seed = _check_options(model, level, n_resamples, seed, correction, progress)
     segments_by, users = _key_roles(model, by, user)
     _check_serendipity_baseline(evaluate_kwargs)
@@ -566,17 +543,11 @@ def compare(
         unit="resample",
     )
     rows: list[dict[str, Any]] = []
-    root = np_.random.SeedSequence(seed)
     try:
-        for segment, child in zip(segments, root.spawn(len(segments)), strict=True):
+        for i, segment in enumerate(segments):
+            # The i-th segment's stream: SeedSequence(seed).spawn(n)[i], whatever n.
             rows += _compare_segment(
-                segment,
-                baseline,
-                level,
-                n_resamples,
-                np_.random.default_rng(child),
-                bar,
-                segments_by,
+                segment, baseline, level, n_resamples, seed, (i,), bar, segments_by
             )
     finally:
         bar.close()
@@ -609,7 +580,7 @@ def _segments(
     metric_cols: list[str],
     models: list[str],
 ) -> list[_Segment]:
-    np_ = _numpy()
+    np_ = numpy_for("compare")
     frames = (
         per_user.partition_by(segments_by, as_dict=True, maintain_order=True)
         if segments_by
@@ -633,11 +604,12 @@ def _compare_segment(
     baseline: Any,
     level: float,
     n_resamples: int,
-    rng: Any,
+    seed: int,
+    key: tuple[int, ...],
     bar: Progress,
     segments_by: list[str],
 ) -> list[dict[str, Any]]:
-    np_ = _numpy()
+    np_ = numpy_for("compare")
     n_users, n_models, n_metrics = segment.values.shape
     flat = segment.values.reshape(n_users, n_models * n_metrics)
     b = segment.models.index(baseline)
@@ -648,7 +620,7 @@ def _compare_segment(
     pairs = [
         (col(mi, ci), col(b, ci)) for mi in range(n_models) if mi != b for ci in range(n_metrics)
     ]
-    means, diff_means = _bootstrap(flat, pairs, n_resamples, rng, bar)
+    means, diff_means = _bootstrap(flat, pairs, n_resamples, seed, key, bar)
     rows = []
     pair_at = {p: j for j, p in enumerate(pairs)}
     for ci, metric_col in enumerate(segment.metrics):

@@ -11,9 +11,10 @@ Recommendation", WWW 2021).
 
 The bootstrap is unpaired and vectorised: each group's users are resampled on their own
 (the groups are independent samples), every resample of a chunk at once as a matrix of
-draw counts (resamples x users) times the users' values, so that a million users take
-no Python loop over users or resamples, and memory stays bounded by the chunk. Needs
-numpy (``pip install frame_metrics[stats]``).
+draw counts (resamples x users) times the users' values
+(:func:`frame_metrics.numerics.resampled_sums`), so that a million users take no Python
+loop over users or resamples, and memory stays bounded by the chunk. Needs numpy (``pip
+install frame_metrics[stats]``).
 """
 
 from __future__ import annotations
@@ -48,10 +49,13 @@ from frame_metrics.numerics import (
     check_progress,
     check_seed,
     check_share,
+    numpy_for,
+    percentiles,
+    resampled_sums,
     shows_progress,
 )
 from frame_metrics.progress import Progress
-from frame_metrics.stats import draw_counts, welch_t_test
+from frame_metrics.stats import welch_t_test
 from frame_metrics.validation import (
     CheckedFrame,
     duplicate_check,
@@ -76,8 +80,6 @@ ACTIVE, INACTIVE = "active", "inactive"
 
 #: The groups of the users while computing (the caller's columns keep their names).
 _GROUP = "_fm_group"
-#: Draw-count cells (resamples x users) held in memory at once.
-_CHUNK_CELLS = 5_000_000
 
 #: The result's columns after the ``by`` columns; ``group`` takes the groups' dtype.
 _SCHEMA: dict[str, Any] = {
@@ -114,16 +116,6 @@ def _check_options(
     check_n_resamples(n_resamples)
     check_seed(seed)
     check_progress(progress)
-
-
-def _numpy() -> Any:
-    try:
-        import numpy
-    except ImportError:  # pragma: no cover - numpy is everywhere the tests run
-        raise ImportError(
-            "frame_metrics.gaps needs numpy for the bootstrap: pip install 'frame_metrics[stats]'"
-        ) from None
-    return numpy
 
 
 def split_metric(column: str) -> tuple[str, int | None]:
@@ -342,26 +334,6 @@ class _Samples:
     means: list[npt.NDArray[np.float64] | None]  # per metric, n_resamples means (None: no user)
 
 
-def _resampled_means(
-    values: npt.NDArray[np.float64], n_resamples: int, rng: Any, bar: Progress
-) -> npt.NDArray[np.float64]:
-    """The means of ``values`` (users x columns, no NaN) over resamples of its users.
-
-    A resample draws as many users as there are, with replacement; its means are the
-    draw counts (one row per resample) times the values, over the number of users, so a
-    chunk of resamples is one matrix product.
-    """
-    np_ = _numpy()
-    n_users = values.shape[0]
-    out = np_.empty((n_resamples, values.shape[1]))
-    chunk = max(1, min(n_resamples, _CHUNK_CELLS // n_users))
-    for start in range(0, n_resamples, chunk):
-        size = min(chunk, n_resamples - start)
-        out[start : start + size] = (draw_counts(rng, size, n_users) @ values) / n_users
-        bar.update(size)
-    return cast("npt.NDArray[np.float64]", out)
-
-
 def _group_samples(
     values: npt.NDArray[np.float64],
     n_resamples: int,
@@ -380,15 +352,16 @@ def _group_samples(
     (drawn in chunks, which give the same stream), n being the block's users in
     ``per_user`` order.
     """
-    np_ = _numpy()
+    np_ = numpy_for("gaps")
     has = ~np_.isnan(values)
     defined = [values[has[:, j], j] for j in range(values.shape[1])]
     means: list[Any] = [None] * values.shape[1]
     for b, cols in enumerate(_blocks(has)):
         rows = has[:, cols[0]]
-        rng = np_.random.default_rng(np_.random.SeedSequence(seed, spawn_key=(*key, b)))
         block = np_.ascontiguousarray(values[np_.ix_(rows, cols)])
-        resampled = _resampled_means(block, n_resamples, rng, bar)
+        # A resample's means: its sums over the block's users, over their number.
+        sums = resampled_sums(block, n_resamples, seed, (*key, b), progress=bar.update)
+        resampled = sums / block.shape[0]
         for i, j in enumerate(cols):
             means[j] = resampled[:, i]
     return _Samples(defined, means)
@@ -400,7 +373,7 @@ def _blocks(has: npt.NDArray[np.bool_]) -> list[list[int]]:
     Metrics without any are left out (nothing to resample); blocks are in the order of
     their first metric.
     """
-    np_ = _numpy()
+    np_ = numpy_for("gaps")
     blocks: dict[bytes, list[int]] = {}
     for j in range(has.shape[1]):
         if has[:, j].any():
@@ -508,7 +481,7 @@ def gaps(
     >>> out.select("metric", "k", "group", "n_users", "mean", "diff").rows()
     [('ndcg', 10, 'de', 2, 0.625, 0.25), ('ndcg', 10, 'fr', 2, 0.375, 0.25)]
     """
-    np_ = _numpy()
+    np_ = numpy_for("gaps")
     _check_options(active_share, level, n_resamples, seed, progress)
     from frame_metrics.distributed import adapter_for
 
@@ -679,7 +652,6 @@ def _partition_rows(
     level: float,
 ) -> list[dict[str, Any]]:
     """The rows of one ``by`` group: per metric, each group's and the summary."""
-    np_ = _numpy()
     rows = []
     for j, column in enumerate(metric_cols):
         name, k = split_metric(column)
@@ -702,8 +674,8 @@ def _partition_rows(
             summary["diff"] = first - second
             a, b = samples[0], samples[1]
             resampled = cast("Any", a.means[j]) - cast("Any", b.means[j])
-            low, high = np_.quantile(resampled, [(1 - level) / 2, (1 + level) / 2])
-            summary["diff_low"], summary["diff_high"] = float(low), float(high)
+            # Every resample has a value (each group's users have one): no NaN to drop.
+            summary["diff_low"], summary["diff_high"] = percentiles(resampled, level)
             summary["p_value"] = _none_if_nan(welch_t_test(a.values[j], b.values[j])[1])
         for g, (n, mean) in zip(groups, stats, strict=True):
             rows.append(

@@ -27,7 +27,6 @@ frame kind.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import replace
 from fractions import Fraction
@@ -48,11 +47,18 @@ from frame_metrics.errors import (
     warn,
 )
 from frame_metrics.frames import to_lazy
-from frame_metrics.numerics import check_level, check_n_resamples, check_seed, is_int, is_real
+from frame_metrics.numerics import (
+    check_level,
+    check_n_resamples,
+    check_seed,
+    is_int,
+    is_real,
+    percentile_interval,
+    resampled_sums,
+)
 from frame_metrics.options import MetricOptions
 from frame_metrics.prepare import RANK, prepare
 from frame_metrics.spec import rank_not_read
-from frame_metrics.stats import draw_counts
 from frame_metrics.validation import (
     Check,
     CheckedFrame,
@@ -1048,12 +1054,8 @@ def _interval(
     import numpy
 
     values = part.select(_A, _B).to_numpy().astype(numpy.float64, copy=False)
-    estimates = _resampled_ratios(values, n_resamples, seed, p)
-    defined = estimates[~numpy.isnan(estimates)]
-    if defined.size == 0:
-        return None, None
-    low, high = numpy.quantile(defined, [(1 - level) / 2, (1 + level) / 2])
-    return float(low), float(high)
+    interval = percentile_interval(_resampled_ratios(values, n_resamples, seed, p), level)
+    return (None, None) if interval is None else interval
 
 
 def _resampled_ratios(
@@ -1069,26 +1071,7 @@ def _resampled_ratios(
     """
     import numpy
 
-    n_users = values.shape[0]
-    out = numpy.empty(n_resamples)
-    chunk = max(1, _CHUNK_CELLS // n_users)
-
-    def block(b: int) -> None:
-        start = b * chunk
-        size = min(chunk, n_resamples - start)
-        rng = numpy.random.default_rng(numpy.random.SeedSequence(seed, spawn_key=(p, b)))
-        sums = draw_counts(rng, size, n_users).astype(numpy.float64) @ values
-        with numpy.errstate(invalid="ignore", divide="ignore"):
-            ratio = sums[:, 0] / sums[:, 1]
-        out[start : start + size] = numpy.where(sums[:, 1] != 0.0, ratio, numpy.nan)
-
-    n_blocks = -(-n_resamples // chunk)
-    if n_blocks == 1:
-        block(0)
-    else:
-        # numpy releases the GIL while drawing, counting and multiplying.
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(min(n_blocks, os.cpu_count() or 1)) as pool:
-            list(pool.map(block, range(n_blocks)))
-    return cast("npt.NDArray[np.float64]", out)
+    sums = resampled_sums(values, n_resamples, seed, (p,), cells=_CHUNK_CELLS, per_chunk=True)
+    with numpy.errstate(invalid="ignore", divide="ignore"):
+        ratio = sums[:, 0] / sums[:, 1]
+    return cast("npt.NDArray[np.float64]", numpy.where(sums[:, 1] != 0.0, ratio, numpy.nan))

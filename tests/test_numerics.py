@@ -103,3 +103,99 @@ def test_progress_and_when_it_shows() -> None:
     assert numerics.shows_progress(None, 200_000_000) is False
     assert numerics.shows_progress(None, 200_000_001) is True
     assert numerics.shows_progress(False, 10**12) is False
+
+
+# -- the seeded bootstrap -----------------------------------------------------------------
+
+
+def _counts_of(drawn: np.ndarray, n_users: int) -> list[list[int]]:
+    """Each resample's draw counts, counted one user at a time."""
+    return [[int((row == i).sum()) for i in range(n_users)] for row in drawn]
+
+
+def test_a_key_is_the_stream_spawn_gives() -> None:
+    # compare's segments were SeedSequence(seed).spawn(n)[i]: the key (i,) draws the same.
+    children = np.random.SeedSequence(11).spawn(4)
+    for i, child in enumerate(children):
+        want = np.random.default_rng(child).integers(0, 1000, size=5).tolist()
+        assert numerics.generator(11, (i,)).integers(0, 1000, size=5).tolist() == want
+    # and a deeper key is SeedSequence's spawn_key, as gaps and policy_value document.
+    want = np.random.default_rng(np.random.SeedSequence(3, spawn_key=(1, 0, 2))).random()
+    assert numerics.generator(3, (1, 0, 2)).random() == want
+
+
+@pytest.mark.parametrize("n_users", [7, 70_000])  # one bincount, and one per resample
+def test_draw_counts_count_the_drawn_users(n_users: int) -> None:
+    size = 3
+    drawn = np.random.default_rng(5).integers(0, n_users, size=(size, n_users), dtype=np.int32)
+    counts = numerics.draw_counts(np.random.default_rng(5), size, n_users)
+    assert counts.shape == (size, n_users)
+    if n_users < 100:
+        assert counts.tolist() == _counts_of(drawn, n_users)
+    else:
+        for r in range(size):
+            assert counts[r].tolist() == np.bincount(drawn[r], minlength=n_users).tolist()
+    assert counts.sum(axis=1).tolist() == [n_users] * size
+
+
+def _one_at_a_time(
+    values: list[list[float]], rngs: list[np.random.Generator], sizes: list[int]
+) -> list[list[float]]:
+    """Sums of each resample's drawn rows, one resample and one user at a time."""
+    out = []
+    for rng, size in zip(rngs, sizes, strict=True):
+        for _ in range(size):
+            (row,) = rng.integers(0, len(values), size=(1, len(values)), dtype=np.int32)
+            out.append([sum(values[i][j] for i in row) for j in range(len(values[0]))])
+    return out
+
+
+# Small integers: every sum is exact, whatever the order of its terms.
+VALUES = [[1.0, -3.0], [2.0, 5.0], [4.0, 0.0], [8.0, 7.0], [16.0, 1.0]]
+
+
+def test_one_stream_draws_chunk_after_chunk() -> None:
+    values = np.array(VALUES)
+    want = _one_at_a_time(VALUES, [numerics.generator(9, (2,))], [10])
+    sizes: list[int] = []
+    got = numerics.resampled_sums(
+        values,
+        10,
+        9,
+        (2,),
+        cells=15,  # chunks of 15 // 5 = 3 resamples
+        progress=sizes.append,
+    )
+    assert got.tolist() == want
+    assert sizes == [3, 3, 3, 1]
+    assert numerics.resampled_sums(values, 10, 9, (2,)).tolist() == want
+
+
+def test_int64_indices_are_the_int32_stream() -> None:
+    # compare drew int64 indices (numpy's default dtype), gaps and policy_value int32:
+    # numpy draws a range below 2^32 from 32-bit words either way, so one drawing serves.
+    for n in (1, 5, 65_537, 2**31 - 1):
+        wide = np.random.default_rng(n).integers(0, n, size=(3, 7))
+        narrow = np.random.default_rng(n).integers(0, n, size=(3, 7), dtype=np.int32)
+        assert wide.dtype == np.int64
+        assert wide.tolist() == narrow.tolist()
+
+
+def test_per_chunk_streams_are_keyed_by_chunk() -> None:
+    values = np.array(VALUES)
+    # Chunks of 2 resamples: 7 resamples are blocks of 2, 2, 2 and 1, block b on key (4, b).
+    rngs = [numerics.generator(1, (4, b)) for b in range(4)]
+    want = _one_at_a_time(VALUES, rngs, [2, 2, 2, 1])
+    got = numerics.resampled_sums(values, 7, 1, (4,), cells=10, per_chunk=True)
+    assert got.tolist() == want
+    # One block: key (4, 0) alone.
+    (alone,) = _one_at_a_time(VALUES, [numerics.generator(1, (4, 0))], [1])
+    assert numerics.resampled_sums(values, 1, 1, (4,), per_chunk=True).tolist() == [alone]
+
+
+def test_percentiles_interpolate_linearly() -> None:
+    samples = np.array([3.0, 0.0, 1.0, 2.0])  # sorted 0, 1, 2, 3
+    # level 0.5: positions 0.25 * 3 = 0.75 and 0.75 * 3 = 2.25.
+    assert numerics.percentiles(samples, 0.5) == (0.75, 2.25)
+    assert numerics.percentile_interval(np.append(samples, np.nan), 0.5) == (0.75, 2.25)
+    assert numerics.percentile_interval(np.array([np.nan, np.nan]), 0.5) is None
