@@ -41,7 +41,6 @@ from frame_metrics.errors import (
     shown,
     warn,
 )
-from frame_metrics.exact_sums import exact_partials, exact_totals
 from frame_metrics.frames import to_lazy
 from frame_metrics.numerics import (
     check_level,
@@ -49,6 +48,8 @@ from frame_metrics.numerics import (
     check_progress,
     check_seed,
     check_share,
+    exact_partials,
+    exact_totals,
     numpy_for,
     percentiles,
     resampled_sums,

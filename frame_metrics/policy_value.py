@@ -17,11 +17,10 @@ result has one row per evaluated policy (``by`` group) with a bootstrap interval
 users, the effective sample size, the share of logged rows the policy could have shown
 and the largest weight.
 
-Exactness: every sum over a user's rows is taken in a fixed order (the user's values
-sorted, summed left to right), the sums over users are exact
-(:mod:`frame_metrics.exact_sums`), and the bootstrap draws from a seeded stream over the
-users in key order, so the result is the same to the bit whatever the row order or
-frame kind.
+Exactness: the terms are summed in fixed point, as integers, which is exact in any order
+(:func:`policy_value`'s Notes), and the bootstrap draws from seeded streams over the users
+in key order (:func:`frame_metrics.numerics.resampled_sums`), so the result is the same
+to the bit whatever the row order or frame kind.
 """
 
 from __future__ import annotations
@@ -55,6 +54,7 @@ from frame_metrics.numerics import (
     is_real,
     percentile_interval,
     resampled_sums,
+    times_two_to,
 )
 from frame_metrics.options import MetricOptions
 from frame_metrics.prepare import RANK, prepare
@@ -821,23 +821,6 @@ def _exponent(top: float | None) -> int:
     return _FIXED_BITS - math.frexp(top)[1]
 
 
-def _times_two_to(value: pl.Expr, s: int) -> pl.Expr:
-    """``value · 2^s``, exact where the result is a normal float, for any float's s.
-
-    2^s itself is no float past 2^1023 (s of a subnormal column's terms reaches 1169):
-    the scaling is two exact steps then.
-
-    Examples
-    --------
-    >>> pl.select(_times_two_to(pl.lit(5e-324), 1169)).item() == 2.0**95
-    True
-    """
-    if abs(s) <= 1000:
-        return value * 2.0**s
-    half = s // 2
-    return value * 2.0**half * 2.0 ** (s - half)
-
-
 def _fixed_point(frame: pl.DataFrame, sources: dict[str, str]) -> pl.LazyFrame:
     """``frame`` with the terms to sum in fixed point, as Int128 integers.
 
@@ -855,7 +838,7 @@ def _fixed_point(frame: pl.DataFrame, sources: dict[str, str]) -> pl.LazyFrame:
         # Not strict: a NaN or infinite term (a pscore of 0) is null here, and the input
         # checks collected before report its cause (or validate=False gives a null).
         *(
-            _times_two_to(pl.col(src), exps[name]).round().cast(pl.Int128, strict=False).alias(name)
+            times_two_to(pl.col(src), exps[name]).round().cast(pl.Int128, strict=False).alias(name)
             for name, src in sources.items()
         ),
         *(pl.lit(exps[name], pl.Int64).alias(f"{name}.s") for name in sources),
@@ -867,7 +850,7 @@ def _unscaled(frame: pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
     if frame.height == 0:
         return frame.with_columns(pl.col(names).cast(pl.Float64))
     return frame.with_columns(
-        _times_two_to(pl.col(name).cast(pl.Float64), -int(frame[f"{name}.s"][0])).alias(name)
+        times_two_to(pl.col(name).cast(pl.Float64), -int(frame[f"{name}.s"][0])).alias(name)
         for name in names
     )
 

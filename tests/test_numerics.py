@@ -1,7 +1,9 @@
-"""``frame_metrics.numerics``: the option checks the workflows share.
+"""``frame_metrics.numerics``: option checks, exact sums and the seeded bootstrap.
 
 Each check's accepted values and its refusal are written out; compare, gaps,
-policy_value and the splits test the same messages through their own calls.
+policy_value and the splits test the same messages through their own calls. Exact sums
+are held to Python's exact rationals (``fractions.Fraction``) and ``math.fsum``; the
+bootstrap to its documented streams, drawn one resample at a time.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import polars as pl
 import pytest
 
 from frame_metrics import numerics
@@ -103,6 +106,88 @@ def test_progress_and_when_it_shows() -> None:
     assert numerics.shows_progress(None, 200_000_000) is False
     assert numerics.shows_progress(None, 200_000_001) is True
     assert numerics.shows_progress(False, 10**12) is False
+
+
+# -- exact sums -----------------------------------------------------------------------------
+
+
+def _totals(frame: pl.DataFrame, by: list[str], columns: list[str]) -> pl.DataFrame:
+    partials = numerics.exact_partials(frame.lazy(), by, columns)
+    return numerics.exact_totals(partials, by, columns).collect()
+
+
+def test_exact_sum_and_mean_are_the_rationals_rounded_once() -> None:
+    # Left to right in floats, 1e16 + 1.0 is 1e16 again: the float sum is 1.0, not 2.0.
+    values = [1e16, 1.0, -1e16, 1.0]
+    assert sum(values) == 1.0
+    got = _totals(pl.DataFrame({"x": values}), [], ["x"]).row(0)
+    assert got == (2.0, 4, 0.5)
+    rng = np.random.default_rng(2)
+    many = (rng.standard_normal(1000) * 10.0 ** rng.integers(-20, 20, 1000)).tolist()
+    exact = sum(map(Fraction, many), Fraction(0))
+    total, n, mean = _totals(pl.DataFrame({"x": many}), [], ["x"]).row(0)
+    assert (total, n, mean) == (math.fsum(many), 1000, float(exact / 1000))
+    assert total == float(exact)
+    # Any order of the rows: the same bits.
+    shuffled = pl.DataFrame({"x": [many[i] for i in rng.permutation(1000)]})
+    assert _totals(shuffled, [], ["x"]).row(0) == (total, n, mean)
+
+
+def test_exact_sums_per_group_without_nulls_and_with_nan() -> None:
+    frame = pl.DataFrame(
+        {
+            "g": ["a", "a", "a", "b", "b", "c"],
+            "x": [0.1, 0.2, None, math.inf, 1.0, None],
+            "y": [1.0, 2.0, 4.0, 0.5, math.nan, 3.0],
+        }
+    )
+    got = {row[0]: row[1:] for row in _totals(frame, ["g"], ["x", "y"]).rows()}
+    # x of a: 0.1 + 0.2 exactly, rounded once; its mean the exact half, rounded once.
+    x_a = float(Fraction(0.1) + Fraction(0.2))
+    x_a_mean = float((Fraction(0.1) + Fraction(0.2)) / 2)
+    assert got["a"] == (x_a, 2, x_a_mean, 7.0, 3, 7.0 / 3)
+    x_b, n_b, mean_b, y_b, m_b, y_b_mean = got["b"]
+    assert (x_b, n_b, mean_b) == (math.inf, 2, math.inf)  # an infinite value: the sum is it
+    assert math.isnan(y_b)
+    assert m_b == 2
+    assert math.isnan(y_b_mean)
+    assert got["c"] == (None, 0, None, 3.0, 1, 3.0)  # no value: no sum, no mean
+
+
+def test_partials_of_partitions_add_up_to_the_whole() -> None:
+    rng = np.random.default_rng(8)
+    values = (rng.random(300) * 10.0 ** rng.integers(-8, 8, 300)).tolist()
+    groups = rng.integers(0, 3, 300).tolist()
+    whole = pl.DataFrame({"g": groups, "x": values})
+    parts = [
+        numerics.exact_partials(whole.slice(start, 100).lazy(), ["g"], ["x"])
+        for start in (0, 100, 200)
+    ]
+    added = numerics.sum_partials(pl.concat(parts), ["g"])
+    got = numerics.exact_totals(added, ["g"], ["x"]).collect().sort("g").rows()
+    want = []
+    for g in (0, 1, 2):
+        mine = [v for v, h in zip(values, groups, strict=True) if h == g]
+        exact = sum(map(Fraction, mine), Fraction(0))
+        want.append((g, math.fsum(mine), len(mine), float(exact / len(mine))))
+    assert got == want
+
+
+def test_times_two_to_is_exact_for_any_float_exponent() -> None:
+    def scaled(value: float, s: int | pl.Expr) -> float:
+        out = pl.select(numerics.times_two_to(pl.lit(value, pl.Float64), s)).item()
+        assert isinstance(out, float)
+        return out
+
+    assert scaled(3.0, 4) == 48.0
+    assert scaled(3.0, -2) == 0.75
+    assert scaled(3.0, pl.lit(-2)) == 0.75
+    # 2^1100 is no float: two factors, 2^550 each; the least subnormal 2^-1074 times
+    # 2^1169 is 2^95, exactly.
+    assert scaled(2.0**-1000, 1100) == 2.0**100
+    assert scaled(5e-324, 1169) == 2.0**95
+    assert scaled(5e-324, pl.lit(1169)) == 2.0**95
+    assert scaled(2.0**1000, -1100) == 2.0**-100
 
 
 # -- the seeded bootstrap -----------------------------------------------------------------
