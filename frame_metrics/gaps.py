@@ -103,7 +103,8 @@ def _check_options(
 ) -> None:
     """Each keyword of :func:`gaps` is of its kind, before any data is read.
 
-    The values are used as given (a numpy level stays numpy's).
+    The values are used as given: a numpy float32 level takes its percentiles in float32
+    (compare and policy_value take a float's), which a float would change in the last bits.
 
     Examples
     --------
@@ -675,7 +676,7 @@ def _partition_rows(
             summary["diff"] = first - second
             a, b = samples[0], samples[1]
             resampled = cast("Any", a.means[j]) - cast("Any", b.means[j])
-            # Every resample has a value (each group's users have one): no NaN to drop.
+            # Each resample has a value (every drawn user has one): none is left out.
             summary["diff_low"], summary["diff_high"] = percentiles(resampled, level)
             summary["p_value"] = _none_if_nan(welch_t_test(a.values[j], b.values[j])[1])
         for g, (n, mean) in zip(groups, stats, strict=True):

@@ -527,17 +527,18 @@ def resampled_sums(
         if progress is not None:
             progress(size)
 
+    def block(b: int) -> None:
+        fill(starts[b], generator(seed, (*key, b)))
+
     if not per_chunk:
         rng = generator(seed, key)
         for start in starts:
             fill(start, rng)
-    elif len(starts) == 1:
-        fill(0, generator(seed, (*key, 0)))
+    elif len(starts) <= 1:
+        for b in range(len(starts)):
+            block(b)
     else:
         from concurrent.futures import ThreadPoolExecutor
-
-        def block(b: int) -> None:
-            fill(starts[b], generator(seed, (*key, b)))
 
         with ThreadPoolExecutor(min(len(starts), os.cpu_count() or 1)) as pool:
             list(pool.map(block, range(len(starts))))

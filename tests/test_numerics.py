@@ -276,6 +276,10 @@ def test_per_chunk_streams_are_keyed_by_chunk() -> None:
     # One block: key (4, 0) alone.
     (alone,) = _one_at_a_time(VALUES, [numerics.generator(1, (4, 0))], [1])
     assert numerics.resampled_sums(values, 1, 1, (4,), per_chunk=True).tolist() == [alone]
+    # No resample: no row, either way.
+    for per_chunk in (False, True):
+        empty = numerics.resampled_sums(values, 0, 1, (4,), per_chunk=per_chunk)
+        assert empty.shape == (0, 2)
 
 
 def test_percentiles_interpolate_linearly() -> None:
