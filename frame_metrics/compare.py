@@ -10,8 +10,9 @@ corrected for multiple comparisons.
 
 The bootstrap is vectorised: one matrix of resample counts (resamples x users, drawn in
 chunks) times the matrix of every model's and metric's values gives every resampled mean
-at once, and the same resamples serve every model, so differences are paired. Needs numpy
-(``pip install frame_metrics[stats]``); the tests and p-values need nothing else.
+at once (:func:`frame_metrics.numerics.resampled_sums`), and the same resamples serve every
+model, so differences are paired. Needs numpy (``pip install frame_metrics[stats]``); the
+tests and p-values need nothing else.
 """
 
 from __future__ import annotations
@@ -35,7 +36,16 @@ from frame_metrics.errors import (
     warn,
 )
 from frame_metrics.frames import kind_of, to_lazy
-from frame_metrics.options import is_int, is_real
+from frame_metrics.numerics import (
+    check_level,
+    check_n_resamples,
+    check_progress,
+    check_seed,
+    numpy_for,
+    percentile_interval,
+    resampled_sums,
+    shows_progress,
+)
 from frame_metrics.progress import Progress
 from frame_metrics.stats import benjamini_hochberg, holm, paired_t_test, wilcoxon_signed_rank
 from frame_metrics.validation import (
@@ -55,11 +65,6 @@ __all__ = ["compare"]
 
 FrameT = TypeVar("FrameT")
 Correction = Literal["holm", "bh"]
-
-#: Resample-count cells (resamples x users) held in memory at once.
-_CHUNK_CELLS = 5_000_000
-#: Above this many resample draws (resamples x users), show progress unless told not to.
-_PROGRESS_DRAWS = 200_000_000
 
 #: The result's columns after the ``by`` columns; ``model`` and ``baseline`` take the
 #: model column's dtype (None here).
@@ -83,60 +88,37 @@ _SCHEMA: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
-class _Option:
-    """One keyword of :func:`compare`: what it accepts, and its plain Python form.
+def _check_options(
+    model: object,
+    level: object,
+    n_resamples: object,
+    seed: object,
+    correction: object,
+    progress: object,
+) -> tuple[float, int, int]:
+    """Each keyword of :func:`compare` is of its kind, before any data is read.
 
-    ``expected`` is said in the error; ``normal`` turns numpy scalars into ``int`` or
-    ``float``.
-    """
-
-    expected: str
-    accepts: Callable[[Any], bool]
-    normal: Callable[[Any], Any] = lambda value: value
-
-
-#: The most bootstrap resamples compare draws.
-MAX_RESAMPLES = 10_000_000
-
-#: compare's own keywords, validated up front, before any data is read.
-_OPTIONS: dict[str, _Option] = {
-    "model": _Option("a column name", lambda v: isinstance(v, str)),
-    "level": _Option("a number in (0, 1)", lambda v: is_real(v) and 0 < v < 1, float),
-    # At most 10^7: the resampled sums are an array of n_resamples rows per column.
-    "n_resamples": _Option(
-        f"an int in [1, {MAX_RESAMPLES:_}]",
-        lambda v: is_int(v) and 1 <= v <= MAX_RESAMPLES,
-        int,
-    ),
-    "seed": _Option("an int >= 0", lambda v: is_int(v) and v >= 0, int),
-    "correction": _Option(
-        "one of 'holm', 'bh'", lambda v: isinstance(v, str) and v in ("holm", "bh")
-    ),
-    "progress": _Option("True, False or None", lambda v: v is None or isinstance(v, bool)),
-}
-
-
-def _checked_options(**values: Any) -> dict[str, Any]:
-    """Each value checked against :data:`_OPTIONS`, in its plain Python form.
+    Gives level, n_resamples and seed in their plain Python form.
 
     Examples
     --------
     >>> import numpy as np
-    >>> _checked_options(level=np.float64(0.9), seed=np.int64(3))
-    {'level': 0.9, 'seed': 3}
-    >>> _checked_options(level="0.9")
+    >>> _check_options("model", np.float64(0.9), 100, np.int64(3), "holm", None)
+    (0.9, 100, 3)
+    >>> _check_options("model", "0.9", 100, 3, "holm", None)
     Traceback (most recent call last):
     ...
     frame_metrics.errors.InvalidOptionError: level: expected a number in (0, 1), got '0.9'
     """
-    out = {}
-    for name, value in values.items():
-        option = _OPTIONS[name]
-        if not option.accepts(value):
-            raise InvalidOptionError(f"expected {option.expected}, got {shown(value)}", option=name)
-        out[name] = option.normal(value)
-    return out
+    if not isinstance(model, str):
+        raise InvalidOptionError(f"expected a column name, got {shown(model)}", option="model")
+    checked = check_level(level), check_n_resamples(n_resamples), check_seed(seed)
+    if not (isinstance(correction, str) and correction in ("holm", "bh")):
+        raise InvalidOptionError(
+            f"expected one of 'holm', 'bh', got {shown(correction)}", option="correction"
+        )
+    check_progress(progress)
+    return checked
 
 
 def _key_roles(
@@ -248,16 +230,6 @@ def _find_baseline(models: list[Any], wanted: object) -> Any:
     )
 
 
-def _numpy() -> Any:
-    try:
-        import numpy
-    except ImportError:  # pragma: no cover - numpy is everywhere the tests run
-        raise ImportError(
-            "frame_metrics.compare needs numpy for the bootstrap: pip install 'frame_metrics[stats]'"
-        ) from None
-    return numpy
-
-
 def _split_metric(column: str) -> tuple[str, int | None]:
     """A metric column as (metric, k), split at its last ``"@"``.
 
@@ -282,7 +254,8 @@ def _bootstrap(
     values: npt.NDArray[np.float64],
     pairs: list[tuple[int, int]],
     n_resamples: int,
-    rng: Any,
+    seed: int,
+    key: tuple[int, ...],
     progress: Progress,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Resampled means of every column, and of every paired difference.
@@ -294,7 +267,7 @@ def _bootstrap(
     Columns without a missing value need no count column (Σ c_i = number of users), and
     a difference of two such columns is the difference of their means.
     """
-    np_ = _numpy()
+    np_ = numpy_for("compare")
     n_users, n_cols = values.shape
     has = ~np_.isnan(values)
     complete = has.all(axis=0)
@@ -307,18 +280,7 @@ def _bootstrap(
         both = ~np_.isnan(diffs)
         blocks += [np_.where(both, diffs, 0.0), both.astype(np_.float64)]
     design = np_.ascontiguousarray(np_.concatenate(blocks, axis=1))
-    sums = np_.empty((n_resamples, design.shape[1]))
-    chunk = max(1, min(n_resamples, _CHUNK_CELLS // max(n_users, 1)))
-    counts = np_.empty((chunk, n_users))
-    for start in range(0, n_resamples, chunk):
-        size = min(chunk, n_resamples - start)
-        draws = rng.integers(0, n_users, size=(size, n_users))
-        # One bincount per resample (each over all users, in C): its counts fit in cache,
-        # unlike one bincount over the whole chunk.
-        for r in range(size):
-            counts[r] = np_.bincount(draws[r], minlength=n_users)
-        sums[start : start + size] = counts[:size] @ design
-        progress.update(size)
+    sums = resampled_sums(design, n_resamples, seed, key, progress=progress.update)
     n_masked = len(masked)
     denominators = np_.full((n_resamples, n_cols), float(n_users))
     denominators[:, masked] = sums[:, n_cols : n_cols + n_masked]
@@ -336,12 +298,8 @@ def _bootstrap(
 
 
 def _interval(samples: Any, level: float) -> tuple[float, float]:
-    np_ = _numpy()
-    finite = samples[~np_.isnan(samples)]
-    if finite.size == 0:
-        return math.nan, math.nan
-    low, high = np_.quantile(finite, [(1 - level) / 2, (1 + level) / 2])
-    return float(low), float(high)
+    """The percentile interval of the resamples with a value; NaN when none has."""
+    return percentile_interval(samples, level) or (math.nan, math.nan)
 
 
 def _nan_to_none(x: float) -> float | None:
@@ -458,16 +416,8 @@ def compare(
     >>> round(out["p_ttest"][1], 4)   # differences [1, 0, 1, 0]: t = 0.5 / (0.57735 / 2)
     0.1817
     """
-    np_ = _numpy()
-    options = _checked_options(
-        model=model,
-        level=level,
-        n_resamples=n_resamples,
-        seed=seed,
-        correction=correction,
-        progress=progress,
-    )
-    level, n_resamples, seed = options["level"], options["n_resamples"], options["seed"]
+    numpy_for("compare")  # its ImportError first, before any work
+    level, n_resamples, seed = _check_options(model, level, n_resamples, seed, correction, progress)
     segments_by, users = _key_roles(model, by, user)
     _check_serendipity_baseline(evaluate_kwargs)
     from frame_metrics.distributed import adapter_for
@@ -586,26 +536,24 @@ def compare(
 
     segments = _segments(per_user, model, segments_by, users, metric_cols, models)
     total_draws = sum(s.values.shape[0] for s in segments) * n_resamples
-    show = total_draws > _PROGRESS_DRAWS if progress is None else progress
-    bar = Progress(n_resamples * len(segments), "compare: bootstrap", enabled=show, unit="resample")
+    bar = Progress(
+        n_resamples * len(segments),
+        "compare: bootstrap",
+        enabled=shows_progress(progress, total_draws),
+        unit="resample",
+    )
     rows: list[dict[str, Any]] = []
-    root = np_.random.SeedSequence(seed)
     try:
-        for segment, child in zip(segments, root.spawn(len(segments)), strict=True):
+        for i, segment in enumerate(segments):
+            # The i-th segment's stream: SeedSequence(seed).spawn(n)[i], whatever n.
             rows += _compare_segment(
-                segment,
-                baseline,
-                level,
-                n_resamples,
-                np_.random.default_rng(child),
-                bar,
-                segments_by,
+                segment, baseline, level, n_resamples, seed, (i,), bar, segments_by
             )
     finally:
         bar.close()
 
     adjust: Callable[[Sequence[float]], list[float]] = (
-        holm if options["correction"] == "holm" else benjamini_hochberg
+        holm if correction == "holm" else benjamini_hochberg
     )
     for test in ("p_ttest", "p_wilcoxon"):
         compared = [i for i, r in enumerate(rows) if r["model"] != baseline]
@@ -632,7 +580,7 @@ def _segments(
     metric_cols: list[str],
     models: list[str],
 ) -> list[_Segment]:
-    np_ = _numpy()
+    np_ = numpy_for("compare")
     frames = (
         per_user.partition_by(segments_by, as_dict=True, maintain_order=True)
         if segments_by
@@ -656,11 +604,12 @@ def _compare_segment(
     baseline: Any,
     level: float,
     n_resamples: int,
-    rng: Any,
+    seed: int,
+    key: tuple[int, ...],
     bar: Progress,
     segments_by: list[str],
 ) -> list[dict[str, Any]]:
-    np_ = _numpy()
+    np_ = numpy_for("compare")
     n_users, n_models, n_metrics = segment.values.shape
     flat = segment.values.reshape(n_users, n_models * n_metrics)
     b = segment.models.index(baseline)
@@ -671,7 +620,7 @@ def _compare_segment(
     pairs = [
         (col(mi, ci), col(b, ci)) for mi in range(n_models) if mi != b for ci in range(n_metrics)
     ]
-    means, diff_means = _bootstrap(flat, pairs, n_resamples, rng, bar)
+    means, diff_means = _bootstrap(flat, pairs, n_resamples, seed, key, bar)
     rows = []
     pair_at = {p: j for j, p in enumerate(pairs)}
     for ci, metric_col in enumerate(segment.metrics):

@@ -23,6 +23,7 @@ from typing import Any, TypeVar, cast
 import polars as pl
 
 from frame_metrics.columns import check_roles, key_roles
+from frame_metrics.distributed import to_local
 from frame_metrics.errors import InvalidOptionError, Keyword, MissingInputError, shown, warn
 from frame_metrics.families.exposure import (
     EXPOSURE,
@@ -200,7 +201,7 @@ def exposure(
     frames = (recs, truth, item_groups, train, catalog, exclude)
     if adapter is not None:
         # Spark or Dask: collected (every input), the table given back in recs' kind.
-        frames = (adapter.to_polars(recs), *(_local(f) for f in frames[1:]))
+        frames = (adapter.to_polars(recs), *(to_local(f) for f in frames[1:]))
     table = _exposure_table(
         *frames,
         k=k,
@@ -220,14 +221,6 @@ def exposure(
         validate=validate,
     )
     return cast("FrameT", table if adapter is None else adapter.like(recs, table))
-
-
-def _local(frame: object) -> object:
-    """A Spark or Dask frame collected to polars; others (None too) as given."""
-    from frame_metrics.distributed import adapter_for
-
-    adapter = adapter_for(frame) if frame is not None else None
-    return frame if adapter is None else adapter.to_polars(frame)
 
 
 def _exposure_table(

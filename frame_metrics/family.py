@@ -186,7 +186,7 @@ class Family:
     def finished(self, spec: Spec) -> list[pl.Expr]:
         """Each per-user metric's aggregate from the group's one row of sums.
 
-        By default the exact mean (``<column>.mean``, see :mod:`frame_metrics.exact_sums`).
+        By default the exact mean (``<column>.mean``, see :mod:`frame_metrics.numerics`).
         """
         return [
             pl.col(f"{q.column}.mean").first().alias(q.column)

@@ -11,9 +11,10 @@ Recommendation", WWW 2021).
 
 The bootstrap is unpaired and vectorised: each group's users are resampled on their own
 (the groups are independent samples), every resample of a chunk at once as a matrix of
-draw counts (resamples x users) times the users' values, so that a million users take
-no Python loop over users or resamples, and memory stays bounded by the chunk. Needs
-numpy (``pip install frame_metrics[stats]``).
+draw counts (resamples x users) times the users' values
+(:func:`frame_metrics.numerics.resampled_sums`), so that a million users take no Python
+loop over users or resamples, and memory stays bounded by the chunk. Needs numpy (``pip
+install frame_metrics[stats]``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import polars as pl
 
 from frame_metrics.columns import as_names, check_roles, key_roles
+from frame_metrics.distributed import to_local
 from frame_metrics.dtypes import unify_keys
 from frame_metrics.errors import (
     IgnoredOptionWarning,
@@ -39,11 +41,22 @@ from frame_metrics.errors import (
     shown,
     warn,
 )
-from frame_metrics.exact_sums import exact_partials, exact_totals
 from frame_metrics.frames import to_lazy
-from frame_metrics.options import is_int, is_real
+from frame_metrics.numerics import (
+    check_level,
+    check_n_resamples,
+    check_progress,
+    check_seed,
+    check_share,
+    exact_partials,
+    exact_totals,
+    numpy_for,
+    percentiles,
+    resampled_sums,
+    shows_progress,
+)
 from frame_metrics.progress import Progress
-from frame_metrics.stats import draw_counts, welch_t_test
+from frame_metrics.stats import welch_t_test
 from frame_metrics.validation import (
     CheckedFrame,
     duplicate_check,
@@ -68,12 +81,6 @@ ACTIVE, INACTIVE = "active", "inactive"
 
 #: The groups of the users while computing (the caller's columns keep their names).
 _GROUP = "_fm_group"
-#: Draw-count cells (resamples x users) held in memory at once.
-_CHUNK_CELLS = 5_000_000
-#: Above this many draws (resamples x users), show progress unless told not to.
-_PROGRESS_DRAWS = 200_000_000
-#: The most bootstrap resamples drawn (as compare).
-MAX_RESAMPLES = 10_000_000
 
 #: The result's columns after the ``by`` columns; ``group`` takes the groups' dtype.
 _SCHEMA: dict[str, Any] = {
@@ -91,15 +98,13 @@ _SCHEMA: dict[str, Any] = {
 }
 
 
-def _checked(name: str, value: Any, expected: str, ok: bool) -> None:
-    if not ok:
-        raise InvalidOptionError(f"expected {expected}, got {shown(value)}", option=name)
-
-
 def _check_options(
     active_share: Any, level: Any, n_resamples: Any, seed: Any, progress: Any
 ) -> None:
     """Each keyword of :func:`gaps` is of its kind, before any data is read.
+
+    The values are used as given: a numpy float32 level takes its percentiles in float32
+    (compare and policy_value take a float's), which a float would change in the last bits.
 
     Examples
     --------
@@ -108,36 +113,11 @@ def _check_options(
     ...
     frame_metrics.errors.InvalidOptionError: level: expected a number in (0, 1), got 95
     """
-    _checked(
-        "active_share",
-        active_share,
-        "a number in (0, 1)",
-        is_real(active_share) and 0 < active_share < 1,
-    )
-    _checked("level", level, "a number in (0, 1)", is_real(level) and 0 < level < 1)
-    _checked(
-        "n_resamples",
-        n_resamples,
-        f"an int in [1, {MAX_RESAMPLES:_}]",
-        is_int(n_resamples) and 1 <= n_resamples <= MAX_RESAMPLES,
-    )
-    _checked("seed", seed, "an int >= 0", is_int(seed) and seed >= 0)
-    _checked(
-        "progress",
-        progress,
-        "True, False or None",
-        progress is None or isinstance(progress, bool),
-    )
-
-
-def _numpy() -> Any:
-    try:
-        import numpy
-    except ImportError:  # pragma: no cover - numpy is everywhere the tests run
-        raise ImportError(
-            "frame_metrics.gaps needs numpy for the bootstrap: pip install 'frame_metrics[stats]'"
-        ) from None
-    return numpy
+    check_share(active_share, "active_share")
+    check_level(level)
+    check_n_resamples(n_resamples)
+    check_seed(seed)
+    check_progress(progress)
 
 
 def split_metric(column: str) -> tuple[str, int | None]:
@@ -153,14 +133,6 @@ def split_metric(column: str) -> tuple[str, int | None]:
     """
     name, sep, k = column.rpartition("@")
     return (name, int(k)) if sep and k.isdigit() else (column, None)
-
-
-def _local(frame: object) -> object:
-    """A Spark or Dask frame collected to polars (gaps reads every row); others as given."""
-    from frame_metrics.distributed import adapter_for
-
-    adapter = adapter_for(frame)
-    return frame if adapter is None else adapter.to_polars(frame)
 
 
 def _key_roles(users: list[str], by: list[str], group: object, per_user_columns: list[str]) -> None:
@@ -214,7 +186,7 @@ def _groups_from_frame(
     per_user: pl.DataFrame, group: object, users: list[str]
 ) -> tuple[pl.DataFrame, list[CheckedFrame]]:
     """``per_user`` with each user's group from a frame of (user key, group column)."""
-    frame = to_lazy(_local(group), "group").lazy.collect()
+    frame = to_lazy(to_local(group), "group").lazy.collect()
     missing = [c for c in users if c not in frame.columns]
     if missing:
         raise MissingColumnsError("group", missing, frame.columns)
@@ -264,7 +236,7 @@ def _active_split(
     is 7), and users tied with the last of them are active too: a group is a property
     of a user's activity, not of its id.
     """
-    lazy = to_lazy(_local(train), "train").lazy
+    lazy = to_lazy(to_local(train), "train").lazy
     columns = lazy.collect_schema().names()
     missing = [c for c in users if c not in columns]
     if missing:
@@ -364,26 +336,6 @@ class _Samples:
     means: list[npt.NDArray[np.float64] | None]  # per metric, n_resamples means (None: no user)
 
 
-def _resampled_means(
-    values: npt.NDArray[np.float64], n_resamples: int, rng: Any, bar: Progress
-) -> npt.NDArray[np.float64]:
-    """The means of ``values`` (users x columns, no NaN) over resamples of its users.
-
-    A resample draws as many users as there are, with replacement; its means are the
-    draw counts (one row per resample) times the values, over the number of users, so a
-    chunk of resamples is one matrix product.
-    """
-    np_ = _numpy()
-    n_users = values.shape[0]
-    out = np_.empty((n_resamples, values.shape[1]))
-    chunk = max(1, min(n_resamples, _CHUNK_CELLS // n_users))
-    for start in range(0, n_resamples, chunk):
-        size = min(chunk, n_resamples - start)
-        out[start : start + size] = (draw_counts(rng, size, n_users) @ values) / n_users
-        bar.update(size)
-    return cast("npt.NDArray[np.float64]", out)
-
-
 def _group_samples(
     values: npt.NDArray[np.float64],
     n_resamples: int,
@@ -402,15 +354,16 @@ def _group_samples(
     (drawn in chunks, which give the same stream), n being the block's users in
     ``per_user`` order.
     """
-    np_ = _numpy()
+    np_ = numpy_for("gaps")
     has = ~np_.isnan(values)
     defined = [values[has[:, j], j] for j in range(values.shape[1])]
     means: list[Any] = [None] * values.shape[1]
     for b, cols in enumerate(_blocks(has)):
         rows = has[:, cols[0]]
-        rng = np_.random.default_rng(np_.random.SeedSequence(seed, spawn_key=(*key, b)))
         block = np_.ascontiguousarray(values[np_.ix_(rows, cols)])
-        resampled = _resampled_means(block, n_resamples, rng, bar)
+        # A resample's means: its sums over the block's users, over their number.
+        sums = resampled_sums(block, n_resamples, seed, (*key, b), progress=bar.update)
+        resampled = sums / block.shape[0]
         for i, j in enumerate(cols):
             means[j] = resampled[:, i]
     return _Samples(defined, means)
@@ -422,7 +375,7 @@ def _blocks(has: npt.NDArray[np.bool_]) -> list[list[int]]:
     Metrics without any are left out (nothing to resample); blocks are in the order of
     their first metric.
     """
-    np_ = _numpy()
+    np_ = numpy_for("gaps")
     blocks: dict[bytes, list[int]] = {}
     for j in range(has.shape[1]):
         if has[:, j].any():
@@ -530,7 +483,7 @@ def gaps(
     >>> out.select("metric", "k", "group", "n_users", "mean", "diff").rows()
     [('ndcg', 10, 'de', 2, 0.625, 0.25), ('ndcg', 10, 'fr', 2, 0.375, 0.25)]
     """
-    np_ = _numpy()
+    np_ = numpy_for("gaps")
     _check_options(active_share, level, n_resamples, seed, progress)
     from frame_metrics.distributed import adapter_for
 
@@ -554,7 +507,7 @@ def gaps(
     users = list(as_names(user, "user"))
     by_cols = list(as_names(by, "by"))
     if group is not None and not isinstance(group, str):
-        to_lazy(_local(group), "group")  # a frame, or the error saying what is accepted
+        to_lazy(to_local(group), "group")  # a frame, or the error saying what is accepted
     source = to_lazy(per_user, "per_user")
     frame = source.lazy.collect()
     _key_roles(users, by_cols, group, frame.columns)
@@ -636,9 +589,13 @@ def gaps(
         (v.shape[0], len(_blocks(~np_.isnan(v)))) for groups_values in cubes for v in groups_values
     ]
     total_draws = sum(n * blocks for n, blocks in jobs) * n_resamples
-    show = total_draws > _PROGRESS_DRAWS if progress is None else progress
     n_jobs = sum(blocks for _, blocks in jobs)
-    bar = Progress(n_resamples * n_jobs, "gaps: bootstrap", enabled=show, unit="resample")
+    bar = Progress(
+        n_resamples * n_jobs,
+        "gaps: bootstrap",
+        enabled=shows_progress(progress, total_draws),
+        unit="resample",
+    )
     rows: list[dict[str, Any]] = []
     try:
         for p, (key, groups_values) in enumerate(zip(partitions, cubes, strict=True)):
@@ -697,7 +654,6 @@ def _partition_rows(
     level: float,
 ) -> list[dict[str, Any]]:
     """The rows of one ``by`` group: per metric, each group's and the summary."""
-    np_ = _numpy()
     rows = []
     for j, column in enumerate(metric_cols):
         name, k = split_metric(column)
@@ -720,8 +676,8 @@ def _partition_rows(
             summary["diff"] = first - second
             a, b = samples[0], samples[1]
             resampled = cast("Any", a.means[j]) - cast("Any", b.means[j])
-            low, high = np_.quantile(resampled, [(1 - level) / 2, (1 + level) / 2])
-            summary["diff_low"], summary["diff_high"] = float(low), float(high)
+            # Each resample has a value (every drawn user has one): none is left out.
+            summary["diff_low"], summary["diff_high"] = percentiles(resampled, level)
             summary["p_value"] = _none_if_nan(welch_t_test(a.values[j], b.values[j])[1])
         for g, (n, mean) in zip(groups, stats, strict=True):
             rows.append(

@@ -14,12 +14,12 @@ meaning in the metrics that read it.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, get_args
 
 from frame_metrics.errors import InvalidOptionError, shown
+from frame_metrics.numerics import is_int, is_real
 
 __all__ = [
     "CHOICES",
@@ -982,16 +982,6 @@ MAX_K = 2**20
 DEFAULT_K = 10
 
 _K_EXPECTED = f"expected an int in [1, {MAX_K}] or a list of them"
-
-
-def is_int(value: object) -> bool:
-    """An integer, Python's or numpy's (not a bool)."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def is_real(value: object) -> bool:
-    """A real number, Python's or numpy's (not a bool)."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def validate_k(k: int | Iterable[int] | None, *, required: bool = True) -> tuple[int, ...]:

@@ -18,11 +18,11 @@ import polars as pl
 from frame_metrics.columns import check_roles, key_roles
 from frame_metrics.dtypes import whole_number_check
 from frame_metrics.errors import InvalidOptionError
-from frame_metrics.exact_sums import exact_partials, exact_totals
 from frame_metrics.families import FAMILIES, Family
 from frame_metrics.family import GROUP_USERS, Context
 from frame_metrics.inputs import Inputs
 from frame_metrics.metrics.registry import Requested
+from frame_metrics.numerics import exact_partials, exact_totals
 from frame_metrics.prepare import prepare_ratings
 from frame_metrics.spec import EXTRA_INPUTS, Spec
 from frame_metrics.validation import CheckedFrame

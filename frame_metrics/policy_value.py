@@ -17,17 +17,15 @@ result has one row per evaluated policy (``by`` group) with a bootstrap interval
 users, the effective sample size, the share of logged rows the policy could have shown
 and the largest weight.
 
-Exactness: every sum over a user's rows is taken in a fixed order (the user's values
-sorted, summed left to right), the sums over users are exact
-(:mod:`frame_metrics.exact_sums`), and the bootstrap draws from a seeded stream over the
-users in key order, so the result is the same to the bit whatever the row order or
-frame kind.
+Exactness: the terms are summed in fixed point, as integers, which is exact in any order
+(:func:`policy_value`'s Notes), and the bootstrap draws from seeded streams over the users
+in key order (:func:`frame_metrics.numerics.resampled_sums`), so the result is the same
+to the bit whatever the row order or frame kind.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import replace
 from fractions import Fraction
@@ -36,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 import polars as pl
 
 from frame_metrics.columns import Columns, as_names, check_roles, key_roles
+from frame_metrics.distributed import to_local
 from frame_metrics.dtypes import type_null_columns, unify_keys, whole_number_check
 from frame_metrics.errors import (
     IgnoredOptionWarning,
@@ -47,10 +46,19 @@ from frame_metrics.errors import (
     warn,
 )
 from frame_metrics.frames import to_lazy
-from frame_metrics.options import MetricOptions, is_int, is_real
+from frame_metrics.numerics import (
+    check_level,
+    check_n_resamples,
+    check_seed,
+    is_int,
+    is_real,
+    percentile_interval,
+    resampled_sums,
+    times_two_to,
+)
+from frame_metrics.options import MetricOptions
 from frame_metrics.prepare import RANK, prepare
 from frame_metrics.spec import rank_not_read
-from frame_metrics.stats import draw_counts
 from frame_metrics.validation import (
     Check,
     CheckedFrame,
@@ -85,8 +93,6 @@ COLUMNS: Final[dict[str, pl.DataType]] = {
     "largest_weight": pl.Float64(),
 }
 
-#: The most bootstrap resamples drawn (as gaps and compare).
-MAX_RESAMPLES: Final = 10_000_000
 #: Draw-count cells (resamples x users) of one block of resamples.
 _CHUNK_CELLS: Final = 4_000_000
 
@@ -144,20 +150,10 @@ def _check_options(
         raise _refuse("k", "an int >= 1", k)
     if max_weight is not None and not (is_real(max_weight) and cast("float", max_weight) > 0):
         raise _refuse("max_weight", "a number > 0 or None", max_weight)
-    if not (is_real(level) and 0 < cast("float", level) < 1):
-        raise _refuse("level", "a number in (0, 1)", level)
-    if not (is_int(n_resamples) and 0 <= cast("int", n_resamples) <= MAX_RESAMPLES):
-        raise _refuse("n_resamples", f"an int in [0, {MAX_RESAMPLES:_}]", n_resamples)
-    if not (is_int(seed) and cast("int", seed) >= 0):
-        raise _refuse("seed", "an int >= 0", seed)
-
-
-def _local(frame: object) -> object:
-    """A Spark or Dask frame collected to polars (every row is read); others as given."""
-    from frame_metrics.distributed import adapter_for
-
-    adapter = adapter_for(frame)
-    return frame if adapter is None else adapter.to_polars(frame)
+    check_level(level)
+    # 0 resamples: no interval (ci_low and ci_high null).
+    check_n_resamples(n_resamples, least=0)
+    check_seed(seed)
 
 
 def _numeric(label: str, schema: pl.Schema, column: str, what: str) -> None:
@@ -414,8 +410,8 @@ def policy_value(
 
     adapter = adapter_for(logs)
     table = _policy_value(
-        _local(logs),
-        _local(recs),
+        to_local(logs),
+        to_local(recs),
         k=int(k),
         estimator=estimator,
         reward=reward,
@@ -433,7 +429,7 @@ def policy_value(
         score=score,
         ties=ties,
         validate=validate,
-        exclude=None if exclude is None else _local(exclude),
+        exclude=None if exclude is None else to_local(exclude),
     )
     return cast("FrameT", table if adapter is None else adapter.like(logs, table))
 
@@ -825,23 +821,6 @@ def _exponent(top: float | None) -> int:
     return _FIXED_BITS - math.frexp(top)[1]
 
 
-def _times_two_to(value: pl.Expr, s: int) -> pl.Expr:
-    """``value · 2^s``, exact where the result is a normal float, for any float's s.
-
-    2^s itself is no float past 2^1023 (s of a subnormal column's terms reaches 1169):
-    the scaling is two exact steps then.
-
-    Examples
-    --------
-    >>> pl.select(_times_two_to(pl.lit(5e-324), 1169)).item() == 2.0**95
-    True
-    """
-    if abs(s) <= 1000:
-        return value * 2.0**s
-    half = s // 2
-    return value * 2.0**half * 2.0 ** (s - half)
-
-
 def _fixed_point(frame: pl.DataFrame, sources: dict[str, str]) -> pl.LazyFrame:
     """``frame`` with the terms to sum in fixed point, as Int128 integers.
 
@@ -859,7 +838,7 @@ def _fixed_point(frame: pl.DataFrame, sources: dict[str, str]) -> pl.LazyFrame:
         # Not strict: a NaN or infinite term (a pscore of 0) is null here, and the input
         # checks collected before report its cause (or validate=False gives a null).
         *(
-            _times_two_to(pl.col(src), exps[name]).round().cast(pl.Int128, strict=False).alias(name)
+            times_two_to(pl.col(src), exps[name]).round().cast(pl.Int128, strict=False).alias(name)
             for name, src in sources.items()
         ),
         *(pl.lit(exps[name], pl.Int64).alias(f"{name}.s") for name in sources),
@@ -871,7 +850,7 @@ def _unscaled(frame: pl.DataFrame, names: Sequence[str]) -> pl.DataFrame:
     if frame.height == 0:
         return frame.with_columns(pl.col(names).cast(pl.Float64))
     return frame.with_columns(
-        _times_two_to(pl.col(name).cast(pl.Float64), -int(frame[f"{name}.s"][0])).alias(name)
+        times_two_to(pl.col(name).cast(pl.Float64), -int(frame[f"{name}.s"][0])).alias(name)
         for name in names
     )
 
@@ -1058,12 +1037,8 @@ def _interval(
     import numpy
 
     values = part.select(_A, _B).to_numpy().astype(numpy.float64, copy=False)
-    estimates = _resampled_ratios(values, n_resamples, seed, p)
-    defined = estimates[~numpy.isnan(estimates)]
-    if defined.size == 0:
-        return None, None
-    low, high = numpy.quantile(defined, [(1 - level) / 2, (1 + level) / 2])
-    return float(low), float(high)
+    interval = percentile_interval(_resampled_ratios(values, n_resamples, seed, p), level)
+    return (None, None) if interval is None else interval
 
 
 def _resampled_ratios(
@@ -1079,26 +1054,7 @@ def _resampled_ratios(
     """
     import numpy
 
-    n_users = values.shape[0]
-    out = numpy.empty(n_resamples)
-    chunk = max(1, _CHUNK_CELLS // n_users)
-
-    def block(b: int) -> None:
-        start = b * chunk
-        size = min(chunk, n_resamples - start)
-        rng = numpy.random.default_rng(numpy.random.SeedSequence(seed, spawn_key=(p, b)))
-        sums = draw_counts(rng, size, n_users).astype(numpy.float64) @ values
-        with numpy.errstate(invalid="ignore", divide="ignore"):
-            ratio = sums[:, 0] / sums[:, 1]
-        out[start : start + size] = numpy.where(sums[:, 1] != 0.0, ratio, numpy.nan)
-
-    n_blocks = -(-n_resamples // chunk)
-    if n_blocks == 1:
-        block(0)
-    else:
-        # numpy releases the GIL while drawing, counting and multiplying.
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(min(n_blocks, os.cpu_count() or 1)) as pool:
-            list(pool.map(block, range(n_blocks)))
-    return cast("npt.NDArray[np.float64]", out)
+    sums = resampled_sums(values, n_resamples, seed, (p,), cells=_CHUNK_CELLS, per_chunk=True)
+    with numpy.errstate(invalid="ignore", divide="ignore"):
+        ratio = sums[:, 0] / sums[:, 1]
+    return cast("npt.NDArray[np.float64]", numpy.where(sums[:, 1] != 0.0, ratio, numpy.nan))

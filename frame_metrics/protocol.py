@@ -27,7 +27,6 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import math
-import numbers
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from functools import cached_property
@@ -48,6 +47,7 @@ from frame_metrics.errors import (
     warn,
 )
 from frame_metrics.frames import Source, kind_of, to_lazy
+from frame_metrics.numerics import check_seed, is_int, is_real
 from frame_metrics.splits import FOLD, METHODS, Plan, SplitOptions
 
 __all__ = ["Folds", "Report", "Split", "split"]
@@ -93,10 +93,6 @@ ENGINE: Final = "auto"
 FOLD_COLUMN = splits.FOLD_COLUMN
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
 def _options(method: object, given: dict[str, Any]) -> SplitOptions:
     """Check a call's options against what ``method`` reads; fill its defaults."""
     if method not in METHODS:
@@ -122,29 +118,27 @@ def _options(method: object, given: dict[str, Any]) -> SplitOptions:
                 option=name,
             )
     n, share, n_folds = given["n"], given["test_share"], given["n_folds"]
-    if n is not None and (not _is_int(n) or n < 1):
+    if n is not None and (not is_int(n) or n < 1):
         raise InvalidOptionError(f"expected an integer >= 1, got {shown(n)}", option="n")
     if share is not None:
-        ok = isinstance(share, numbers.Real) and not isinstance(share, bool)
-        if not ok or not 0 < float(share) < 1:
+        if not is_real(share) or not 0 < float(share) < 1:
             raise InvalidOptionError(
                 f"expected a share of the rows in (0, 1), got {shown(share)}",
                 option="test_share",
             )
         share = float(share)
-    if n_folds is not None and (not _is_int(n_folds) or n_folds < 2):
+    if n_folds is not None and (not is_int(n_folds) or n_folds < 2):
         raise InvalidOptionError(
             f"expected an integer >= 2 (the number of folds), got {shown(n_folds)}",
             option="n_folds",
         )
     min_train = given["min_train"]
-    if not _is_int(min_train) or min_train < 0:
+    if not is_int(min_train) or min_train < 0:
         raise InvalidOptionError(
             f"expected an integer >= 0, got {shown(min_train)}", option="min_train"
         )
-    seed = given["seed"]
-    if not _is_int(seed):
-        raise InvalidOptionError(f"expected an integer, got {shown(seed)}", option="seed")
+    # Any integer: the seeded hash takes it modulo 2^64.
+    seed = check_seed(given["seed"], negative=True)
     if method in ("ratio", "random") and share is None:
         raise InvalidOptionError(
             f"expected the share of rows to test for method {method!r}, e.g. 0.2, got None",
@@ -200,7 +194,7 @@ def _options(method: object, given: dict[str, Any]) -> SplitOptions:
         cold_users=given["cold_users"],
         cold_items=given["cold_items"],
         seen=given["seen"],
-        seed=int(seed),
+        seed=seed,
     )
 
 
@@ -595,7 +589,7 @@ class Folds(Sequence[Split]):
     def __getitem__(self, index: int | slice) -> Split | Sequence[Split]:
         if isinstance(index, slice):
             return [self[i] for i in range(len(self))[index]]
-        if not _is_int(index):
+        if not is_int(index):
             raise TypeError(f"fold indices are integers, got {type(index).__name__}")
         folds = len(self)
         position = index + folds if index < 0 else index

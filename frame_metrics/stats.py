@@ -17,40 +17,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-#: Up to this many users, the draws of several resamples are counted by one bincount
-#: over all of them; above, one bincount per resample (its counts then fit in cache).
-ONE_BINCOUNT_USERS = 65_536
-
-
-def draw_counts(rng: np.random.Generator, size: int, n_users: int) -> npt.NDArray[np.int64]:
-    """How often each user is drawn in each of ``size`` bootstrap resamples.
-
-    Each resample draws ``n_users`` users with replacement, as
-    ``rng.integers(0, n_users, size=(size, n_users), dtype=int32)`` (int32: faster to
-    draw and to count than int64, and n_users < 2**31). The result is resamples x users,
-    so a resample's sums over its users are one row of a matrix product.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> counts = draw_counts(np.random.default_rng(0), 3, 5)
-    >>> counts.shape, counts.sum(axis=1).tolist()
-    ((3, 5), [5, 5, 5])
-    """
-    import numpy
-
-    draws = rng.integers(0, n_users, size=(size, n_users), dtype=numpy.int32)
-    if n_users <= ONE_BINCOUNT_USERS:
-        # Resample r's draws offset by r * n_users: one bincount counts them all.
-        draws += numpy.arange(size, dtype=numpy.int32)[:, None] * n_users
-        flat = numpy.bincount(draws.ravel(), minlength=size * n_users)
-        return flat.reshape(size, n_users)
-    return numpy.stack([numpy.bincount(row, minlength=n_users) for row in draws])
-
-
 __all__ = [
     "benjamini_hochberg",
-    "draw_counts",
     "holm",
     "normal_sf",
     "paired_t_test",

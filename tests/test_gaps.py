@@ -222,7 +222,7 @@ def test_bootstrap_coverage_and_width() -> None:
 
 
 def test_large_groups_count_per_resample() -> None:
-    # Above 65 536 users the counts are drawn one resample at a time: same arithmetic.
+    # Above 512 users the counts are drawn one resample at a time: same arithmetic.
     rng = np.random.default_rng(5)
     n = 70_000
     frame = pl.DataFrame({"user": range(n), "g": rng.integers(0, 2, n), "v@3": rng.random(n)})

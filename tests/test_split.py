@@ -158,6 +158,14 @@ def test_lazy_in_lazy_out_and_nothing_collected() -> None:
     assert calls
 
 
+def test_a_negative_seed_is_read_modulo_2_to_the_64() -> None:
+    # The seeded hash takes any integer seed modulo 2^64: -1 is 2^64 - 1.
+    frame = _events(200, seed=3)
+    negative = fm.split(frame, "random", time="t", test_share=0.3, seed=-1)
+    expected = _expected(frame, "random", {"test_share": 0.3, "seed": 2**64 - 1})[0]
+    assert _rows(negative.test) == sorted(expected.test)
+
+
 @pytest.mark.parametrize("case", ["last_n", "ratio-random", "random", "user_kfold", "time-share"])
 def test_row_order_does_not_change_the_split(case: str) -> None:
     frame = _events(200, seed=9)
@@ -327,6 +335,12 @@ ERRORS: list[tuple[str, dict[str, Any], type[Exception], str]] = [
     ("ratio", {"time": "t", "test_share": 1.0}, fm.InvalidOptionError, r"test_share: .*\(0, 1\)"),
     ("ratio", {"time": "t", "test_share": 0}, fm.InvalidOptionError, "test_share"),
     ("ratio", {"time": "t"}, fm.InvalidOptionError, "test_share: expected the share"),
+    (
+        "random",
+        {"time": "t", "test_share": 0.2, "seed": 1.5},
+        fm.InvalidOptionError,
+        "seed: expected an integer, got 1.5",
+    ),
     (
         "user_kfold",
         {"time": "t", "n_folds": 1},

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from types import ModuleType
 
-__all__ = ["adapter_for"]
+__all__ = ["adapter_for", "to_local"]
 
 
 def adapter_for(frame: object) -> ModuleType | None:
@@ -29,3 +29,21 @@ def adapter_for(frame: object) -> ModuleType | None:
         if spark_adapter.is_spark(frame):
             return spark_adapter
     return None
+
+
+def to_local(frame: object) -> object:
+    """A Spark or Dask frame collected to polars; any other frame (or None) as given.
+
+    For the workflows that read every row of their inputs on the driver (gaps,
+    policy_value, exposure): their result is small, their inputs are per-user rows or
+    logs they resample or join whole.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> frame = pl.DataFrame({"user": [1]})
+    >>> to_local(frame) is frame, to_local(None)
+    (True, None)
+    """
+    adapter = adapter_for(frame) if frame is not None else None
+    return frame if adapter is None else adapter.to_polars(frame)

@@ -352,7 +352,7 @@ def _sums(plan: Plan, per_user: pl.LazyFrame) -> pl.LazyFrame:
 
     ``counts``: users, each family's counts and ``SEEN`` per group (``SEEN`` alone
     without a per-user metric); ``exact``: the exact partial sums of
-    :mod:`frame_metrics.exact_sums`; one kind per group-level family: its partials.
+    :mod:`frame_metrics.numerics`; one kind per group-level family: its partials.
     """
     parts: list[pl.LazyFrame] = []
     if plan.spec.per_user_columns:

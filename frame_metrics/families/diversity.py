@@ -21,11 +21,11 @@ from typing import ClassVar, Literal
 
 import polars as pl
 
-from frame_metrics.exact_sums import ordered_sum
 from frame_metrics.extras import FEATURES, feature_table, missing_from
 from frame_metrics.family import Context, Family
 from frame_metrics.metrics.context import PIVOT_MAX_K
 from frame_metrics.metrics.registry import Metric, register
+from frame_metrics.numerics import ordered_sum
 from frame_metrics.prepare import RANK
 
 __all__ = [

@@ -237,7 +237,7 @@ def sorted_sum(values: pl.Expr) -> pl.Expr:
     """A float sum that does not depend on the order of the rows: the terms sorted first.
 
     ``cum_sum().last()``, not ``sum()``: polars drops a ``sort()`` right before a
-    ``sum()`` (see :func:`frame_metrics.exact_sums.ordered_sum`).
+    ``sum()`` (see :func:`frame_metrics.numerics.ordered_sum`).
     """
     return values.sort().cum_sum().last().fill_null(0.0)
 

@@ -50,7 +50,6 @@ import polars as pl
 from frame_metrics import shared_tables
 from frame_metrics.columns import check_roles, key_roles
 from frame_metrics.errors import InvalidOptionError, Keyword, MissingInputError
-from frame_metrics.exact_sums import ordered_sum
 from frame_metrics.extras import catalog_items, item_popularity, missing_from
 from frame_metrics.family import (
     ENGINE,
@@ -62,6 +61,7 @@ from frame_metrics.family import (
 )
 from frame_metrics.metrics.context import IN_TAIL
 from frame_metrics.metrics.registry import Metric, Requested, register
+from frame_metrics.numerics import ordered_sum
 from frame_metrics.options import RBP_PERSISTENCE, MetricOptions
 from frame_metrics.prepare import RANK
 from frame_metrics.spec import Spec

@@ -16,9 +16,9 @@ from typing import ClassVar, Literal
 
 import polars as pl
 
-from frame_metrics.exact_sums import ordered_sum
 from frame_metrics.family import Context, Family
 from frame_metrics.metrics.registry import Metric, register
+from frame_metrics.numerics import ordered_sum
 from frame_metrics.prepare import PREDICTION, REL
 from frame_metrics.spec import Spec
 

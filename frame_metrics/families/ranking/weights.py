@@ -25,8 +25,8 @@ from fractions import Fraction
 
 import polars as pl
 
-from frame_metrics.exact_sums import exact_partials, exact_totals
 from frame_metrics.family import DiagnosticCount
+from frame_metrics.numerics import exact_partials, exact_totals
 from frame_metrics.options import MetricOptions
 from frame_metrics.prepare import PROPENSITY
 
