@@ -19,7 +19,8 @@ One copy of each, in the lowest layer above :mod:`frame_metrics.errors`, for
   mean), equal on one machine, in buckets, on Spark and on Dask. Partial sums (per
   bucket, per partition) are rows of (group columns, name, bin, mantissa sum split into
   two Int64 halves for Arrow, count); they add up by plain integer sums
-  (:func:`sum_partials`).
+  (:func:`sum_partials`). Within one user, a few terms are summed in a fixed order
+  instead (:func:`ordered_sum`): reproducible, and cheaper than exact for a list's terms.
 - **The seeded bootstrap.** :func:`resampled_sums` resamples users with replacement,
   ``n_resamples`` times, and gives each resample's sums of every column over its drawn
   users: the draw counts of a chunk of resamples (:func:`draw_counts`) times the users'
