@@ -36,7 +36,7 @@ import pyarrow as pa
 from frame_metrics.columns import RESERVED_PREFIX
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.distributed import core
-from frame_metrics.distributed.split import Condition, PartFn, Tally, conform
+from frame_metrics.distributed.split import Condition, PartFn, Tally, added_up, conform
 from frame_metrics.errors import FrameMetricsError, MissingDependencyError
 from frame_metrics.frames import kind_of, to_lazy
 from frame_metrics.spec import Spec
@@ -730,20 +730,22 @@ def _summarised(part: pl.DataFrame, fn: PartFn, tally: Tally) -> pl.DataFrame:
 
 
 def _checks_of(rows: pl.DataFrame, tally: Tally) -> pl.DataFrame:
-    """The checks' values over every partition from their summary rows (one row)."""
+    """The checks' values over every partition from their summary rows (one row).
+
+    Each summary row gives one check its part (a count's word, scaled; a least or
+    largest value), the others null: :func:`added_up` adds the parts as it adds
+    partitions' values.
+    """
     which, mark = pl.col(DROP), pl.col(_MARK)
-    out = []
+    parts = []
     for i, aggregate in enumerate(tally.aggregates):
-        mine = rows.filter(which == i)
         if aggregate.kind in ("min", "max"):
-            column = pl.col(aggregate.columns[0])
-            extreme = column.min() if aggregate.kind == "min" else column.max()
-            out.append(mine.select(extreme.alias(aggregate.name)))
+            part = pl.col(aggregate.columns[0])
         else:
             bits = pl.col(FOLD).cast(pl.Int64)
-            words = pl.when(mark == _HIGH_BITS).then(bits * _WORD).otherwise(bits)
-            out.append(mine.select(words.sum().alias(aggregate.name)))
-    return pl.concat(out, how="horizontal")
+            part = pl.when(mark == _HIGH_BITS).then(bits * _WORD).otherwise(bits)
+        parts.append(pl.when(which == i).then(part).alias(aggregate.name))
+    return added_up(rows.select(parts), tally.aggregates)
 
 
 class _SplitRows:
@@ -763,7 +765,6 @@ class _SplitRows:
         self._schema = schema
         self._tally = tally
         self._cold: Any = None
-        self._item = tally.item
         weakref.finalize(self, _unpersist, kept).atexit = False
 
     def summary(self) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -803,7 +804,7 @@ class _SplitRows:
         """The cold ``(item, FOLD)`` pairs, applied to every read from now on."""
         if cold.height:
             named = cold.select(
-                pl.col(self._item).alias(_COLD_ITEM), pl.col(FOLD).alias(_COLD_FOLD)
+                pl.col(self._tally.item).alias(_COLD_ITEM), pl.col(FOLD).alias(_COLD_FOLD)
             )
             self._cold = self._kept.sparkSession.createDataFrame(_arrow(named))
 
@@ -817,7 +818,7 @@ class _SplitRows:
             return self._rows
         from pyspark.sql import functions as F
 
-        on = (_column(self._item) == F.col(_COLD_ITEM)) & (_column(FOLD) == F.col(_COLD_FOLD))
+        on = (_column(self._tally.item) == F.col(_COLD_ITEM)) & (_column(FOLD) == F.col(_COLD_FOLD))
         joined = self._rows.join(F.broadcast(self._cold), on, "left")
         drop = _column(DROP)
         cold = F.col(_COLD_FOLD).isNotNull() & drop.isin(0, 3)

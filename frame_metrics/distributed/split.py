@@ -158,8 +158,9 @@ class Tally:
         """A partition's tallies per item: its one fold, or its earliest time.
 
         ``(item, FOLD)``: the one fold of all the item's rows, or -1; with ``time``,
-        ``(item, ITEM_FIRST)``: its earliest time. Every item is one row, whatever its rows: a partition's -1 makes the item not
-        cold anywhere (items of one fold: the same fold in every partition).
+        ``(item, ITEM_FIRST)``: its earliest time. Every item is one row, whatever its
+        rows: a partition's -1 makes the item not cold anywhere (items of one fold: the
+        same fold in every partition).
         """
         by = labelled.group_by(self.item)
         if self.time is not None:
@@ -495,8 +496,8 @@ def _brought(events: pl.DataFrame, low: object, high: object) -> pl.DataFrame:
 
     One row gives the range (``_LOW``, ``_HIGH``) and the events below ``low``
     (``_BELOW``), the others each value inside it with its events (``_VALUE``,
-    ``_COUNT``). ``low`` and ``high``: values of ``events``' ``_VALUE`` type; None: no window (no row,
-    the columns only).
+    ``_COUNT``). ``low`` and ``high``: values of ``events``' ``_VALUE`` type; None: no
+    window (no row, the columns only).
     """
     dtype = events.schema[_VALUE]
     bounds = pl.DataFrame({_LOW: [low], _HIGH: [high]}, schema={_LOW: dtype, _HIGH: dtype})
