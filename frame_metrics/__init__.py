@@ -41,6 +41,7 @@ from frame_metrics.errors import (
     RelevanceWarning,
     SmallSampleWarning,
     UndefinedMetricWarning,
+    UnknownKeywordError,
     UnmatchedIdsWarning,
 )
 from frame_metrics.exposure_table import exposure
@@ -78,6 +79,7 @@ __all__ = [
     "SmallSampleWarning",
     "Split",
     "UndefinedMetricWarning",
+    "UnknownKeywordError",
     "UnmatchedIdsWarning",
     "__version__",
     "compare",

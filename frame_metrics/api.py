@@ -8,9 +8,17 @@ from typing import Any, Literal, TypeVar, cast
 
 from frame_metrics import engine
 from frame_metrics.diagnostics import Diagnostics
-from frame_metrics.errors import InvalidOptionError, Pass, SmallSampleWarning, warn
+from frame_metrics.errors import (
+    InvalidOptionError,
+    Pass,
+    SmallSampleWarning,
+    UnknownKeywordError,
+    warn,
+)
+from frame_metrics.keywords import EXTRA_INPUTS, ROLES, keywords
 from frame_metrics.options import (
     NOT_GIVEN,
+    OPTIONS,
     ApDenominator,
     CalibrationWeight,
     Divergence,
@@ -54,48 +62,49 @@ def evaluate(
     relevance: str = "relevance",
     prediction: str = "prediction",
     by: str | Sequence[str] | None = None,
+    sample: str | None = None,
+    features: str = "features",
+    group: str = "group",
+    feature_weight: str | None = None,
+    history_weight: str | None = None,
     convention: str | None = None,
     threshold: float | NotGiven | None = NOT_GIVEN,
     gain: GainName | Mapping[float, float] | None = None,
+    gain_scope: GainScope | None = None,
+    idcg: Idcg | None = None,
     ap_denominator: ApDenominator | None = None,
-    empty: EmptyPolicy | None = None,
+    mrr_cutoff: MrrCutoff | None = None,
+    zero_ideal: ZeroIdeal | None = None,
     ties: Ties | None = None,
     users: Users | None = None,
-    idcg: Idcg | None = None,
-    mrr_cutoff: MrrCutoff | None = None,
+    empty: EmptyPolicy | None = None,
     relevant_set: RelevantSet | None = None,
-    gain_scope: GainScope | None = None,
     persistence: float | None = None,
-    max_relevance: float | None = None,
     rbp_gain: RbpGain | None = None,
-    zero_ideal: ZeroIdeal | None = None,
+    max_relevance: float | None = None,
     on_duplicate: DuplicatePolicy | None = None,
-    catalog: object | None = None,
-    train: object | None = None,
-    item_features: object | None = None,
-    features: str = "features",
     similarity: Similarity = "auto",
-    baseline: object | None = None,
     unexpected: Unexpected = "baseline",
     head_share: float = 0.2,
+    exposure: Exposure | None = None,
+    parity_target: ParityTargetName | Mapping[Any, float] | None = None,
     calibration_alpha: float | None = None,
     calibration_weight: CalibrationWeight | None = None,
     divergence: Divergence | None = None,
-    feature_weight: str | None = None,
-    history_weight: str | None = None,
-    validate: bool = True,
-    buckets: int | Literal["auto"] | None = "auto",
-    progress: bool = False,
-    sample: str | None = None,
-    exposure: Exposure | None = None,
-    parity_target: ParityTargetName | Mapping[Any, float] | None = None,
-    item_groups: object | None = None,
-    group: str = "group",
     propensity: str | None = None,
     propensity_gamma: float | None = None,
     ips: Ips = "snips",
     max_weight: float | None = None,
+    catalog: object | None = None,
+    train: object | None = None,
+    item_features: object | None = None,
+    baseline: object | None = None,
+    item_groups: object | None = None,
     exclude: object | None = None,
+    validate: bool = True,
+    buckets: int | Literal["auto"] | None = "auto",
+    progress: bool = False,
+    **more: object,
 ) -> FrameT:
     """Evaluate recommendations against truth, per user or as means, at one or many k.
 
@@ -116,44 +125,42 @@ def evaluate(
         columns applies to every ``by`` group (e.g. the same test set for every model).
     metrics
         Names (``"ndcg"``, ``"map"`` as an alias of ``"ap"``) or names with a cutoff
-        (``"ndcg@10"``); a name may carry its own options, which replace the call's for
-        it alone (``"ap(ap_denominator=relevant)@10"``, ``"ndcg(convention=rectools)@5"``,
+        (``"ndcg@10"``); a name may carry its own options, which replace the call's for it
+        alone (``"ap(ap_denominator=relevant)@10"``, ``"ndcg(convention=rectools)@5"``,
         ``"ndcg(gain={2: 3, 3: 7})"``). Each column is named by the string as written,
         ``"@<k>"`` appended per k to a name without its cutoff (``"map"`` with ``k=10``
-        gives ``map@10``), so two strings of one computation give two columns.
-        trec_eval's and ir_measures' names (``"P_10"``, ``"ndcg_cut_10"``,
-        ``"recip_rank"``, ``"nDCG@10"``, ``"RR"``, ``"ERR@10"``) mean those measures as
-        the tools define them: the metric under ``convention="trec_eval"`` (see
-        :mod:`frame_metrics.measure_names`).
-        Default: precision, recall, f1, hit_rate, mrr, ap, ndcg.
-        Ranking metrics, beyond-accuracy metrics (novelty, diversity, serendipity, arp,
-        aplt, coverage, personalization, gini) and rating errors (mse, rmse, mae: named
-        without a cutoff) mix freely in one call; ``frame_metrics.REGISTRY`` lists them
-        with their formulas.
+        gives ``map@10``), so two strings of one computation give two columns. trec_eval's
+        and ir_measures' names (``"P_10"``, ``"ndcg_cut_10"``, ``"recip_rank"``,
+        ``"nDCG@10"``, ``"RR"``, ``"ERR@10"``) mean those measures as the tools define them:
+        the metric under ``convention="trec_eval"`` (see
+        :mod:`frame_metrics.measure_names`). Default: precision, recall, f1, hit_rate, mrr,
+        ap, ndcg. Ranking metrics, beyond-accuracy metrics (novelty, diversity, serendipity,
+        arp, aplt, coverage, personalization, gini) and rating errors (mse, rmse, mae: named
+        without a cutoff) mix freely in one call; ``frame_metrics.REGISTRY`` lists them with
+        their formulas.
     k
-        A cutoff or a list of them, for every metric named without one (with every
-        metric naming its own or taking none, ``k`` is ignored with a warning).
+        A cutoff or a list of them, for every metric named without one (with every metric
+        naming its own or taking none, ``k`` is ignored with a warning).
     aggregate
         ``False``: one row per evaluated user. ``True``: one row per ``by`` group with
-        ``n_users`` and the mean of every metric over the users it is defined for:
-        ranking metrics and serendipity over the evaluated users (spec section 3);
-        novelty, arp, aplt over users with a recommendation within k; diversity over
-        users with at least two. Rating errors are pooled over all pairs of the group
-        (the usual definition), with ``n_pairs``. Corpus metrics (coverage,
-        personalization, gini) have one value per group, so they need ``aggregate=True``.
-        ``n_users`` counts the users with a value for at least one per-user metric.
-        Every group the inputs show (a recommendation within the largest cutoff, or a
-        truth row) has its row: with no user evaluated, ``n_users`` is 0 and the means
-        are null (corpus metrics keep their value); empty input gives no row. A bool:
-        any other value is an error.
+        ``n_users`` and the mean of every metric over the users it is defined for: ranking
+        metrics and serendipity over the evaluated users (spec section 3); novelty, arp,
+        aplt over users with a recommendation within k; diversity over users with at least
+        two. Rating errors are pooled over all pairs of the group (the usual definition),
+        with ``n_pairs``. Corpus metrics (coverage, personalization, gini) have one value
+        per group, so they need ``aggregate=True``. ``n_users`` counts the users with a
+        value for at least one per-user metric. Every group the inputs show (a
+        recommendation within the largest cutoff, or a truth row) has its row: with no user
+        evaluated, ``n_users`` is 0 and the means are null (corpus metrics keep their
+        value); empty input gives no row. A bool: any other value is an error.
     user
-        The user column of every frame, or a list of columns (a composite key such as
-        user + session).
+        The user column of every frame, or a list of columns (a composite key such as user +
+        session).
     item
         The item column of every frame.
     rank
-        The rank column of ``recs`` (1 = top; ``None``: ``"rank"``). With ``score``
-        the score ranks, and a ``rank`` given too is not read (a warning says so).
+        The rank column of ``recs`` (1 = top; ``None``: ``"rank"``). With ``score`` the
+        score ranks, and a ``rank`` given too is not read (a warning says so).
     score
         A score column of ``recs`` to derive ranks from instead: score descending, ties
         broken by ``ties`` (item ascending by default).
@@ -162,93 +169,106 @@ def evaluate(
         ``truth``, a column of ``recs``.
     prediction
         The predicted rating column of ``recs``, for rating metrics: compared with
-        ``relevance`` over the (user, item) pairs present in both frames; pairs on one
-        side only are counted by :func:`diagnose`.
+        ``relevance`` over the (user, item) pairs present in both frames; pairs on one side
+        only are counted by :func:`diagnose`.
     by
         Columns (model, segment, fold) that split the evaluation into independent ones.
+    sample
+        A column of ``recs`` telling apart several rankings of one user: the samples of a
+        stochastic system, for expected exposure (``ee_loss``, ``ee_disparity``,
+        ``ee_relevance``: each user's exposure is the mean over the user's samples, the
+        distinct values of this column among the user's rows). Each (user, sample) is one
+        ranking, by ``rank`` or by ``score``; an item appears once per ranking. Only these
+        metrics read it (others are refused with it), and it needs ``truth``.
+    features
+        The column of ``item_features`` holding each item's features: a list of categories
+        (Jaccard similarity) or a numeric vector (cosine).
+    group
+        The group column of ``item_groups``.
+    feature_weight
+        A numeric column of a long ``item_features`` frame (one row per (item, category))
+        holding w(i, g), for miscalibration; None: w = 1 per row. An item's category
+        distribution is w(i, g) / Σ_g w(i, g).
+    history_weight
+        A numeric column of ``train`` holding w_ui (e.g. recency), the weight of an item in
+        the user's history distribution for miscalibration; None: 1. With it, a (user, item)
+        pair may have one train row only (which weight would count is ambiguous otherwise).
     convention
         A peer's conventions by name: ``"trec_eval"``, ``"ranx"``, ``"rectools"``,
         ``"recommenders"``, ``"sklearn"``, ``"torchmetrics"`` or ``"replay"`` set every
-        option below in which that peer differs from the spec (``fm.conventions()``
-        lists each setting with the peer's version and source). Options passed
-        explicitly override the preset. Every option below defaults to ``None``: the
-        convention's value, else the spec's default named here.
+        option below in which that peer differs from the spec (``fm.conventions()`` lists
+        each setting with the peer's version and source). Options passed explicitly override
+        the preset. Every option below defaults to ``None``: the convention's value, else
+        the spec's default named here.
     threshold
         Relevance needed to count as relevant (``rel >= threshold``); default: ``rel > 0``.
-        ``0``: every truth row is relevant, whatever its relevance. Left out on levels
-        that look like star ratings (0.5 to 5, say), the call warns
+        ``0``: every truth row is relevant, whatever its relevance. Left out on levels that
+        look like star ratings (0.5 to 5, say), the call warns
         (:class:`~frame_metrics.errors.RelevanceWarning`); ``threshold=None`` keeps
         ``rel > 0`` and says it is meant.
     gain
-        DCG gain: ``"linear"`` (default), ``"exponential"`` (2^rel - 1), ``"binary"``, or
-        a trec_eval gain table ``{level: gain}`` (levels outside it keep their relevance).
+        DCG gain: ``"linear"`` (default), ``"exponential"`` (2^rel - 1), ``"binary"``, or a
+        trec_eval gain table ``{level: gain}`` (levels outside it keep their relevance).
+    gain_scope
+        ``"relevant"`` (items passing ``threshold`` gain, default) or ``"positive"`` (every
+        relevance > 0 gains: trec_eval's ndcg).
+    idcg
+        ``"relevant"`` (the user's best relevant items, default) or ``"k"`` (k slots of gain
+        1: RecTools' NDCG).
     ap_denominator
         D in AP@k: ``"min_k"`` (default), ``"relevant"``, ``"hits"`` or ``"k"``.
-    empty
-        Users without a relevant item: ``"skip"`` (left out, default) or ``"zero"``.
-    ties
-        Equal scores (with ``score``): ``"item"`` (item ascending, default),
-        ``"item_desc"`` (item descending: RePlay), ``"item_desc_text"`` (item descending
-        compared as text: trec_eval's docnos), ``"input"`` (input row order: a stable
-        sort, as Recommenders and ranx) or ``"average"`` (dcg, ndcg, precision, recall,
-        f1 and hit_rate take their expected value over every order of the tied items).
-        Ranks given in a ``rank`` column are unique within a user and never tie: a tie
-        rule given with them (here or in a metric string) is ignored with a warning.
-    users
-        Who may be evaluated: ``"all"`` (every user seen, default), ``"truth"`` (users
-        with a truth row), ``"recs"`` (users with a recommendation) or ``"both"``; then
-        ``empty`` decides for those without a relevant item.
-    idcg
-        ``"relevant"`` (the user's best relevant items, default) or ``"k"`` (k slots of
-        gain 1: RecTools' NDCG).
     mrr_cutoff
         ``"k"`` (default) or ``"none"``: the first relevant item anywhere in the list
         (trec_eval's recip_rank).
+    zero_ideal
+        ndcg of a user whose ideal DCG is 0 (relevant items that all gain 0): ``"zero"``
+        (default, trec_eval and scikit-learn) or ``"skip"`` (no value, left out of the mean:
+        Recommenders).
+    ties
+        Equal scores (with ``score``): ``"item"`` (item ascending, default), ``"item_desc"``
+        (item descending: RePlay), ``"item_desc_text"`` (item descending compared as text:
+        trec_eval's docnos), ``"input"`` (input row order: a stable sort, as Recommenders
+        and ranx) or ``"average"`` (dcg, ndcg, precision, recall, f1 and hit_rate take their
+        expected value over every order of the tied items). Ranks given in a ``rank`` column
+        are unique within a user and never tie: a tie rule given with them (here or in a
+        metric string) is ignored with a warning.
+    users
+        Who may be evaluated: ``"all"`` (every user seen, default), ``"truth"`` (users with
+        a truth row), ``"recs"`` (users with a recommendation) or ``"both"``; then ``empty``
+        decides for those without a relevant item.
+    empty
+        Users without a relevant item: ``"skip"`` (left out, default) or ``"zero"``.
     relevant_set
         ``"truth"`` (every relevant truth item, default) or ``"listed"`` (only those
         recommended at some rank: what torchmetrics and scikit-learn see).
-    gain_scope
-        ``"relevant"`` (items passing ``threshold`` gain, default) or ``"positive"``
-        (every relevance > 0 gains: trec_eval's ndcg).
     persistence
         The p of RBP browsing: rbp's, ``exposure="rbp"``'s (default 0.8) and expected
         exposure's (default 0.5).
     rbp_gain
-        What a relevant item adds to rbp: ``"binary"`` (1, default), ``"relevance"``
-        (ranx) or ``"relative"`` (relevance over the user's largest: trec_eval 10.0).
+        What a relevant item adds to rbp: ``"binary"`` (1, default), ``"relevance"`` (ranx)
+        or ``"relative"`` (relevance over the user's largest: trec_eval 10.0).
     max_relevance
         err's g_max (default: the largest relevance in truth).
-    zero_ideal
-        ndcg of a user whose ideal DCG is 0 (relevant items that all gain 0):
-        ``"zero"`` (default, trec_eval and scikit-learn) or ``"skip"`` (no value, left
-        out of the mean: Recommenders).
     on_duplicate
         A repeated (user, item) row: ``"error"`` (default) or ``"first"`` (keep the
         best-ranked recommendation, the highest-relevance truth row).
-    catalog
-        The catalog's items (a frame with the ``item`` column) for coverage and gini;
-        every recommended item must be in it. Default: the items seen in ``recs`` (every
-        rank), ``truth`` and ``train``.
-    train
-        Reference interactions (the user and item columns), usually the train split:
-        item popularity for novelty, arp and aplt (distinct users per item), and the
-        users' history for ``unexpected="history"``.
-    item_features
-        One row per item with the ``item`` column and a ``features`` column, for
-        diversity.
-    features
-        The column of ``item_features`` holding each item's features: a list of
-        categories (Jaccard similarity) or a numeric vector (cosine).
     similarity
         ``"auto"`` (from the features dtype), ``"jaccard"`` or ``"cosine"``.
-    baseline
-        Another model's recommendations (user, item, and rank or score) for serendipity.
     unexpected
         Serendipity's unexpected items: ``"baseline"`` (not in the baseline's top k,
         default) or ``"history"`` (not in the user's ``train`` rows).
     head_share
-        aplt's long-tail cut: the short head is the most popular train items holding
-        this share of train (user, item) pairs (default 0.2); the rest is the tail.
+        aplt's long-tail cut: the short head is the most popular train items holding this
+        share of train (user, item) pairs (default 0.2); the rest is the tail.
+    exposure
+        The browsing model of exposure_gini, exposure_parity and list_parity: the attention
+        rank r gets, ``"log"`` (1/log2(r+1), default), ``"rbp"`` (p^(r-1), p =
+        ``persistence``, 0.8 when unset) or ``"uniform"`` (1).
+    parity_target
+        The target shares of exposure_parity and list_parity: ``"catalog"`` (each item
+        group's share of catalog items, default), ``"merit"`` (its share of relevant truth
+        rows), ``"uniform"``, or a ``{group: share}`` table (normalised; it names every
+        group, and only groups there are).
     calibration_alpha
         miscalibration's smoothing α in (0, 1) (default 0.01): the list's category
         distribution enters KL as (1 − α)·q + α·p.
@@ -258,95 +278,82 @@ def evaluate(
     divergence
         miscalibration's divergence: ``"kl"`` (default, Steck's smoothed KL in bits) or
         ``"js"`` (the Jensen–Shannon distance √JSD, log2, unsmoothed).
-    feature_weight
-        A numeric column of a long ``item_features`` frame (one row per (item,
-        category)) holding w(i, g), for miscalibration; None: w = 1 per row. An item's
-        category distribution is w(i, g) / Σ_g w(i, g).
-    history_weight
-        A numeric column of ``train`` holding w_ui (e.g. recency), the weight of an item
-        in the user's history distribution for miscalibration; None: 1. With it, a
-        (user, item) pair may have one train row only (which weight would count is
-        ambiguous otherwise).
-    validate
-        Check values (nulls, negative relevance, bad or repeated ranks, duplicates)
-        before computing; for a LazyFrame this is one aggregate pass over the inputs.
-        Also checks that the ids of recs and truth meet (see Warns).
-    buckets
-        Evaluate the users in this many buckets, one after another, so that peak memory
-        falls with the number of buckets (inputs larger than memory: ``pl.scan_parquet``
-        of a billion rows). ``"auto"`` (the default): one bucket per 250M rows of a
-        LazyFrame ``recs`` (counted from parquet metadata), else one. With more than one
-        bucket the work is done when ``evaluate`` is called, even for a LazyFrame; a
-        single integer user column is split into id ranges (files written in user order
-        are read once in all), other keys by a hash (each bucket reads every row); only
-        buckets holding a user are evaluated, so never more than the users.
-        Per-user values and means are the one-pass values, to the bit.
-    progress
-        Show a progress bar over the buckets (on stderr, or tqdm's when installed) once
-        the work has taken a few seconds.
-    sample
-        A column of ``recs`` telling apart several rankings of one user: the samples of
-        a stochastic system, for expected exposure (``ee_loss``, ``ee_disparity``,
-        ``ee_relevance``: each user's exposure is the mean over the user's samples, the
-        distinct values of this column among the user's rows). Each (user, sample) is
-        one ranking, by ``rank`` or by ``score``; an item appears once per ranking.
-        Only these metrics read it (others are refused with it), and it needs ``truth``.
-    exposure
-        The browsing model of exposure_gini, exposure_parity and list_parity: the
-        attention rank r gets, ``"log"`` (1/log2(r+1), default), ``"rbp"`` (p^(r-1),
-        p = ``persistence``, 0.8 when unset) or ``"uniform"`` (1).
-    parity_target
-        The target shares of exposure_parity and list_parity: ``"catalog"`` (each item
-        group's share of catalog items, default), ``"merit"`` (its share of relevant
-        truth rows), ``"uniform"``, or a ``{group: share}`` table (normalised; it names
-        every group, and only groups there are).
-    item_groups
-        One row per (item, group) with the ``item`` column and the ``group`` column, for
-        the exposure metrics (an item in several groups counts in each; an item in none
-        is left out and counted by :func:`diagnose`). Default: aplt's ``head`` and
-        ``tail`` from ``train`` (an item absent from train is ``tail``).
-    group
-        The group column of ``item_groups``.
     propensity
         Propensity-scored ranking metrics (spec 9.4), for logs where popular items are
-        observed more: a truth column holding each truth row's propensity P in (0, 1]
-        (the chance the pair was observed), or ``"popularity"``: P_i = (n_i / max_j
-        n_j)^((γ + 1) / 2) from ``train`` (n_i the distinct train users of item i over
-        the whole frame, 1 for an item not in train; Yang et al., RecSys 2018). Each
-        relevant item then counts w = 1/P times in every ranking metric: hits@k and |R|
-        are sums of weights, DCG gains and the ideal DCG's are weighted, AP's hits@r
-        too; MRR and hit_rate are unchanged. With equal P per user (``ips="snips"``)
-        or P = 1 (``"ips"``) every value equals the unweighted one exactly. A null P,
-        P <= 0 or P > 1 on a truth row is an error. ``fm.diagnose`` reports the
-        weights' effective sample size.
+        observed more: a truth column holding each truth row's propensity P in (0, 1] (the
+        chance the pair was observed), or ``"popularity"``: P_i = (n_i / max_j n_j)^((γ + 1)
+        / 2) from ``train`` (n_i the distinct train users of item i over the whole frame, 1
+        for an item not in train; Yang et al., RecSys 2018). Each relevant item then counts
+        w = 1/P times in every ranking metric: hits@k and |R| are sums of weights, DCG gains
+        and the ideal DCG's are weighted, AP's hits@r too; MRR and hit_rate are unchanged.
+        With equal P per user (``ips="snips"``) or P = 1 (``"ips"``) every value equals the
+        unweighted one exactly. A null P, P <= 0 or P > 1 on a truth row is an error.
+        ``fm.diagnose`` reports the weights' effective sample size.
     propensity_gamma
         γ of ``propensity="popularity"`` (required there, no default; >= -1).
     ips
-        ``"snips"`` (default): the weights are normalised per user to average 1 over
-        the user's relevant items, w · |R| / Σ_R w (so recall is Σ_hits w / Σ_R w, Yang's
-        SNIPS recall); ``"ips"``: w as it is. A metric string may set it:
+        ``"snips"`` (default): the weights are normalised per user to average 1 over the
+        user's relevant items, w · |R| / Σ_R w (so recall is Σ_hits w / Σ_R w, Yang's SNIPS
+        recall); ``"ips"``: w as it is. A metric string may set it:
         ``"recall(ips=ips)@10"``.
     max_weight
         Clip the weights 1/P at this value (before normalising them); default: none.
+    catalog
+        The catalog's items (a frame with the ``item`` column) for coverage and gini; every
+        recommended item must be in it. Default: the items seen in ``recs`` (every rank),
+        ``truth`` and ``train``.
+    train
+        Reference interactions (the user and item columns), usually the train split: item
+        popularity for novelty, arp and aplt (distinct users per item), and the users'
+        history for ``unexpected="history"``.
+    item_features
+        One row per item with the ``item`` column and a ``features`` column, for diversity.
+    baseline
+        Another model's recommendations (user, item, and rank or score) for serendipity.
+    item_groups
+        One row per (item, group) with the ``item`` column and the ``group`` column, for the
+        exposure metrics (an item in several groups counts in each; an item in none is left
+        out and counted by :func:`diagnose`). Default: aplt's ``head`` and ``tail`` from
+        ``train`` (an item absent from train is ``tail``).
     exclude
-        (user, item) pairs to remove from the recommendations before the cutoff,
-        usually the train split (items the user already consumed): a frame of any kind
-        ``recs`` may be (on Spark or Dask recs, one of that engine or a local one) with
-        the ``user`` and ``item`` columns; other columns are not read, a repeated pair
-        is one. The remaining items keep their order and move up, so ``@k`` counts k
-        items the user could still choose: by ``rank``, each moves up by the excluded
-        items ranked above it (a list ranked 1, 2, ... is re-ranked 1, 2, ...; an empty
-        position of a list with gaps stays empty); by ``score``, the rest is ranked by
-        score under ``ties``. Each ranking of a ``sample`` column, and serendipity's
-        ``baseline`` lists, lose the same pairs. The pairs apply to every ``by`` group,
-        unless ``exclude`` carries ``by`` columns (a fold's train split for its fold):
-        then to their group alone, as for ``train``. Truth is not touched. A user whose
-        every item is excluded keeps an empty list (and scores 0 where evaluated).
-        Without ``truth``, a long table's rows of excluded pairs stop being
-        recommendations (their rank is dropped, the rest of the list moves up) and
+        (user, item) pairs to remove from the recommendations before the cutoff, usually the
+        train split (items the user already consumed): a frame of any kind ``recs`` may be
+        (on Spark or Dask recs, one of that engine or a local one) with the ``user`` and
+        ``item`` columns; other columns are not read, a repeated pair is one. The remaining
+        items keep their order and move up, so ``@k`` counts k items the user could still
+        choose: by ``rank``, each moves up by the excluded items ranked above it (a list
+        ranked 1, 2, ... is re-ranked 1, 2, ...; an empty position of a list with gaps stays
+        empty); by ``score``, the rest is ranked by score under ``ties``. Each ranking of a
+        ``sample`` column, and serendipity's ``baseline`` lists, lose the same pairs. The
+        pairs apply to every ``by`` group, unless ``exclude`` carries ``by`` columns (a
+        fold's train split for its fold): then to their group alone, as for ``train``. Truth
+        is not touched. A user whose every item is excluded keeps an empty list (and scores
+        0 where evaluated). Without ``truth``, a long table's rows of excluded pairs stop
+        being recommendations (their rank is dropped, the rest of the list moves up) and
         keep their relevance. Rating metrics (mse, rmse, mae) read no list: alone they
-        ignore it, with a warning. :func:`diagnose` counts the rows removed and the
-        lists it left shorter than k. An empty frame changes nothing.
+        ignore it, with a warning. :func:`diagnose` counts the rows removed and the lists it
+        left shorter than k. An empty frame changes nothing.
+    validate
+        Check values (nulls, negative relevance, bad or repeated ranks, duplicates) before
+        computing; for a LazyFrame this is one aggregate pass over the inputs. Also checks
+        that the ids of recs and truth meet (see Warns).
+    buckets
+        Evaluate the users in this many buckets, one after another, so that peak memory
+        falls with the number of buckets (inputs larger than memory: ``pl.scan_parquet`` of
+        a billion rows). ``"auto"`` (the default): one bucket per 250M rows of a LazyFrame
+        ``recs`` (counted from parquet metadata), else one. With more than one bucket the
+        work is done when ``evaluate`` is called, even for a LazyFrame; a single integer
+        user column is split into id ranges (files written in user order are read once in
+        all), other keys by a hash (each bucket reads every row); only buckets holding a
+        user are evaluated, so never more than the users. Per-user values and means are the
+        one-pass values, to the bit.
+    progress
+        Show a progress bar over the buckets (on stderr, or tqdm's when installed) once the
+        work has taken a few seconds.
+    **more
+        The frames and columns of families added outside the package (see
+        :mod:`frame_metrics.extend`): one keyword per input and column role they register.
+        Any other keyword is an error.
 
     Returns
     -------
@@ -466,11 +473,8 @@ def evaluate(
     aggregate = _flag("aggregate", aggregate)
     # Read twice (metric names and warnings): a generator must not run dry.
     metrics, k = _reusable(metrics), _reusable(k)
-    extras = {"catalog": catalog, "train": train, "item_features": item_features}
-    extras["baseline"] = baseline
-    extras["item_groups"] = item_groups
-    extras["exclude"] = exclude
-    spec = _spec(truth, extras, validate, _options(locals()))
+    # Every keyword by name, the tables deciding where each goes (frame, column, option).
+    spec, extras = _spec(truth, _arguments(locals(), more))
     for warning in spec.ignored:
         warn(warning)
     n_buckets = _buckets(recs, buckets)
@@ -500,29 +504,43 @@ def evaluate(
     return cast("FrameT", engine.evaluate(spec, inputs, aggregate=aggregate))
 
 
-def _spec(
-    truth: object | None,
-    extras: Mapping[str, object | None],
-    validate: bool,
-    options: Mapping[str, Any],
-) -> Spec:
-    """The call's :class:`~frame_metrics.spec.Spec`, from evaluate's keyword arguments."""
-    given = [name for name, frame in extras.items() if frame is not None]
-    frames = [*(["truth"] if truth is not None else []), *given]
-    return build_spec(frames, validate=validate, **options)
+def _arguments(named: Mapping[str, Any], more: Mapping[str, object]) -> dict[str, Any]:
+    """Evaluate's keywords by name: its own (``named``, its locals on entry) and ``more``.
+
+    ``more`` may hold only the frames and columns that families outside the package
+    registered (:mod:`frame_metrics.extend`); those not given are None.
+    """
+    outside = [r.name for r in ROLES if not r.builtin]
+    outside += [e.name for e in EXTRA_INPUTS if not e.builtin]
+    unknown = sorted(set(more) - set(outside))
+    if unknown:
+        known = [k.name for k in keywords(builtin=False)]
+        raise UnknownKeywordError("evaluate", unknown, known)
+    arguments = {n: v for n, v in named.items() if n not in ("recs", "truth", "more")}
+    return arguments | {name: more.get(name) for name in outside}
 
 
-#: evaluate's keywords that are frames or control how it runs, not metric options.
-_NOT_OPTIONS: tuple[str, ...] = (
-    *("catalog", "train", "item_features", "baseline", "validate", "buckets", "progress"),
-    "item_groups",
-    "exclude",
-)
+def _spec(truth: object | None, arguments: Mapping[str, Any]) -> tuple[Spec, dict[str, Any]]:
+    """The call's :class:`~frame_metrics.spec.Spec` and extra frames, from its keywords.
 
-
-def _options(names: dict[str, Any]) -> dict[str, Any]:
-    """The metric and column options among evaluate's local variables."""
-    return {n: v for n, v in names.items() if n in _OPTION_DEFAULTS and n not in _NOT_OPTIONS}
+    Each keyword goes where its table puts it (:mod:`frame_metrics.keywords`): a frame
+    of ``EXTRA_INPUTS`` to the extras, the settings that describe the call, the columns
+    (``ROLES``) and the options (``OPTIONS``) to :func:`~frame_metrics.spec.build_spec`,
+    which resolves them once; ``buckets`` and ``progress`` stay with the runner.
+    """
+    extras = {e.name: arguments.get(e.name) for e in EXTRA_INPUTS}
+    frames = [*(["truth"] if truth is not None else [])]
+    frames += [name for name, frame in extras.items() if frame is not None]
+    described = {r.name for r in ROLES} | {o.name for o in OPTIONS}
+    spec = build_spec(
+        frames,
+        metrics=arguments.get("metrics"),
+        k=arguments.get("k"),
+        convention=arguments.get("convention"),
+        validate=arguments.get("validate", True),
+        **{n: v for n, v in arguments.items() if n in described},
+    )
+    return spec, extras
 
 
 def _reusable(value: T) -> T:
@@ -608,20 +626,14 @@ def diagnose(recs: object, truth: object | None = None, **kwargs: Any) -> Diagno
     (1, {1: 0})
     """
     kwargs.pop("aggregate", None)
-    unknown = sorted(set(kwargs) - set(_OPTION_DEFAULTS))
-    if unknown:
-        raise InvalidOptionError(
-            f"diagnose: expected keyword arguments among {', '.join(sorted(_OPTION_DEFAULTS))}, "
-            f"got {', '.join(unknown)}"
-        )
+    own = {n: v for n, v in kwargs.items() if n in _DEFAULTS}
+    unknown = sorted(set(own) & {"buckets", "progress"})
+    if unknown:  # evaluate's, not diagnose's: it always computes in one pass
+        raise UnknownKeywordError("diagnose", unknown, ())
     from frame_metrics.distributed import adapter_for
 
-    arguments = {**_OPTION_DEFAULTS, **kwargs}
-    extras = {name: arguments.pop(name) for name in ("catalog", "train", "item_features")}
-    extras["baseline"] = arguments.pop("baseline")
-    extras["item_groups"] = arguments.pop("item_groups")
-    extras["exclude"] = arguments.pop("exclude")
-    spec = _spec(truth, extras, arguments.pop("validate"), arguments)
+    more = {n: v for n, v in kwargs.items() if n not in _DEFAULTS}
+    spec, extras = _spec(truth, _arguments({**_DEFAULTS, **own}, more))
     adapter = adapter_for(recs)
     if adapter is not None:
         found = cast("Diagnostics", adapter.diagnose(spec, recs, truth, extras))
@@ -656,9 +668,9 @@ def _warn_small_sample(found: Diagnostics) -> None:
     )
 
 
-# The keyword options of evaluate with their defaults, shared by diagnose.
-_OPTION_DEFAULTS: dict[str, Any] = {
+#: evaluate's keywords with their defaults, for diagnose (which takes them too).
+_DEFAULTS: dict[str, Any] = {
     name: p.default
     for name, p in inspect.signature(evaluate).parameters.items()
-    if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in ("aggregate", "buckets", "progress")
+    if p.kind is inspect.Parameter.KEYWORD_ONLY
 }

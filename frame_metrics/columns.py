@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from frame_metrics.errors import InvalidOptionError
+from frame_metrics.keywords import ROLES
 
 __all__ = ["RESERVED_PREFIX", "Columns", "as_names", "check_roles", "key_roles"]
 
@@ -42,10 +44,13 @@ def as_names(value: str | Sequence[str] | None, what: str) -> tuple[str, ...]:
 class Columns:
     """Which columns hold the user key, item, rank or score, relevance and groups.
 
-    ``user`` may be several columns (a composite key such as user + session); ``by``
-    columns split the evaluation into independent ones (model, segment, fold);
-    ``sample`` tells apart several rankings of one user in recs (a stochastic system's
-    samples, for expected exposure), or is None: one ranking per user.
+    One field per built-in row of :data:`frame_metrics.keywords.ROLES` (a test holds
+    them equal), each the column read by default; ``more``: the columns of roles that
+    families outside the package registered, as (role, column) pairs. ``user`` may be
+    several columns (a composite key such as user + session); ``by`` columns split the
+    evaluation into independent ones (model, segment, fold); ``sample`` tells apart
+    several rankings of one user in recs (a stochastic system's samples, for expected
+    exposure), or is None: one ranking per user.
     """
 
     user: tuple[str, ...] = ("user",)
@@ -53,32 +58,62 @@ class Columns:
     rank: str = "rank"
     score: str | None = None
     relevance: str = "relevance"
-    by: tuple[str, ...] = ()
     prediction: str = "prediction"
-    features: str = "features"
+    by: tuple[str, ...] = ()
     sample: str | None = None
+    features: str = "features"
     #: The group column of ``item_groups`` (exposure and provider fairness).
     group: str = "group"
     #: Optional weight columns: of a long ``item_features`` frame (w(i, g)), of ``train``
     #: (w_ui, miscalibration's history weight).
     feature_weight: str | None = None
     history_weight: str | None = None
+    more: tuple[tuple[str, str | None], ...] = ()
+
+    @staticmethod
+    def of(values: Mapping[str, object]) -> Columns:
+        """The columns of evaluate's column keywords (absent or None: the role's default).
+
+        Examples
+        --------
+        >>> Columns.of({"user": ["user", "session"], "rank": None}).user
+        ('user', 'session')
+        >>> Columns.of({"item": 3})
+        Traceback (most recent call last):
+        ...
+        frame_metrics.errors.InvalidOptionError: item: expected a column name, got 3
+        """
+        builtin: dict[str, Any] = {}
+        more: list[tuple[str, str | None]] = []
+        for row in ROLES:
+            value = values.get(row.name, row.default)
+            if value is None:
+                value = row.read_as
+            if row.several:
+                value = as_names(value, row.name)  # type: ignore[arg-type]
+            elif value is not None and not isinstance(value, str):
+                expected = "a column name or None" if row.optional else "a column name"
+                raise InvalidOptionError(f"expected {expected}, got {value!r}", option=row.name)
+            if row.builtin:
+                builtin[row.name] = value
+            elif not isinstance(value, tuple):  # a registered role names one column
+                more.append((row.name, value))
+        return Columns(**builtin, more=tuple(more))
 
     def __post_init__(self) -> None:
         if not self.user:
             raise InvalidOptionError(
                 "expected at least one column name, got an empty list", option="user"
             )
-        for name in ("item", "rank", "relevance", "prediction", "features", "group"):
-            value = getattr(self, name)
+        for row in ROLES:
+            if not row.builtin or row.several:
+                continue
+            value = getattr(self, row.name)
+            if row.optional and value is None:
+                continue
             if not isinstance(value, str):
-                raise InvalidOptionError(f"expected a column name, got {value!r}", option=name)
-        for name in ("score", "sample", "feature_weight", "history_weight"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise InvalidOptionError(
-                    f"expected a column name or None, got {value!r}", option=name
-                )
+                expected = "a column name or None" if row.optional else "a column name"
+                raise InvalidOptionError(f"expected {expected}, got {value!r}", option=row.name)
         clash = set(self.user) & set(self.by)
         if clash or self.item in self.user or self.item in self.by:
             raise InvalidOptionError(
@@ -87,6 +122,22 @@ class Columns:
                 option="by",
                 columns=sorted(clash | ({self.item} & {*self.user, *self.by})),
             )
+
+    def column(self, role: str) -> str | None:
+        """The column of a role, built-in or registered by a family outside the package.
+
+        Examples
+        --------
+        >>> Columns(more=(("price", "cost"),)).column("price"), Columns().column("item")
+        ('cost', 'item')
+        """
+        if role in self.__dataclass_fields__ and role != "more":
+            value = getattr(self, role)
+            return value if isinstance(value, str) or value is None else None
+        found = dict(self.more)
+        if role not in found:
+            raise KeyError(role)
+        return found[role]
 
     @property
     def order(self) -> tuple[str, str]:

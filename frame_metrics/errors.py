@@ -233,6 +233,32 @@ class InvalidOptionError(FrameMetricsError):
     """A keyword argument has a value outside the accepted ones."""
 
 
+class UnknownKeywordError(InvalidOptionError, TypeError):
+    """A keyword argument no table declares (a typo, or a family's input not registered).
+
+    Also a :class:`TypeError`, as Python's own for an unexpected keyword argument.
+
+    Examples
+    --------
+    >>> raise UnknownKeywordError("evaluate", ["trian"], ["train", "truth", "catalog"])
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.UnknownKeywordError: evaluate: expected keyword arguments it declares, got trian (did you mean train?)
+    """
+
+    def __init__(self, function: str, unknown: Iterable[str], known: Iterable[str]) -> None:
+        import difflib
+
+        known = list(known)
+        said = []
+        for name in unknown:
+            hint = difflib.get_close_matches(name, known, n=1)
+            said.append(name + (f" (did you mean {hint[0]}?)" if hint else ""))
+        super().__init__(
+            f"{function}: expected keyword arguments it declares, got {', '.join(said)}"
+        )
+
+
 class MissingInputError(InvalidOptionError):
     """A metric needs an input frame the call did not pass (``train=`` for novelty).
 

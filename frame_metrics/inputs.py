@@ -18,8 +18,9 @@ from frame_metrics.dtypes import FloatKey, type_null_columns, unify_keys
 from frame_metrics.extras import ExtraFrame, require_columns
 from frame_metrics.frames import Source, to_lazy
 from frame_metrics.global_tables import GlobalTables
+from frame_metrics.keywords import EXTRA_INPUTS
 from frame_metrics.prepare import Prepared, prepare
-from frame_metrics.spec import EXTRA_INPUTS, Spec
+from frame_metrics.spec import Spec
 
 __all__ = ["Inputs"]
 

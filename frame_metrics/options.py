@@ -196,6 +196,10 @@ class Option:
     #: other families (who is evaluated: expected exposure), or the parity metrics,
     #: whose merit target counts relevant truth rows.
     also: tuple[str, ...] = ()
+    #: Its annotation in ``evaluate``'s signature, as the source writes it.
+    annotation: str = ""
+    #: Its entry in ``evaluate``'s docstring (:func:`frame_metrics.keywords.parameters_doc`).
+    api_doc: str = ""
 
     @property
     def flag(self) -> str:
@@ -406,6 +410,14 @@ OPTIONS: tuple[Option, ...] = (
         metavar="X",
         cli_default="rel > 0",
         also=(*_EE, "exposure_parity", "list_parity"),
+        annotation="float | NotGiven | None",
+        api_doc=(
+            "Relevance needed to count as relevant (``rel >= threshold``); default: ``rel > "
+            "0``. ``0``: every truth row is relevant, whatever its relevance. Left out on "
+            "levels that look like star ratings (0.5 to 5, say), the call warns "
+            "(:class:`~frame_metrics.errors.RelevanceWarning`); ``threshold=None`` keeps ``rel "
+            "> 0`` and says it is meant."
+        ),
     ),
     Option(
         "gain",
@@ -420,6 +432,11 @@ OPTIONS: tuple[Option, ...] = (
         _GAIN_NAMES,
         table=True,
         metavar="GAIN",
+        annotation="GainName | Mapping[float, float] | None",
+        api_doc=(
+            'DCG gain: ``"linear"`` (default), ``"exponential"`` (2^rel - 1), ``"binary"``, or '
+            "a trec_eval gain table ``{level: gain}`` (levels outside it keep their relevance)."
+        ),
     ),
     _choice(
         "gain_scope",
@@ -429,6 +446,11 @@ OPTIONS: tuple[Option, ...] = (
         "who gains in DCG: items passing --threshold, or every rel > 0",
         ("dcg", "ndcg", "rbp"),
         "statistics",
+        annotation="GainScope | None",
+        api_doc=(
+            '``"relevant"`` (items passing ``threshold`` gain, default) or ``"positive"`` '
+            "(every relevance > 0 gains: trec_eval's ndcg)."
+        ),
     ),
     _choice(
         "idcg",
@@ -438,6 +460,11 @@ OPTIONS: tuple[Option, ...] = (
         "the ideal DCG: the user's relevant items, or k slots of gain 1",
         ("ndcg",),
         "combination",
+        annotation="Idcg | None",
+        api_doc=(
+            '``"relevant"`` (the user\'s best relevant items, default) or ``"k"`` (k slots of '
+            "gain 1: RecTools' NDCG)."
+        ),
     ),
     _choice(
         "ap_denominator",
@@ -446,6 +473,8 @@ OPTIONS: tuple[Option, ...] = (
         "the denominator of AP@k",
         ("ap",),
         "combination",
+        annotation="ApDenominator | None",
+        api_doc=('D in AP@k: ``"min_k"`` (default), ``"relevant"``, ``"hits"`` or ``"k"``.'),
     ),
     _choice(
         "mrr_cutoff",
@@ -454,6 +483,11 @@ OPTIONS: tuple[Option, ...] = (
         "MRR: the first relevant item within k, or anywhere",
         ("mrr",),
         "combination",
+        annotation="MrrCutoff | None",
+        api_doc=(
+            '``"k"`` (default) or ``"none"``: the first relevant item anywhere in the list '
+            "(trec_eval's recip_rank)."
+        ),
     ),
     _choice(
         "zero_ideal",
@@ -463,6 +497,12 @@ OPTIONS: tuple[Option, ...] = (
         "ndcg of a user whose ideal DCG is 0: 0, or left out",
         ("ndcg",),
         "combination",
+        annotation="ZeroIdeal | None",
+        api_doc=(
+            'ndcg of a user whose ideal DCG is 0 (relevant items that all gain 0): ``"zero"`` '
+            '(default, trec_eval and scikit-learn) or ``"skip"`` (no value, left out of the '
+            "mean: Recommenders)."
+        ),
     ),
     _choice(
         "ties",
@@ -473,6 +513,16 @@ OPTIONS: tuple[Option, ...] = (
         RANKING,
         "statistics",
         also=(*_LISTED, *_EE),
+        annotation="Ties | None",
+        api_doc=(
+            'Equal scores (with ``score``): ``"item"`` (item ascending, default), '
+            '``"item_desc"`` (item descending: RePlay), ``"item_desc_text"`` (item descending '
+            'compared as text: trec_eval\'s docnos), ``"input"`` (input row order: a stable '
+            'sort, as Recommenders and ranx) or ``"average"`` (dcg, ndcg, precision, recall, f1 '
+            "and hit_rate take their expected value over every order of the tied items). Ranks "
+            "given in a ``rank`` column are unique within a user and never tie: a tie rule "
+            "given with them (here or in a metric string) is ignored with a warning."
+        ),
     ),
     _choice(
         "users",
@@ -483,6 +533,12 @@ OPTIONS: tuple[Option, ...] = (
         RANKING,
         "combination",
         also=_EE,
+        annotation="Users | None",
+        api_doc=(
+            'Who may be evaluated: ``"all"`` (every user seen, default), ``"truth"`` (users '
+            'with a truth row), ``"recs"`` (users with a recommendation) or ``"both"``; then '
+            "``empty`` decides for those without a relevant item."
+        ),
     ),
     _choice(
         "empty",
@@ -492,6 +548,8 @@ OPTIONS: tuple[Option, ...] = (
         RANKING,
         "combination",
         also=_EE,
+        annotation="EmptyPolicy | None",
+        api_doc=('Users without a relevant item: ``"skip"`` (left out, default) or ``"zero"``.'),
     ),
     _choice(
         "relevant_set",
@@ -501,6 +559,11 @@ OPTIONS: tuple[Option, ...] = (
         "R: every relevant truth item, or those recommended",
         RANKING,
         "statistics",
+        annotation="RelevantSet | None",
+        api_doc=(
+            '``"truth"`` (every relevant truth item, default) or ``"listed"`` (only those '
+            "recommended at some rank: what torchmetrics and scikit-learn see)."
+        ),
     ),
     Option(
         "persistence",
@@ -522,6 +585,11 @@ OPTIONS: tuple[Option, ...] = (
         _in_range("persistence", 0.0, 1.0, "a number in (0, 1) or None", none=True),
         metavar="P",
         cli_default="0.8; 0.5 for expected exposure",
+        annotation="float | None",
+        api_doc=(
+            "The p of RBP browsing: rbp's, ``exposure=\"rbp\"``'s (default 0.8) and expected "
+            "exposure's (default 0.5)."
+        ),
     ),
     _choice(
         "rbp_gain",
@@ -531,6 +599,11 @@ OPTIONS: tuple[Option, ...] = (
         "what a relevant item adds to rbp: 1, its relevance, or relative",
         ("rbp",),
         "combination",
+        annotation="RbpGain | None",
+        api_doc=(
+            'What a relevant item adds to rbp: ``"binary"`` (1, default), ``"relevance"`` '
+            '(ranx) or ``"relative"`` (relevance over the user\'s largest: trec_eval 10.0).'
+        ),
     ),
     Option(
         "max_relevance",
@@ -543,6 +616,8 @@ OPTIONS: tuple[Option, ...] = (
         _in_range("max_relevance", 0.0, 1000.0, "a number in (0, 1000) or None", none=True),
         metavar="G",
         cli_default="the largest in TRUTH",
+        annotation="float | None",
+        api_doc=("err's g_max (default: the largest relevance in truth)."),
     ),
     _choice(
         "on_duplicate",
@@ -553,6 +628,11 @@ OPTIONS: tuple[Option, ...] = (
         EVERY,
         "statistics",
         per_metric=False,
+        annotation="DuplicatePolicy | None",
+        api_doc=(
+            'A repeated (user, item) row: ``"error"`` (default) or ``"first"`` (keep the '
+            "best-ranked recommendation, the highest-relevance truth row)."
+        ),
     ),
     _choice(
         "similarity",
@@ -564,6 +644,8 @@ OPTIONS: tuple[Option, ...] = (
         "statistics",
         preset=False,
         per_metric=False,
+        annotation="Similarity",
+        api_doc=('``"auto"`` (from the features dtype), ``"jaccard"`` or ``"cosine"``.'),
     ),
     _choice(
         "unexpected",
@@ -575,6 +657,11 @@ OPTIONS: tuple[Option, ...] = (
         "statistics",
         preset=False,
         per_metric=False,
+        annotation="Unexpected",
+        api_doc=(
+            "Serendipity's unexpected items: ``\"baseline\"`` (not in the baseline's top k, "
+            'default) or ``"history"`` (not in the user\'s ``train`` rows).'
+        ),
     ),
     Option(
         "head_share",
@@ -589,6 +676,11 @@ OPTIONS: tuple[Option, ...] = (
         preset=False,
         per_metric=False,
         metavar="X",
+        annotation="float",
+        api_doc=(
+            "aplt's long-tail cut: the short head is the most popular train items holding this "
+            "share of train (user, item) pairs (default 0.2); the rest is the tail."
+        ),
     ),
     _choice(
         "exposure",
@@ -598,6 +690,12 @@ OPTIONS: tuple[Option, ...] = (
         "browsing model of exposure metrics: e(r) = 1/log2(r+1), p^(r-1) or 1",
         ("exposure_gini", "exposure_parity", "list_parity"),
         "statistics",
+        annotation="Exposure | None",
+        api_doc=(
+            "The browsing model of exposure_gini, exposure_parity and list_parity: the "
+            'attention rank r gets, ``"log"`` (1/log2(r+1), default), ``"rbp"`` (p^(r-1), p = '
+            '``persistence``, 0.8 when unset) or ``"uniform"`` (1).'
+        ),
     ),
     Option(
         "parity_target",
@@ -615,6 +713,13 @@ OPTIONS: tuple[Option, ...] = (
         metavar="TARGET",
         table_doc="{group: share}",
         parse=_parse_parity_target,
+        annotation="ParityTargetName | Mapping[Any, float] | None",
+        api_doc=(
+            'The target shares of exposure_parity and list_parity: ``"catalog"`` (each item '
+            'group\'s share of catalog items, default), ``"merit"`` (its share of relevant truth '
+            'rows), ``"uniform"``, or a ``{group: share}`` table (normalised; it names every '
+            "group, and only groups there are)."
+        ),
     ),
     Option(
         "calibration_alpha",
@@ -627,6 +732,11 @@ OPTIONS: tuple[Option, ...] = (
         "miscalibration's smoothing alpha in (0, 1)",
         _in_range("calibration_alpha", 0.0, 1.0, "a number in (0, 1)"),
         metavar="A",
+        annotation="float | None",
+        api_doc=(
+            "miscalibration's smoothing α in (0, 1) (default 0.01): the list's category "
+            "distribution enters KL as (1 − α)·q + α·p."
+        ),
     ),
     _choice(
         "calibration_weight",
@@ -636,6 +746,11 @@ OPTIONS: tuple[Option, ...] = (
         "miscalibration's weight of rank r: 1, 1/r or 1/log2(r+1)",
         ("miscalibration",),
         "statistics",
+        annotation="CalibrationWeight | None",
+        api_doc=(
+            'The weight of rank r in miscalibration\'s list distribution: ``"uniform"`` (1, '
+            'default), ``"reciprocal"`` (1/r) or ``"log"`` (1/log2(r + 1)).'
+        ),
     ),
     _choice(
         "divergence",
@@ -645,6 +760,11 @@ OPTIONS: tuple[Option, ...] = (
         "miscalibration's divergence: KL with alpha, or the Jensen-Shannon distance",
         ("miscalibration",),
         "statistics",
+        annotation="Divergence | None",
+        api_doc=(
+            "miscalibration's divergence: ``\"kl\"`` (default, Steck's smoothed KL in bits) or "
+            '``"js"`` (the Jensen–Shannon distance √JSD, log2, unsmoothed).'
+        ),
     ),
     Option(
         "propensity",
@@ -661,6 +781,20 @@ OPTIONS: tuple[Option, ...] = (
         metavar="COL",
         cli_default="none (unweighted)",
         parse=str,
+        annotation="str | None",
+        api_doc=(
+            "Propensity-scored ranking metrics (spec 9.4), for logs where popular items are "
+            "observed more: a truth column holding each truth row's propensity P in (0, 1] (the "
+            'chance the pair was observed), or ``"popularity"``: P_i = (n_i / max_j n_j)^((γ + '
+            "1) / 2) from ``train`` (n_i the distinct train users of item i over the whole "
+            "frame, 1 for an item not in train; Yang et al., RecSys 2018). Each relevant item "
+            "then counts w = 1/P times in every ranking metric: hits@k and |R| are sums of "
+            "weights, DCG gains and the ideal DCG's are weighted, AP's hits@r too; MRR and "
+            'hit_rate are unchanged. With equal P per user (``ips="snips"``) or P = 1 '
+            '(``"ips"``) every value equals the unweighted one exactly. A null P, P <= 0 or P > '
+            "1 on a truth row is an error. ``fm.diagnose`` reports the weights' effective "
+            "sample size."
+        ),
     ),
     Option(
         "propensity_gamma",
@@ -680,6 +814,8 @@ OPTIONS: tuple[Option, ...] = (
         per_metric=False,
         metavar="G",
         cli_default="none: required with --propensity popularity",
+        annotation="float | None",
+        api_doc=('γ of ``propensity="popularity"`` (required there, no default; >= -1).'),
     ),
     _choice(
         "ips",
@@ -690,6 +826,13 @@ OPTIONS: tuple[Option, ...] = (
         RANKING,
         "statistics",
         preset=False,
+        annotation="Ips",
+        api_doc=(
+            '``"snips"`` (default): the weights are normalised per user to average 1 over the '
+            "user's relevant items, w · |R| / Σ_R w (so recall is Σ_hits w / Σ_R w, Yang's "
+            'SNIPS recall); ``"ips"``: w as it is. A metric string may set it: '
+            '``"recall(ips=ips)@10"``.'
+        ),
     ),
     Option(
         "max_weight",
@@ -705,6 +848,8 @@ OPTIONS: tuple[Option, ...] = (
         per_metric=False,
         metavar="W",
         cli_default="none",
+        annotation="float | None",
+        api_doc=("Clip the weights 1/P at this value (before normalising them); default: none."),
     ),
 )
 

@@ -21,10 +21,11 @@ from frame_metrics.errors import InvalidOptionError
 from frame_metrics.families import FAMILIES, Family
 from frame_metrics.family import GROUP_USERS, Context
 from frame_metrics.inputs import Inputs
+from frame_metrics.keywords import EXTRA_INPUTS, ROLES
 from frame_metrics.metrics.registry import Requested
 from frame_metrics.numerics import exact_partials, exact_totals
 from frame_metrics.prepare import prepare_ratings
-from frame_metrics.spec import EXTRA_INPUTS, Spec
+from frame_metrics.spec import Spec
 from frame_metrics.validation import CheckedFrame
 
 __all__ = ["SEEN", "Plan", "check_call", "families_of", "query", "reads"]
@@ -67,8 +68,9 @@ def reads(spec: Spec) -> dict[str, set[str]]:
     recs = keys | order
     if spec.long_table:
         recs |= {c.rank, c.relevance}
-    roles = {"by": set(c.by), "user": set(c.user), "item": {c.item}, "order": order}
-    roles["features"] = {c.features}
+    # A role an input reads: its column, if named (by and user: every column of the key).
+    roles = {r.name: {name} for r in ROLES if not r.several and (name := c.column(r.name))}
+    roles |= {"by": set(c.by), "user": set(c.user), "order": order}
     out = {"recs": recs, "truth": keys | {c.relevance}}
     for extra in EXTRA_INPUTS:
         out[extra.name] = set().union(*(roles[role] for role in extra.reads))

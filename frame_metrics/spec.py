@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple, cast
 
-from frame_metrics.columns import Columns, as_names
+from frame_metrics.columns import Columns
 from frame_metrics.conventions import METRIC_OPTIONS, OPTION_NAMES, preset_settings, resolve_options
 from frame_metrics.errors import (
     IgnoredOptionWarning,
@@ -30,6 +30,7 @@ from frame_metrics.errors import (
     Pass,
     shown,
 )
+from frame_metrics.keywords import EXTRA_INPUTS, ROLES, extra_input
 from frame_metrics.measure_names import TOOL_CONVENTION, ToolMeasure, possessive, tool_measure
 from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.registry import (
@@ -55,9 +56,6 @@ from frame_metrics.options import option as option_row
 _PER_METRIC: tuple[str, ...] = tuple(o.name for o in OPTIONS if o.per_metric)
 
 __all__ = [
-    "EXTRA_INPUTS",
-    "EXTRA_OF_NEED",
-    "ExtraInput",
     "Spec",
     "build_spec",
     "rank_not_read",
@@ -65,76 +63,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class ExtraInput:
-    """A frame a call may pass besides recs and truth: one row of :data:`EXTRA_INPUTS`.
-
-    ``keyed``: its rows belong to users (train, a baseline), so a partitioned run
-    splits it by user with recs; otherwise it is an item table every partition gets
-    whole. ``reads``: the roles of the columns read (``"by"``: each ``by`` column it
-    has, ``"user"``, ``"item"``, ``"order"``: the rank or score column, ``"features"``);
-    families may read more (``Family.reads``). ``needs``: the entries of
-    ``Metric.needs`` it provides. ``what``: how a message names it.
-    """
-
-    name: str
-    keyed: bool
-    reads: tuple[str, ...]
-    needs: frozenset[str]
-    what: str
-
-
-#: Every extra input, in the order evaluate takes them (and converts them).
-EXTRA_INPUTS: tuple[ExtraInput, ...] = (
-    ExtraInput(
-        "catalog",
-        keyed=False,
-        reads=("by", "item"),
-        needs=frozenset({"catalog"}),
-        what="a frame of the catalog's items, in the item column",
-    ),
-    ExtraInput(
-        "train",
-        keyed=True,
-        reads=("by", "user", "item"),
-        needs=frozenset({"popularity", "history", "train"}),
-        what="reference interactions with the user and item columns, usually the train split",
-    ),
-    ExtraInput(
-        "item_features",
-        keyed=False,
-        reads=("by", "item", "features"),
-        needs=frozenset({"item_features"}),
-        what="one row per item with the item column and the features column",
-    ),
-    ExtraInput(
-        "baseline",
-        keyed=True,
-        reads=("by", "user", "item", "order"),
-        needs=frozenset({"baseline"}),
-        what="a baseline model's recommendations with the user, item and rank/score columns",
-    ),
-    ExtraInput(
-        "item_groups",
-        keyed=False,
-        reads=("by", "item"),
-        needs=frozenset({"item_groups"}),
-        what="one row per (item, group) with the item column and the group column",
-    ),
-    # No metric needs it: the prepared lists read it (spec section 10, seen items).
-    ExtraInput(
-        "exclude",
-        keyed=True,
-        reads=("by", "user", "item"),
-        needs=frozenset(),
-        what="(user, item) pairs removed from the recommendations before the cutoff, "
-        "usually the train split",
-    ),
-)
-
-#: Which extra input provides an entry of ``Metric.needs``.
-EXTRA_OF_NEED = {need: e.name for e in EXTRA_INPUTS for need in e.needs}
-_WHAT = {e.name: e.what for e in EXTRA_INPUTS}
 _SERENDIPITY_HINT: dict[tuple[str, str], tuple[Part, ...]] = {
     ("serendipity", "baseline"): (
         "; or ",
@@ -322,26 +250,16 @@ def build_spec(
     *,
     metrics: str | Iterable[str] | None = None,
     k: int | Iterable[int] | None = None,
-    user: str | Sequence[str] = "user",
-    item: str = "item",
-    rank: str | None = None,
-    score: str | None = None,
-    relevance: str = "relevance",
-    prediction: str = "prediction",
-    features: str = "features",
-    by: str | Sequence[str] | None = None,
     convention: str | None = None,
     validate: bool = True,
-    sample: str | None = None,
-    group: str = "group",
-    feature_weight: str | None = None,
-    history_weight: str | None = None,
-    **options: Any,
+    **keywords: Any,
 ) -> Spec:
     """The :class:`Spec` of a call, every frame-free check run, in a fixed order.
 
     ``frames``: the names of the frames passed besides recs (``"truth"``, ``"train"``,
-    ...); ``options``: evaluate's metric options (``None``: not given).
+    ...); ``keywords``: evaluate's column keywords (rows of
+    :data:`frame_metrics.keywords.ROLES`) and metric options (rows of
+    :data:`frame_metrics.options.OPTIONS`; ``None``: not given).
 
     Examples
     --------
@@ -351,11 +269,15 @@ def build_spec(
     frame_metrics.errors.MissingInputError: novelty: expected train= (reference interactions with the user and item columns, usually the train split), got None
     """
     # Options and names first: a typo costs no pass over the data.
+    roles = {row.name for row in ROLES}
+    named = {name: keywords.pop(name) for name in list(keywords) if name in roles}
+    options = keywords
     unknown = sorted(set(options) - set(OPTION_NAMES))
     if unknown:
         raise InvalidOptionError(
             f"options: expected keywords among {', '.join(OPTION_NAMES)}, got {', '.join(unknown)}"
         )
+    rank, score, sample = named.get("rank"), named.get("score"), named.get("sample")
     # threshold=None says "rel > 0, as meant"; left out, it is the same number, unsaid.
     threshold_given = options.get("threshold", NOT_GIVEN) is not NOT_GIVEN
     if not threshold_given:
@@ -367,43 +289,30 @@ def build_spec(
             metrics, k, DEFAULT_RANKING, given=options, convention=convention, ignored=by_tools
         )
     )
-    ignored_rank = [rank_not_read(rank, score)] if rank is not None and score is not None else []
-    rank = "rank" if rank is None else rank
-    ignored = ignored_rank + _ignored_options(
+    ignored = [rank_not_read(rank, score)] if rank is not None and score is not None else []
+    ignored += _ignored_options(
         metrics,
         k,
         requests,
         ties=options.get("ties"),
         score=score,
-        rank=rank,
+        rank="rank" if rank is None else rank,
         long_table="truth" not in given,
     )
     call = resolve_options(options, convention=convention)
-    columns = Columns(
-        as_names(user, "user"),
-        item,
-        rank,
-        score,
-        relevance,
-        as_names(by, "by"),
-        prediction,
-        features,
-        sample,
-        group,
-        feature_weight,
-        history_weight,
-    )
+    columns = Columns.of(named)
     long_table = "truth" not in given
     _check_metric_options(requests, long_table, score is not None)
+    providers = {need: e for e in EXTRA_INPUTS for need in e.needs}
     for q in requests:
         for need in sorted(q.metric.inputs(q.options)):
-            source = EXTRA_OF_NEED.get(need)
-            if source is not None and source not in given:
+            source = providers.get(need)
+            if source is not None and source.name not in given:
                 raise MissingInputError(
                     q.metric.name,
-                    source,
-                    _WHAT[source],
-                    *_SERENDIPITY_HINT.get((q.metric.name, source), ()),
+                    source.name,
+                    source.what,
+                    *_SERENDIPITY_HINT.get((q.metric.name, source.name), ()),
                 )
     if long_table and score is not None:
         raise InvalidOptionError(
@@ -487,7 +396,7 @@ def _check_propensity(
             raise MissingInputError(
                 "propensity='popularity'",
                 "train",
-                _WHAT["train"],
+                extra_input("train").what,
                 f"; it counts the distinct train users of each item{also}",
             )
         if call.propensity_gamma is None:

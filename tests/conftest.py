@@ -17,6 +17,11 @@ from frame_metrics.namespace import RecMetricsNamespace
 Constructor = Callable[[pl.DataFrame], Any]
 
 
+#: Not collected for doctests: importing the toy family registers it (its test does,
+#: and removes it after), which would add it to every other test's registry.
+collect_ignore = ["toy_family.py"]
+
+
 def _pandas_numpy(df: pl.DataFrame) -> pd.DataFrame:
     return df.to_pandas()
 

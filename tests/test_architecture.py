@@ -17,10 +17,11 @@ import frame_metrics as fm
 from frame_metrics.errors import InvalidOptionError
 from frame_metrics.families import FAMILIES
 from frame_metrics.family import GROUP_USERS, Context, Family
+from frame_metrics.keywords import EXTRA_INPUTS
 from frame_metrics.metrics.registry import REGISTRY, Metric
 from frame_metrics.planner import reads
 from frame_metrics.prepare import RANK
-from frame_metrics.spec import EXTRA_INPUTS, build_spec
+from frame_metrics.spec import build_spec
 
 from .conftest import Constructor, to_polars
 

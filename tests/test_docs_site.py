@@ -246,7 +246,11 @@ def test_api_parameters_have_their_own_entries(build: Build) -> None:
     evaluate_rows = {
         row[0]: row for row in _parameter_tables(page(build, "api/evaluate"))[0] if len(row) == 4
     }
+    every_row = {row[0]: row for row in _parameter_tables(page(build, "api/evaluate"))[0]}
     for parameter in inspect.signature(fm.evaluate).parameters.values():
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:  # **more: no default
+            assert {parameter.name, f"**{parameter.name}"} & set(every_row), sorted(every_row)
+            continue
         row = evaluate_rows[parameter.name]
         if parameter.default is inspect.Parameter.empty:
             assert row[3] == "required", row

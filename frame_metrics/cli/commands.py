@@ -12,7 +12,7 @@ import polars as pl
 
 import frame_metrics as fm
 from frame_metrics.cli.files import (
-    EXTRA_FILES,
+    extra_files,
     output_format,
     read_frame,
     read_inputs,
@@ -20,6 +20,7 @@ from frame_metrics.cli.files import (
 )
 from frame_metrics.cli.messages import UsageError
 from frame_metrics.datasets import synthetic
+from frame_metrics.keywords import ROLES
 from frame_metrics.options import OPTIONS
 
 #: A command: runs on the parsed arguments, returns the exit status.
@@ -71,18 +72,15 @@ def _ranking_columns(args: argparse.Namespace) -> dict[str, Any]:
 
 def _evaluate_options(args: argparse.Namespace, frames: dict[str, pl.LazyFrame]) -> dict[str, Any]:
     """The keywords of ``fm.evaluate`` the options set: columns, metric options, extras."""
+    ranking = _ranking_columns(args)
     return {
-        **_ranking_columns(args),
-        "relevance": args.relevance_col,
-        "prediction": args.prediction_col,
+        **{
+            r.name: getattr(args, r.dest) for r in ROLES if r.name not in ranking and r.name != "by"
+        },
+        **ranking,
         **{row.name: getattr(args, row.name) for row in OPTIONS},
         "convention": args.convention,
-        "features": args.features_col,
-        "sample": args.sample_col,
-        "group": args.group_col,
-        "feature_weight": args.feature_weight,
-        "history_weight": args.history_weight,
-        **{name: frames[name] for name in EXTRA_FILES if name in frames},
+        **{name: frames[name] for name in extra_files() if name in frames},
     }
 
 

@@ -13,6 +13,7 @@ import polars as pl
 
 from frame_metrics.cli.messages import DataError, UsageError, first_line
 from frame_metrics.cli.output import joined_or, render
+from frame_metrics.keywords import EXTRA_INPUTS
 
 #: Input file extensions: parquet or delimited text (the separator), all read lazily.
 _PARQUET = (".parquet", ".pq")
@@ -29,15 +30,19 @@ FORMAT_OF_SUFFIX = {
     ".txt": "table",
 }
 
-#: The extra input files: evaluate's keyword and the option naming the file.
-EXTRA_FILES = {
-    "train": "--train",
-    "catalog": "--catalog",
-    "item_features": "--item-features",
-    "baseline": "--baseline",
-    "item_groups": "--item-groups",
-    "exclude": "--exclude",
-}
+
+def extra_files() -> dict[str, str]:
+    """The extra input files: evaluate's keyword and the option naming the file.
+
+    Read from the table on each call: a family registered from outside the package
+    adds its own.
+
+    Examples
+    --------
+    >>> extra_files()["item_features"]
+    '--item-features'
+    """
+    return {e.name: e.flag for e in EXTRA_INPUTS}
 
 
 def read_frame(path: str, name: str, text_columns: Sequence[str] = ()) -> pl.LazyFrame:
@@ -154,7 +159,7 @@ def read_inputs(args: argparse.Namespace) -> dict[str, pl.LazyFrame]:
     it, an id column read as text in one file and as numbers in another (ids all digits
     in one file only) is a :class:`DataError` that names ``--ids-as-text``.
     """
-    labels = {"recs": "RECS", "truth": "TRUTH", **EXTRA_FILES}
+    labels = {"recs": "RECS", "truth": "TRUTH", **extra_files()}
     ids = [*args.user_col, args.item_col]
     frames = {
         name: read_frame(path, label, ids if args.ids_as_text else ())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import textwrap
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import frame_metrics as fm
@@ -12,6 +13,7 @@ from frame_metrics.cli.files import FORMAT_OF_SUFFIX
 from frame_metrics.cli.messages import EXIT_USAGE, PROG, fail
 from frame_metrics.cli.output import DIGITS, FORMATS, MAX_DIGITS, joined_or
 from frame_metrics.conventions import CONVENTIONS
+from frame_metrics.keywords import EXTRA_INPUTS, ROLES
 from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.registry import split_names
 from frame_metrics.options import CHOICES, OPTIONS, Option, given
@@ -188,74 +190,7 @@ def _buckets_option(text: str) -> int | str:
 def _add_input_options(p: argparse.ArgumentParser) -> None:
     """Column names, metric options and extra inputs: evaluate's keywords as options."""
     cols = p.add_argument_group("columns")
-    cols.add_argument(
-        "--user-col",
-        type=_names,
-        default=_DEFAULTS["user"],  # a string: argparse splits it with the type
-        metavar="COLS",
-        help="user key; comma-separated for a composite key such as user,session "
-        "(default: %(default)s)",
-    )
-    cols.add_argument(
-        "--item-col",
-        default=_DEFAULTS["item"],
-        metavar="COL",
-        help="item id (default: %(default)s)",
-    )
-    ranked = cols.add_mutually_exclusive_group()
-    ranked.add_argument(
-        "--rank-col",
-        default="rank",  # evaluate's None: the rank column, unless --score-col ranks
-        metavar="COL",
-        help="rank, 1 = top (default: %(default)s)",
-    )
-    ranked.add_argument(
-        "--score-col",
-        metavar="COL",
-        help="score, higher = better: ranks are derived (equal scores: --ties, default item ascending)",
-    )
-    cols.add_argument(
-        "--relevance-col",
-        default=_DEFAULTS["relevance"],
-        metavar="COL",
-        help="relevance (or true rating) in TRUTH or the long table (default: %(default)s)",
-    )
-    cols.add_argument(
-        "--prediction-col",
-        default=_DEFAULTS["prediction"],
-        metavar="COL",
-        help="predicted rating in RECS, for mse/rmse/mae (default: %(default)s)",
-    )
-    cols.add_argument(
-        "--features-col",
-        default=_DEFAULTS["features"],
-        metavar="COL",
-        help="list of categories or numeric vector in --item-features (default: %(default)s)",
-    )
-    cols.add_argument(
-        "--group-col",
-        default=_DEFAULTS["group"],
-        metavar="COL",
-        help="the group column of --item-groups (default: %(default)s)",
-    )
-    cols.add_argument(
-        "--sample-col",
-        metavar="COL",
-        help="a column of RECS telling apart several rankings of one user (a stochastic "
-        "system's samples), for ee_loss, ee_disparity and ee_relevance",
-    )
-    cols.add_argument(
-        "--feature-weight",
-        metavar="COL",
-        help="weight w(item, category) in a long --item-features file (one row per item and "
-        "category), for miscalibration (default: 1 per row)",
-    )
-    cols.add_argument(
-        "--history-weight",
-        metavar="COL",
-        help="weight of each (user, item) in --train for miscalibration's history, e.g. "
-        "recency (default: 1; a repeated pair is then an error)",
-    )
+    _add_roles(cols, [r.name for r in ROLES if r.name != "by"])
     cols.add_argument(
         "--ids-as-text",
         action="store_true",
@@ -276,43 +211,7 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
     for row in OPTIONS:
         _add_option(opts, row)
     extra = p.add_argument_group("extra inputs (parquet or CSV files)")
-    extra.add_argument(
-        "--train",
-        metavar="FILE",
-        help="reference interactions (user, item): popularity for novelty, arp, aplt; "
-        "history for --unexpected history",
-    )
-    extra.add_argument(
-        "--catalog",
-        metavar="FILE",
-        help="the catalog's items (item column) for coverage and gini (default: the items "
-        "seen in the inputs)",
-    )
-    extra.add_argument(
-        "--item-features",
-        metavar="FILE",
-        help="item and --features-col per item, for diversity (a list column: parquet)",
-    )
-    extra.add_argument(
-        "--baseline",
-        metavar="FILE",
-        help="a baseline model's recommendations (user, item, rank or score) for serendipity",
-    )
-    extra.add_argument(
-        "--item-groups",
-        metavar="FILE",
-        help="item and --group-col, one row per (item, group), for exposure_parity and "
-        "list_parity (default: aplt's head and tail groups from --train)",
-    )
-    extra.add_argument("--exclude", metavar="FILE", help=_EXCLUDE_HELP)
-
-
-#: ``--exclude``'s help, the same for every command that ranks lists.
-_EXCLUDE_HELP = (
-    "(user, item) pairs removed from RECS before the cutoff, usually the train split "
-    "(items already seen): the rest of each list moves up, so @k counts k items the user "
-    "could still choose; other columns are not read"
-)
+    _add_inputs(p, extra, [e.name for e in EXTRA_INPUTS])
 
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
@@ -726,18 +625,11 @@ def _add_exposure(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="comma-separated columns (model, segment), each with its own table",
     )
     cols = p.add_argument_group("columns")
-    _add_ranking_columns(cols)
-    cols.add_argument(
-        "--relevance-col",
-        default=_DEFAULTS["relevance"],
-        metavar="COL",
-        help="relevance in TRUTH (default: %(default)s)",
-    )
-    cols.add_argument(
-        "--group-col",
-        default=_DEFAULTS["group"],
-        metavar="COL",
-        help="the group column of --item-groups, and of the result (default: %(default)s)",
+    _add_roles(
+        cols,
+        ("user", "item", "rank", "score", "relevance", "group"),
+        relevance="relevance in TRUTH",
+        group="the group column of --item-groups, and of the result",
     )
     cols.add_argument(
         "--ids-as-text",
@@ -749,58 +641,58 @@ def _add_exposure(commands: argparse._SubParsersAction[_Parser]) -> None:
         if row.name in _EXPOSURE_OPTIONS:
             _add_option(opts, row)
     extra = p.add_argument_group("extra inputs (parquet or CSV files)")
-    extra.add_argument(
-        "--item-groups",
-        metavar="FILE",
-        help="item and --group-col, one row per (item, group) (default: head and tail from "
-        "--train)",
+    _add_inputs(
+        p,
+        extra,
+        ("item_groups", "train", "catalog", "exclude"),
+        item_groups="item and --group-col, one row per (item, group) (default: head and tail "
+        "from --train)",
+        train="reference interactions (user, item): the default head and tail groups",
+        catalog="the catalog's items (item column) for catalog_share (default: the items seen)",
     )
-    extra.add_argument(
-        "--train",
-        metavar="FILE",
-        help="reference interactions (user, item): the default head and tail groups",
-    )
-    extra.add_argument(
-        "--catalog",
-        metavar="FILE",
-        help="the catalog's items (item column) for catalog_share (default: the items seen)",
-    )
-    extra.add_argument("--exclude", metavar="FILE", help=_EXCLUDE_HELP)
-    # read_inputs reads every extra file's option: those this command has not are None.
-    p.set_defaults(item_features=None, baseline=None)
     _add_output_options(p)
 
 
-def _add_key_columns(cols: argparse._ArgumentGroup) -> None:
-    """The user key and item columns (exposure, policy-value, split)."""
-    cols.add_argument(
-        "--user-col",
-        type=_names,
-        default=_DEFAULTS["user"],
-        metavar="COLS",
-        help="user key; comma-separated for a composite key (default: %(default)s)",
-    )
-    cols.add_argument(
-        "--item-col",
-        default=_DEFAULTS["item"],
-        metavar="COL",
-        help="item id (default: %(default)s)",
-    )
+def _add_roles(cols: argparse._ArgumentGroup, names: Sequence[str], /, **helps: str) -> None:
+    """Column keywords of ``fm.evaluate`` as flags, from their rows of ``ROLES``.
+
+    ``names``: the command's roles, in the table's order; ``helps``: a command's own help
+    line of a role. The default (the column read) is said after the help; ``--rank-col``
+    and ``--score-col`` exclude each other (the rank column is read unless a score ranks).
+    """
+    ranked: argparse._MutuallyExclusiveGroup | None = None
+    for row in ROLES:
+        if row.name not in names:
+            continue
+        target: argparse._ActionsContainer = cols
+        if row.name in ("rank", "score"):
+            ranked = ranked or cols.add_mutually_exclusive_group()
+            target = ranked
+        help = helps.get(row.name, row.help)
+        extra: dict[str, Any] = {"type": _names} if row.several else {}
+        if row.read_as is not None:
+            # A string: argparse applies the type to it (a composite key's comma list).
+            extra["default"] = row.read_as
+            help += " (default: %(default)s)"
+        target.add_argument(row.flag, metavar=row.metavar, help=help, **extra)
 
 
-def _add_ranking_columns(cols: argparse._ArgumentGroup) -> None:
-    """The user key, item, and rank or score columns of RECS (exposure, policy-value)."""
-    _add_key_columns(cols)
-    ranked = cols.add_mutually_exclusive_group()
-    ranked.add_argument(
-        "--rank-col",
-        default="rank",  # evaluate's None: the rank column, unless --score-col ranks
-        metavar="COL",
-        help="rank, 1 = top (default: %(default)s)",
-    )
-    ranked.add_argument(
-        "--score-col", metavar="COL", help="score, higher = better: ranks are derived"
-    )
+def _add_inputs(
+    p: argparse.ArgumentParser,
+    extra: argparse._ArgumentGroup,
+    names: Sequence[str],
+    /,
+    **helps: str,
+) -> None:
+    """Extra input files as flags, from their rows of ``EXTRA_INPUTS`` (``FILE`` each).
+
+    ``helps``: a command's own help line of an input. The inputs the command does not
+    take default to None: the files are read from every input's option.
+    """
+    for row in EXTRA_INPUTS:
+        if row.name in names:
+            extra.add_argument(row.flag, metavar="FILE", help=helps.get(row.name, row.help))
+    p.set_defaults(**{e.name: None for e in EXTRA_INPUTS if e.name not in names})
 
 
 _POLICY_VALUE_DESCRIPTION = """The off-policy value of a recommender (spec section 9.5): what it would earn if
@@ -869,7 +761,9 @@ def _add_policy_value(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="comma-separated columns of RECS telling apart the policies evaluated",
     )
     cols = p.add_argument_group("columns")
-    _add_ranking_columns(cols)
+    _add_roles(
+        cols, ("user", "item", "rank", "score"), score="score, higher = better: ranks are derived"
+    )
     cols.add_argument(
         "--reward-col",
         default=defaults["reward"],
@@ -902,10 +796,11 @@ def _add_policy_value(commands: argparse._SubParsersAction[_Parser]) -> None:
         if row.name == "ties":
             _add_option(opts, row)
     extra = p.add_argument_group("extra inputs (parquet or CSV files)")
-    extra.add_argument(
-        "--exclude",
-        metavar="FILE",
-        help="(user, item) pairs removed from RECS before its top K, usually the train "
+    _add_inputs(
+        p,
+        extra,
+        ("exclude",),
+        exclude="(user, item) pairs removed from RECS before its top K, usually the train "
         "split (items already seen): the rest of each list moves up; LOGS are not touched",
     )
     stats = p.add_argument_group("statistics")
@@ -993,7 +888,7 @@ def _add_split(commands: argparse._SubParsersAction[_Parser]) -> None:
             f"--{name.replace('_', '-')}", choices=("drop", "keep"), default=defaults[name]
         )
     cols = p.add_argument_group("columns")
-    _add_key_columns(cols)
+    _add_roles(cols, ("user", "item"))
     cols.add_argument("--time-col", metavar="COL", help="the time column (datetime, date, number)")
     out = p.add_argument_group("output")
     out.add_argument(

@@ -38,9 +38,10 @@ from frame_metrics.families import FAMILIES
 from frame_metrics.family import Partitioned
 from frame_metrics.global_tables import GlobalTables
 from frame_metrics.inputs import Inputs
+from frame_metrics.keywords import EXTRA_INPUTS
 from frame_metrics.options import other_tie_rules
 from frame_metrics.planner import SEEN, Plan, check_call, families_of, reads
-from frame_metrics.spec import EXTRA_INPUTS, Spec
+from frame_metrics.spec import Spec
 from frame_metrics.validation import Failure, dump_parts, find_failures, load_parts
 
 __all__ = [
