@@ -36,6 +36,7 @@ from frame_metrics.errors import (
     warn,
 )
 from frame_metrics.frames import kind_of, to_lazy
+from frame_metrics.metric_names import split_column
 from frame_metrics.numerics import (
     check_level,
     check_n_resamples,
@@ -228,16 +229,6 @@ def _find_baseline(models: list[Any], wanted: object) -> Any:
         f"expected one of the models {', '.join(repr(m) for m in models)}, got {wanted!r}",
         option="baseline_model",
     )
-
-
-def _split_metric(column: str) -> tuple[str, int | None]:
-    """A metric column as (metric, k), split at its last ``"@"``.
-
-    ``"ap(ap_denominator=relevant)@10"`` -> ``("ap(ap_denominator=relevant)", 10)``; a
-    column without ``@<k>`` (``"rmse"``, trec_eval's ``"P_10"``) has no k.
-    """
-    name, sep, k = column.rpartition("@")
-    return (name, int(k)) if sep and k.isdigit() else (column, None)
 
 
 @dataclass(frozen=True)
@@ -624,7 +615,7 @@ def _compare_segment(
     rows = []
     pair_at = {p: j for j, p in enumerate(pairs)}
     for ci, metric_col in enumerate(segment.metrics):
-        name, k = _split_metric(metric_col)
+        name, k = split_column(metric_col)
         for mi, m in enumerate(segment.models):
             x = flat[:, col(mi, ci)]
             defined = x[~np_.isnan(x)]

@@ -42,6 +42,7 @@ from frame_metrics.errors import (
     warn,
 )
 from frame_metrics.frames import to_lazy
+from frame_metrics.metric_names import split_column
 from frame_metrics.numerics import (
     check_level,
     check_n_resamples,
@@ -118,21 +119,6 @@ def _check_options(
     check_n_resamples(n_resamples)
     check_seed(seed)
     check_progress(progress)
-
-
-def split_metric(column: str) -> tuple[str, int | None]:
-    """A metric column as ``(metric, k)``, split at its last ``"@"``.
-
-    The name keeps its options, so that two columns of one metric with different
-    options stay apart; a column without ``@<k>`` has no k.
-
-    Examples
-    --------
-    >>> split_metric("ndcg@10"), split_metric("ndcg(gain=binary)@10"), split_metric("rmse")
-    (('ndcg', 10), ('ndcg(gain=binary)', 10), ('rmse', None))
-    """
-    name, sep, k = column.rpartition("@")
-    return (name, int(k)) if sep and k.isdigit() else (column, None)
 
 
 def _key_roles(users: list[str], by: list[str], group: object, per_user_columns: list[str]) -> None:
@@ -656,7 +642,7 @@ def _partition_rows(
     """The rows of one ``by`` group: per metric, each group's and the summary."""
     rows = []
     for j, column in enumerate(metric_cols):
-        name, k = split_metric(column)
+        name, k = split_column(column)
         stats = [totals.get((*by_values.values(), g), {}).get(column, (0, None)) for g in groups]
         means = [m for _, m in stats if m is not None]
         summary: dict[str, float | None] = {

@@ -19,7 +19,7 @@ from typing import Any
 from frame_metrics.errors import InvalidOptionError, shown
 from frame_metrics.options import CHOICES, format_value
 
-__all__ = ["ParsedName", "format_value", "parse_name"]
+__all__ = ["ParsedName", "format_value", "parse_name", "split_column"]
 
 _EXPECTED = "expected '<name>', '<name>@<k>' or '<name>(<option>=<value>, ...)@<k>'"
 
@@ -173,3 +173,19 @@ def parse_name(raw: str, known_options: Mapping[str, object]) -> ParsedName:
         text = head + tail
     name, sep, cut = text.partition("@")
     return ParsedName(raw, name.strip(), tuple(options), cut.strip() if sep else None)
+
+
+def split_column(column: str) -> tuple[str, int | None]:
+    """A metric column of a result as ``(metric, k)``, split at its last ``"@"``.
+
+    The name keeps its options, so that two columns of one metric with different
+    options stay apart; a column without ``@<k>`` (``"rmse"``, trec_eval's ``"P_10"``)
+    has no k. ``fm.compare`` and ``fm.gaps`` read result columns with it.
+
+    Examples
+    --------
+    >>> split_column("ndcg@10"), split_column("ndcg(gain=binary)@10"), split_column("rmse")
+    (('ndcg', 10), ('ndcg(gain=binary)', 10), ('rmse', None))
+    """
+    name, sep, k = column.rpartition("@")
+    return (name, int(k)) if sep and k.isdigit() else (column, None)

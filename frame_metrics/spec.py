@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Any, NamedTuple, cast
 
 from frame_metrics.columns import Columns
-from frame_metrics.conventions import METRIC_OPTIONS, OPTION_NAMES, preset_settings, resolve_options
+from frame_metrics.conventions import OPTION_NAMES, preset_settings, resolve_options
 from frame_metrics.errors import (
     IgnoredOptionWarning,
     InvalidOptionError,
@@ -32,6 +32,7 @@ from frame_metrics.errors import (
 )
 from frame_metrics.keywords import EXTRA_INPUTS, ROLES, extra_input
 from frame_metrics.measure_names import TOOL_CONVENTION, ToolMeasure, possessive, tool_measure
+from frame_metrics.metric_names import ParsedName
 from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.registry import (
     ALIASES,
@@ -284,14 +285,21 @@ def build_spec(
         options["threshold"] = None
     given = frozenset(frames)
     by_tools: list[_Unread] = []
+    names: list[ParsedName] = []
     requests = tuple(
         resolve_requests(
-            metrics, k, DEFAULT_RANKING, given=options, convention=convention, ignored=by_tools
+            metrics,
+            k,
+            DEFAULT_RANKING,
+            given=options,
+            convention=convention,
+            ignored=by_tools,
+            parsed_names=names,
         )
     )
     ignored = [rank_not_read(rank, score)] if rank is not None and score is not None else []
     ignored += _ignored_options(
-        metrics,
+        names,
         k,
         requests,
         ties=options.get("ties"),
@@ -495,6 +503,7 @@ def resolve_requests(
     given: Mapping[str, Any] | None = None,
     convention: str | None = None,
     ignored: list[_Unread] | None = None,
+    parsed_names: list[ParsedName] | None = None,
 ) -> list[Requested]:
     """Turn ``metrics`` and ``k`` into the ordered, distinct metrics to compute.
 
@@ -505,7 +514,8 @@ def resolve_requests(
     column is the string as written (surrounding spaces aside), ``"@<k>"`` appended for
     a name without its cutoff: two strings of one computation are two columns.
     ``ignored`` collects the call's options a tool's name does not read (spec section
-    8: ``threshold=4`` with ir_measures' ``nDCG@10``), for one warning each.
+    8: ``threshold=4`` with ir_measures' ``nDCG@10``), for one warning each;
+    ``parsed_names`` each string taken apart, in order (the names are parsed here once).
 
     Examples
     --------
@@ -546,6 +556,8 @@ def resolve_requests(
                 f"expected metric names as strings, got {raw!r}", option="metrics"
             )
         parsed = parse_name(raw, known)
+        if parsed_names is not None:
+            parsed_names.append(parsed)
         tool = tool_measure(parsed.name, parsed.cut, raw, package)
         metric = resolve(parsed.name if tool is None else tool.metric)
         label = metric.name if tool is None else tool.name  # as messages name it
@@ -648,9 +660,11 @@ def resolve_requests(
                 frozenset(dict(parsed.options)) | ({"convention"} if tool else set()),
             )
             if request not in out:
-                if any(r.column == column for r in out):
+                other = next((r for r in out if r.column == column), None)
+                if other is not None:
                     raise InvalidOptionError(
-                        f"expected one meaning per column, got two for {column!r}",
+                        f"expected one meaning per column, got two for {column!r} "
+                        f"({other.canonical} and {request.canonical})",
                         option="metrics",
                     )
                 out.append(request)
@@ -740,7 +754,7 @@ def _unread_warnings(found: Sequence[_Unread]) -> list[IgnoredOptionWarning]:
 
 
 def _ignored_options(
-    metrics: str | Iterable[str] | None,
+    parsed: Sequence[ParsedName],
     k: int | Iterable[int] | None,
     requests: Sequence[Requested],
     *,
@@ -752,30 +766,21 @@ def _ignored_options(
     """What the call gives that cannot change its result, one warning each.
 
     ``k`` when every metric names its own cutoff or takes none (no column of
-    ``requests``, the call's resolved metrics, is a name with a cutoff of ``k``
-    appended); a tie rule (the call's,
+    ``requests``, the call's resolved metrics from the ``parsed`` names, is a name with
+    a cutoff of ``k`` appended); a tie rule (the call's,
     or a metric's own) when the rows are ranked by a rank column, whose ranks are unique
     within a user (a repeated rank is an error), so that no two items ever tie. A tie
     rule a convention sets is not the caller's doing, and is not reported.
 
     Examples
     --------
-    >>> names = ["ndcg@5", "rmse"]
-    >>> requests = resolve_requests(names, 10, DEFAULT_RANKING)
+    >>> names = []
+    >>> requests = resolve_requests(["ndcg@5", "rmse"], 10, DEFAULT_RANKING, parsed_names=names)
     >>> [str(w) for w in _ignored_options(names, 10, requests, ties=None, score=None,
     ...                                   rank="rank", long_table=False)]
     ["k: 10 ignored, every metric has its own cutoff or none ('ndcg@5', 'rmse'); leave k out, or name a metric without a cutoff to compute it at k"]
     """
-    from frame_metrics.metric_names import parse_name
-
-    given = (
-        [metrics]
-        if isinstance(metrics, str)
-        else list(DEFAULT_RANKING if metrics is None else metrics)
-    )
-    names = [str(name) for raw in given for name in split_names(raw)]
-    known = dict.fromkeys((*METRIC_OPTIONS, *_PER_METRIC, "convention"))
-    parsed = [parse_name(name, known) for name in names]
+    names = [p.raw for p in parsed]
     messages: list[IgnoredOptionWarning] = []
     columns = {q.column for q in requests}
     cuts = () if k is None else validate_k(k)

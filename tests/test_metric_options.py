@@ -1278,3 +1278,36 @@ def test_a_list_metric_takes_its_own_tie_rule(constructor: Constructor) -> None:
         constructor, recs, truth, metrics=["arp@1"], score="score", train=train, ties="item_desc"
     )
     assert at_call.rows() == [(1, 3.0)]
+
+
+# -- a requested metric's canonical name ------------------------------------------------
+
+CANONICAL_CASES: list[tuple[str, dict[str, Any]]] = [
+    ("ndcg(convention=trec_eval)@10", {}),
+    ("P_5", {}),
+    ("nDCG@10", {"threshold": 2}),
+    ("RR", {}),
+    ("ERR@10", {}),
+    ("map(ap_denominator=relevant)@3", {"convention": "ranx"}),
+    ("ndcg(gain={2: 3, 3: 7})@5", {}),
+    ("rbp(persistence=0.9)", {"k": 20}),
+    ("recall(ips=ips)@10", {"propensity": "p"}),
+    ("ndcg@5", {"convention": "rectools", "zero_ideal": "skip"}),
+    ("rmse", {}),
+    ("novelty@5", {}),
+]
+
+
+@pytest.mark.parametrize(("name", "call"), CANONICAL_CASES, ids=[c[0] for c in CANONICAL_CASES])
+def test_a_canonical_name_read_back_means_the_same(name: str, call: dict[str, Any]) -> None:
+    """Two strings, one computation: the canonical name read alone has the metric's cutoff
+    and every option it reads as the call resolved them (preset, call and string)."""
+    from frame_metrics.spec import resolve_requests
+
+    given = {n: v for n, v in call.items() if n not in ("convention", "k")}
+    (q,) = resolve_requests(name, call.get("k"), [], given=given, convention=call.get("convention"))
+    (back,) = resolve_requests(q.canonical, None, [])
+    assert (back.metric, back.k) == (q.metric, q.k)
+    for option in q.metric.reads() - {"convention"}:
+        assert getattr(back.options, option) == getattr(q.options, option), option
+    assert back.canonical == q.canonical

@@ -17,7 +17,7 @@ import polars as pl
 
 from frame_metrics.errors import InvalidOptionError, Keyword, Part, Pass
 from frame_metrics.metrics.context import RankingContext, RankingPieces
-from frame_metrics.options import MetricOptions
+from frame_metrics.options import MetricOptions, format_value
 
 __all__ = [
     "ALIASES",
@@ -241,6 +241,31 @@ class Requested(NamedTuple):
         if preset is None:
             return ()
         return (", set by ", preset, " (", Pass(option), " to override it)")
+
+    @property
+    def canonical(self) -> str:
+        """The metric's one name in a call: ``name(option=value, ...)@k``.
+
+        The options it reads that differ from the spec's defaults, sorted, after the
+        convention and the call's options applied: two requests of one call with the
+        same canonical name compute the same values, whatever their strings (an alias,
+        a tool's name, a preset). Read back as a metric string, it means the same.
+
+        Examples
+        --------
+        >>> from frame_metrics.spec import resolve_requests
+        >>> names = ["map(ap_denominator=relevant)@10", "ndcg(convention=rectools)@5", "rmse"]
+        >>> [q.canonical for q in resolve_requests(names, None, [])]
+        ['ap(ap_denominator=relevant)@10', 'ndcg(gain=binary,idcg=k,threshold=0,users=truth)@5', 'rmse']
+        """
+        defaults = MetricOptions()
+        changed = [
+            f"{name}={format_value(getattr(self.options, name))}"
+            for name in sorted(self.metric.reads() - {"convention"})
+            if getattr(self.options, name) != getattr(defaults, name)
+        ]
+        inner = f"({','.join(changed)})" if changed else ""
+        return f"{self.metric.name}{inner}" + (f"@{self.k}" if self.metric.takes_k else "")
 
     def value(self, ctx: Any) -> pl.Expr:
         """The metric from its family's context, named by :attr:`column`."""
