@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, cast
 
-from frame_metrics import engine
+from frame_metrics import diagnosis, engine
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.errors import (
     InvalidOptionError,
@@ -641,7 +641,7 @@ def diagnose(recs: object, truth: object | None = None, **kwargs: Any) -> Diagno
         from frame_metrics.inputs import Inputs
         from frame_metrics.planner import reads
 
-        found = engine.diagnose(spec, Inputs.read(spec, recs, truth, extras, reads(spec)))
+        found = diagnosis.diagnose(spec, Inputs.read(spec, recs, truth, extras, reads(spec)))
     _warn_small_sample(found)
     return found
 

@@ -87,7 +87,7 @@ class Diagnostics:
         recs has, over which expected exposure averages each user's attention (the
         list counts above are then per (user, sample) ranking, and users without
         recommendations are those scored with no attention at all). ``None`` without
-        ``sample=``, and on Spark and Dask frames (not merged over partitions yet).
+        ``sample=``.
     excluded_rows
         With ``exclude=``: the recommendation rows (at any rank, summed over ``by``
         groups) whose (user, item) pair it holds, removed before the cutoff; in a long

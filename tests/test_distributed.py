@@ -488,21 +488,47 @@ def test_diagnose(backend: Any, kwargs: dict[str, Any]) -> None:
     expected = fm.diagnose(recs, TRUTH, **kwargs)
     dist = {n: to_backend(f, 2) if isinstance(f, pl.DataFrame) else f for n, f in kwargs.items()}
     found = fm.diagnose(to_backend(recs, 3), to_backend(TRUTH, 2), **dist)
-    assert found.n_users == expected.n_users
-    assert found.users_without_relevant == expected.users_without_relevant
-    assert found.users_without_recommendations == expected.users_without_recommendations
-    assert found.duplicates_resolved == expected.duplicates_resolved
-    assert found.ties_at_cutoff == expected.ties_at_cutoff
-    assert found.ties_within_cutoff == expected.ties_within_cutoff
-    assert found.items_not_in_train == expected.items_not_in_train
-    assert found.users_not_in_truth == expected.users_not_in_truth
-    assert found.short_lists == expected.short_lists
-    assert found.longest_list == expected.longest_list
-    assert found.lists_with_rank_gaps == expected.lists_with_rank_gaps
+    _same_diagnosis(found, expected)
     if kwargs.get("k") == [2, 5]:  # the counts of the comment above, not only equal ones
         assert (found.short_lists, found.longest_list) == ({2: 3, 5: 6}, 3)
         assert (found.lists_with_rank_gaps, found.users_not_in_truth) == (1, 1)
-    assert_frame_equal(found.per_group, expected.per_group, check_dtypes=False)
+
+
+def _same_diagnosis(found: Any, expected: Any) -> None:
+    """Every field of two diagnoses equal (the counts per group as frames)."""
+    from dataclasses import fields
+
+    for field in fields(expected):
+        if field.name == "per_group":
+            assert_frame_equal(found.per_group, expected.per_group, check_dtypes=False)
+        else:
+            assert getattr(found, field.name) == getattr(expected, field.name), field.name
+
+
+SAMPLED = pl.DataFrame(
+    {
+        "user": [1, 1, 1, 1, 2, 2, 4],
+        "draw": [0, 0, 1, 2, 0, 0, 0],
+        "item": ["a", "b", "b", "c", "a", "d", "a"],
+        "rank": [1, 2, 1, 1, 1, 2, 1],
+    }
+)
+
+
+def test_diagnose_samples_and_exclude(backend: Any) -> None:
+    """The rankings per user (fewest, most) and what exclude= removed add up over
+    partitions: user 1 has 3 samples, users 2 and 4 one; excluding (1, b) and (2, a)
+    removes 3 rows and leaves user 2's list of 2 short at k = 2, user 1's draw 0 too."""
+    to_backend, _, _ = backend
+    seen = pl.DataFrame({"user": [1, 2], "item": ["b", "a"]})
+    kwargs: dict[str, Any] = {"metrics": "ee_loss", "k": 2, "sample": "draw"}
+    expected = fm.diagnose(SAMPLED, TRUTH, exclude=seen, **kwargs)
+    assert expected.samples_per_user == (1, 3)
+    assert expected.excluded_rows == 3
+    found = fm.diagnose(
+        to_backend(SAMPLED, 3), to_backend(TRUTH, 2), exclude=to_backend(seen, 2), **kwargs
+    )
+    _same_diagnosis(found, expected)
 
 
 FEATURES = pl.DataFrame(

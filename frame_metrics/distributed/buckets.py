@@ -19,8 +19,9 @@ from collections.abc import Callable, Mapping
 
 import polars as pl
 
+from frame_metrics.diagnosis import report, screens
 from frame_metrics.distributed import core
-from frame_metrics.engine import DEFAULT_ENGINE, report, screens
+from frame_metrics.family import ENGINE
 from frame_metrics.frames import to_lazy
 from frame_metrics.planner import reads
 from frame_metrics.progress import Progress
@@ -80,11 +81,11 @@ def _conditions(
 def _used(frames: Mapping[str, pl.LazyFrame], bucket: pl.Expr) -> list[int]:
     """The buckets holding a row of some frame, ascending (at most one per user)."""
     ids = pl.concat([f.select(bucket.alias("b")) for f in frames.values()]).unique()
-    return sorted(int(b) for b in ids.drop_nulls().collect(engine=DEFAULT_ENGINE)["b"])
+    return sorted(int(b) for b in ids.drop_nulls().collect(engine=ENGINE)["b"])
 
 
 def _screen(job: core.Job, frames: Mapping[str, pl.LazyFrame], first: pl.Expr) -> None:
-    """Warn of what the call likely did not mean (:func:`frame_metrics.engine.screens`).
+    """Warn of what the call likely did not mean (:func:`frame_metrics.diagnosis.screens`).
 
     The ids' sample is the first bucket's: one more read of that bucket's users (with
     ranges of ids and parquet statistics, of its row groups alone); every row is read
@@ -92,7 +93,7 @@ def _screen(job: core.Job, frames: Mapping[str, pl.LazyFrame], first: pl.Expr) -
     """
     looks = screens(job.spec, frames["recs"], frames.get("truth"), within=first)
     queries = [s.queries() for s in looks]
-    report(looks, queries, pl.collect_all([q for qs in queries for q in qs], engine=DEFAULT_ENGINE))
+    report(looks, queries, pl.collect_all([q for qs in queries for q in qs], engine=ENGINE))
 
 
 def evaluate(
@@ -151,7 +152,7 @@ def evaluate(
         return pl.concat(parts, how="vertical_relaxed")
 
     def distinct(cols: list[str]) -> pl.DataFrame:
-        return typed["recs"].select(cols).unique().collect(engine=DEFAULT_ENGINE)
+        return typed["recs"].select(cols).unique().collect(engine=ENGINE)
 
     def has_recs() -> bool:
         return typed["recs"].select(user).head(1).collect().height > 0

@@ -29,13 +29,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
+import polars.selectors as cs
 
-from frame_metrics import errors
+from frame_metrics import diagnosis, errors
 from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.dtypes import unify_keys
-from frame_metrics.engine import DEFAULT_ENGINE, diagnose, family_counts, unseen_items
 from frame_metrics.families import FAMILIES
-from frame_metrics.family import Partitioned
+from frame_metrics.family import ENGINE, Partitioned
 from frame_metrics.global_tables import GlobalTables
 from frame_metrics.inputs import Inputs
 from frame_metrics.keywords import EXTRA_INPUTS
@@ -48,9 +48,11 @@ __all__ = [
     "BUCKET",
     "TAG",
     "Job",
+    "Keep",
     "failure_columns",
     "finish",
     "global_tables",
+    "keep_rule",
     "merge_diagnostics",
     "partition_checked_result",
     "partition_checks",
@@ -156,7 +158,7 @@ def unified_job(
     """
     probe = Job(spec, aggregate, schemas, broadcast)
     if for_diagnose:
-        diagnose(spec, probe.inputs(probe.empty(), validate=False))
+        diagnosis.diagnose(spec, probe.inputs(probe.empty(), validate=False))
     else:
         check_call(spec, aggregate=aggregate)
         plan = probe.plan(probe.empty(), validate=False)
@@ -187,16 +189,32 @@ def key_dtypes(schemas: Mapping[str, pl.Schema], keys: list[str]) -> dict[str, p
     return {name: frame.collect_schema() for name, frame in typed.items()}
 
 
-def row_filter(job: Job) -> pl.Expr | None:
-    """The recommendation rows worth moving to a partition, when some are not.
+@dataclass(frozen=True)
+class Keep:
+    """Which recommendation rows a partitioned run moves to its partitions: one rule.
+
+    A row is kept when its ``rank`` is at most ``max_k``, or when a check would report
+    it: a null in one of ``nullable`` (the keys, the item, the rank), or, with
+    ``whole``, a rank that is NaN, infinite or not a whole number. :func:`row_filter`
+    writes it as a polars filter; Spark's and Dask's adapters translate the same terms
+    into their own, applied while reading (polars' then again in each partition).
+    """
+
+    rank: str
+    max_k: int
+    nullable: tuple[str, ...]
+    whole: bool
+
+
+def keep_rule(job: Job) -> Keep | None:
+    """The rows worth moving to a partition, when some are not (None: every row).
 
     Rows ranked below the largest cutoff change no metric, and are most of the rows
     (90 of 100 at k=10). They are left out before the shuffle, except those a check
-    would report (a null key or rank, a rank that is not a whole number), so that the
-    errors are the same. Not when something reads every row: ranking by score, a
-    family that does (rating metrics, the default catalog: items at every rank,
-    ``empty="zero"``: every user seen is evaluated), ``exclude=`` (a row below the
-    cutoff moves up into it when an item above it is excluded).
+    would report, so that the errors are the same. Not when something reads every row:
+    ranking by score, a family that does (rating metrics, the default catalog: items
+    at every rank, ``empty="zero"``: every user seen is evaluated), ``exclude=`` (a row
+    below the cutoff moves up into it when an item above it is excluded).
     """
     spec = job.spec
     c = spec.columns
@@ -210,11 +228,28 @@ def row_filter(job: Job) -> pl.Expr | None:
         or any(job.schemas["recs"][col].is_float() for col in [*c.keys, c.item])
     ):
         return None  # (float ids: a whole-number check reads every row)
-    rank = pl.col(c.rank)
-    keep = (rank <= spec.max_k) | pl.any_horizontal(
-        pl.col(col).is_null() for col in [*c.keys, c.item, c.rank]
-    )
-    if job.schemas["recs"][c.rank].is_float():
+    whole = job.schemas["recs"][c.rank].is_float()
+    return Keep(c.rank, spec.max_k, (*c.keys, c.item, c.rank), whole)
+
+
+def row_filter(job: Job) -> pl.Expr | None:
+    """:func:`keep_rule` as a polars filter (None: every row is kept).
+
+    Examples
+    --------
+    >>> from frame_metrics.spec import build_spec
+    >>> job = Job(build_spec({"truth"}, metrics="ndcg@5"), False, {"recs": pl.Schema(
+    ...     {"user": pl.Int64, "item": pl.Int64, "rank": pl.Int64})})
+    >>> keep = row_filter(job)
+    >>> pl.DataFrame({"user": [1, 1, None], "item": [1, 2, 3], "rank": [5, 6, 9]}).filter(keep).height
+    2
+    """
+    rule = keep_rule(job)
+    if rule is None:
+        return None
+    rank = pl.col(rule.rank)
+    keep = (rank <= rule.max_k) | pl.any_horizontal(pl.col(c).is_null() for c in rule.nullable)
+    if rule.whole:
         keep = keep | rank.is_nan() | rank.is_infinite() | (rank != rank.floor())
     return keep
 
@@ -244,9 +279,7 @@ def partition_checks(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.DataFra
     """Every failed check of one partition, one row each (see :func:`raise_first`)."""
     plan = job.plan(frames, validate=True)
     plan.result(plan.per_user(), aggregate=job.aggregate)  # registers every check
-    failures, _ = find_failures(
-        [*plan.first_checks, *plan.checks], first_only=False, engine=DEFAULT_ENGINE
-    )
+    failures, _ = find_failures([*plan.first_checks, *plan.checks], first_only=False, engine=ENGINE)
     return _failure_frame(failures)
 
 
@@ -296,12 +329,12 @@ def partition_checked_result(frames: Mapping[str, pl.DataFrame], job: Job) -> pl
     per_user = plan.per_user()
     if plan.first_checks:
         # Bad values that would make the query itself fail (a ragged vector): alone.
-        found, _ = find_failures(plan.first_checks, first_only=False, engine=DEFAULT_ENGINE)
+        found, _ = find_failures(plan.first_checks, first_only=False, engine=ENGINE)
         if found:
             return _failure_frame(found).with_columns(pl.lit("failure").alias(TAG))
     result = _partition_query(plan, per_user, job.aggregate)
     found, (frame,) = find_failures(
-        plan.checks, with_queries=[result], first_only=False, engine=DEFAULT_ENGINE
+        plan.checks, with_queries=[result], first_only=False, engine=ENGINE
     )
     failures = _failure_frame(found)
     return pl.concat(
@@ -332,7 +365,7 @@ def failure_columns() -> list[str]:
 def partition_result(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.DataFrame:
     """One partition's per-user rows, or (``aggregate=True``) its frame of sums."""
     plan = job.plan(frames, validate=False)
-    return _partition_query(plan, plan.per_user(), job.aggregate).collect(engine=DEFAULT_ENGINE)
+    return _partition_query(plan, plan.per_user(), job.aggregate).collect(engine=ENGINE)
 
 
 def result_schema(job: Job) -> pl.Schema:
@@ -427,129 +460,39 @@ def global_tables(
     return GlobalTables.of(tables)
 
 
+#: Which partial of a diagnosis a row of a partition's diagnosis frame belongs to.
 _PART = "_fm_part"
-_TOTALS = (
-    "n_users",
-    "users_without_relevant",
-    "users_without_recommendations",
-    "pairs_without_rating",
-    "pairs_without_prediction",
-    "users_not_in_truth",
-    "lists_with_rank_gaps",
-    "excluded_rows",
-)
 
 
 def partition_diagnostics(frames: Mapping[str, pl.DataFrame], job: Job) -> pl.DataFrame:
-    """One partition's diagnostics as rows that add up (totals, per group, unseen items)."""
+    """One partition's diagnosis partials (:func:`frame_metrics.diagnosis.partials`), stacked.
+
+    Each row is tagged with its partial's name; :func:`merge_diagnostics` adds them up.
+    """
     inputs = job.inputs(frames, validate=False)
-    found = diagnose(inputs.spec, inputs, families=False)
-    totals: dict[str, Any] = {name: getattr(found, name) for name in _TOTALS}
-    totals |= {f"dup:{f}": n for f, n in found.duplicates_resolved.items()}
-    totals |= {f"tie@{k}": n for k, n in found.ties_at_cutoff.items()}
-    totals |= {f"within@{k}": n for k, n in found.ties_within_cutoff.items()}
-    totals |= {f"short@{k}": n for k, n in found.short_lists.items()}
-    totals |= {f"fell@{k}": n for k, n in found.short_after_exclude.items()}
-    totals["longest_list"] = found.longest_list  # a maximum over partitions, not a sum
-    # Typed even when None (no list in the partition), so partitions' rows stack.
+    found = diagnosis.partials(inputs.spec, inputs)
+    collected = pl.collect_all([p.frame for p in found], engine=ENGINE)
+    # Counts as Int64: Spark's Arrow exchange has no unsigned integers.
     parts = [
-        pl.DataFrame([totals]).with_columns(
-            pl.col("longest_list", "excluded_rows").cast(pl.Int64), pl.lit("totals").alias(_PART)
-        )
+        frame.with_columns(cs.unsigned_integer().cast(pl.Int64), pl.lit(p.name).alias(_PART))
+        for p, frame in zip(found, collected, strict=True)
     ]
-    if found.per_group.width:
-        parts.append(found.per_group.with_columns(pl.lit("group").alias(_PART)))
-    if "popularity" in inputs.spec.needs:
-        unseen = unseen_items(inputs.spec, inputs, inputs.prepared()).collect()
-        parts.append(unseen.with_columns(pl.lit("unseen").alias(_PART)))
-    # The families' counts: a count of users adds up over partitions, distinct rows
-    # (items) are merged first; each tagged with its name.
-    for i, count in enumerate(family_counts(inputs.spec, inputs, inputs.prepared())):
-        if count.finish is not None:
-            rows = count.frame  # a partial, stacked over partitions as it is
-        elif count.distinct:
-            rows = count.frame.unique()
-        else:
-            rows = count.frame.select(pl.col("n").sum())
-        parts.append(rows.collect().with_columns(pl.lit(f"count:{i}").alias(_PART)))
     return pl.concat(parts, how="diagonal_relaxed")
 
 
 def merge_diagnostics(rows: pl.DataFrame, job: Job) -> Diagnostics:
-    """Every partition's :func:`partition_diagnostics` rows as one :class:`Diagnostics`."""
-    spec = job.spec
-    by, item = list(spec.columns.by), spec.columns.item
-    totals = rows.filter(pl.col(_PART) == "totals")
-    additive = ("dup:", "tie@", "within@", "short@", "fell@")
-    names = [c for c in totals.columns if c in _TOTALS or c.startswith(additive)]
-    total = {c: int(totals[c].fill_null(0).sum()) for c in names}
-    has_longest = "longest_list" in totals.columns
-    longest = totals.select(pl.col("longest_list").max()).item() if has_longest else None
-    group_rows = rows.filter(pl.col(_PART) == "group")
-    order = (
-        "users_with_relevant",
-        "users_without_relevant",
-        "users_without_recommendations",
-        "users_not_in_truth",
-    )
-    counts = [c for c in order if c in group_rows.columns]
-    per_group = pl.DataFrame()
-    if counts:
-        summed = group_rows.select(*by, *counts)
-        per_group = (
-            summed.group_by(by).agg(pl.col(counts).sum()).sort(by)
-            if by
-            else summed.select(pl.col(counts).sum())
-        ).with_columns(pl.col(counts).cast(pl.Int64))
-    unseen = None
-    if "popularity" in spec.needs:
-        train_by = [b for b in by if b in job.schemas.get("train", {})]
-        seen = rows.filter(pl.col(_PART) == "unseen").select(*train_by, item).unique()
-        unseen = seen.height
-    # Which counts the families give, and how they merge: theirs on empty partitions.
+    """Every partition's :func:`partition_diagnostics` rows as one :class:`Diagnostics`.
+
+    Which partials there are, and how each adds up, is read from the diagnosis of empty
+    partitions of the same schemas.
+    """
     probe = job.inputs(job.empty(), validate=False)
-    found: dict[str, float | None] = {}
-    labels: dict[str, str] = {}
-    for i, count in enumerate(family_counts(spec, probe, probe.prepared())):
-        part = rows.filter(pl.col(_PART) == f"count:{i}")
-        columns = count.frame.collect_schema().names()
-        if count.finish is not None:
-            found[count.name] = count.finish(part.select(columns))
-        elif count.distinct:
-            found[count.name] = part.select(columns).unique().height
-        else:
-            found[count.name] = int(part["n"].fill_null(0).sum()) if part.height else 0
-        labels[count.name] = count.label
-    return Diagnostics(
-        n_users=total.get("n_users", 0),
-        users_without_relevant=total.get("users_without_relevant", 0),
-        users_without_recommendations=total.get("users_without_recommendations", 0),
-        duplicates_resolved={
-            c.removeprefix("dup:"): n for c, n in total.items() if c.startswith("dup:")
-        },
-        ties_at_cutoff={
-            int(c.removeprefix("tie@")): n for c, n in total.items() if c.startswith("tie@")
-        },
-        per_group=per_group,
-        items_not_in_train=unseen,
-        ties_within_cutoff={
-            int(c.removeprefix("within@")): n for c, n in total.items() if c.startswith("within@")
-        },
-        pairs_without_rating=total.get("pairs_without_rating", 0),
-        pairs_without_prediction=total.get("pairs_without_prediction", 0),
-        users_not_in_truth=total.get("users_not_in_truth", 0),
-        short_lists={
-            int(c.removeprefix("short@")): n for c, n in total.items() if c.startswith("short@")
-        },
-        longest_list=None if longest is None else int(longest),
-        lists_with_rank_gaps=total.get("lists_with_rank_gaps", 0),
-        counts=found,
-        count_labels=labels,
-        excluded_rows=total.get("excluded_rows", 0) if "exclude" in spec.frames else None,
-        short_after_exclude={
-            int(c.removeprefix("fell@")): n for c, n in total.items() if c.startswith("fell@")
-        },
-    )
+    found = diagnosis.partials(job.spec, probe)
+    frames = {
+        p.name: rows.filter(pl.col(_PART) == p.name).select(p.frame.collect_schema().names())
+        for p in found
+    }
+    return diagnosis.finish(job.spec, found, diagnosis.merged(found, frames))
 
 
 Collect = Callable[[Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame]], pl.DataFrame]

@@ -115,18 +115,18 @@ class _Run:
         return frame.map_partitions(add, meta=meta).shuffle(on=core.BUCKET, npartitions=n)
 
     def _coarse_keep(self, frame: Any) -> Any:
-        """A dask mask of the recommendation rows ``core.row_filter`` keeps (at least).
+        """``core.keep_rule`` as a dask mask (pandas' operations).
 
-        The same rule in pandas' operations; polars' own is applied after, in ``add``.
+        polars' filter is applied again in each partition, in ``add``.
         """
-        spec = self.job.spec
-        c = spec.columns
-        rank = frame[c.rank]
-        keep = rank <= spec.max_k
-        for col in [c.rank, *c.keys, c.item]:
+        rule = core.keep_rule(self.job)
+        assert rule is not None  # only called when row_filter gave a filter
+        rank = frame[rule.rank]
+        keep = rank <= rule.max_k
+        for col in rule.nullable:
             if _may_be_missing(frame[col].dtype):
                 keep = keep | frame[col].isna()
-        if self.schemas["recs"][c.rank].is_float():
+        if rule.whole:
             whole = rank == rank.round()  # False for NaN and ±inf (round keeps them)
             keep = keep | ~whole | (rank.abs() == float("inf"))
         return keep

@@ -203,21 +203,21 @@ class _Run:
         )
 
     def _coarse_keep(self) -> Any:
-        """A Spark filter keeping the rows ``core.row_filter`` keeps (at least).
+        """``core.keep_rule`` as a Spark filter.
 
         Spark applies it while reading (its vectorised parquet reader), so the rows below
-        the largest cutoff never reach Python; polars' rule is applied again in each
+        the largest cutoff never reach Python; polars' filter is applied again in each
         partition.
         """
         from pyspark.sql import functions as F
 
-        spec = self.job.spec
-        c = spec.columns
-        rank = _column(c.rank)
-        keep = rank.isNull() | (rank <= spec.max_k)
-        for col in [*c.keys, c.item]:
+        rule = core.keep_rule(self.job)
+        assert rule is not None  # only called when row_filter gave a filter
+        rank = _column(rule.rank)
+        keep = rank <= rule.max_k
+        for col in rule.nullable:
             keep = keep | _column(col).isNull()
-        if self.schemas["recs"][c.rank].is_float():
+        if rule.whole:
             infinite = F.abs(rank) == F.lit(float("inf"))
             keep = keep | F.isnan(rank) | infinite | (rank != F.floor(rank))
         return keep

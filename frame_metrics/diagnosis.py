@@ -1,0 +1,458 @@
+"""What ``fm.diagnose`` counts, and the looks at the data that may warn: for every runner.
+
+A diagnosis is a list of :class:`Partial` frames (:func:`partials`): who is evaluated
+per ``by`` group, the duplicates dropped, how full the lists are, what ``exclude=``
+removed, the ties a tie rule decided, the samples per user, the items no train user had,
+and each family's own counts (``Family.diagnostics``). Each partial says how it adds up
+over parts of the users (:data:`Merge`): the one-pass engine collects them once; a
+partitioned run (Spark, Dask) collects them on every partition, stacks them and adds
+them up by the same rule (:func:`merged`); :func:`finish` turns the added-up frames into
+one :class:`~frame_metrics.diagnostics.Diagnostics`. No runner counts anything itself.
+
+The screens (:func:`screens`, :func:`report`) are the looks at the data that may warn
+(ids that do not meet, star ratings, users without lists); the one-pass engine and the
+bucket runner run them with their checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import polars as pl
+
+from frame_metrics.diagnostics import Diagnostics
+from frame_metrics.family import ENGINE, Context, DiagnosticCount
+from frame_metrics.id_match import IdScreen
+from frame_metrics.inputs import Inputs
+from frame_metrics.metrics.context import RankingContext
+from frame_metrics.planner import families_of
+from frame_metrics.prepare import RANK, REL, Prepared, RatingPairs, prepare_ratings
+from frame_metrics.screens import CoverageScreen, RelevanceScreen, Screen
+from frame_metrics.spec import Spec
+from frame_metrics.validation import CheckedFrame, run_checks
+
+__all__ = [
+    "Merge",
+    "Partial",
+    "checks",
+    "diagnose",
+    "finish",
+    "merged",
+    "partials",
+    "report",
+    "screens",
+]
+
+#: How a partial adds up over parts of the users: ``sum`` (its count columns summed,
+#: per its ``by`` columns; ``least`` and ``most`` columns by min and max), ``distinct``
+#: (its rows' union: items counted once), ``stack`` (its rows as they are, for a
+#: family value's ``finish``).
+Merge = Literal["sum", "distinct", "stack"]
+
+#: The user counts of ``Diagnostics.per_group``, in their order.
+_GROUP_COUNTS = (
+    "users_with_relevant",
+    "users_without_relevant",
+    "users_without_recommendations",
+    "users_not_in_truth",
+)
+
+
+@dataclass(frozen=True)
+class Partial:
+    """One diagnosis frame of one part of the users, and how parts add up."""
+
+    name: str
+    frame: pl.LazyFrame
+    merge: Merge = "sum"
+    by: tuple[str, ...] = ()
+    least: tuple[str, ...] = ()
+    most: tuple[str, ...] = ()
+    #: The family count it carries (its name, label and finish), if any.
+    count: DiagnosticCount | None = None
+
+
+def checks(spec: Spec, inputs: Inputs) -> list[list[CheckedFrame]]:
+    """The input checks a diagnosis runs first, in order (each batch raises its first)."""
+    batches: list[list[CheckedFrame]] = []
+    if "rating" in spec.families:
+        batches.append(_ratings(spec, inputs).checks)
+    if spec.families != {"rating"}:
+        batches.append(_prepared(spec, inputs).checks)
+    return batches
+
+
+def _ratings(spec: Spec, inputs: Inputs) -> RatingPairs:
+    """The call's (rating, prediction) pairs, and the pairs on one side only."""
+    return prepare_ratings(
+        inputs.source.lazy,
+        None if inputs.truth is None else inputs.truth.lazy,
+        spec.columns,
+        validate=spec.validate,
+    )
+
+
+def _prepared(spec: Spec, inputs: Inputs, *, excluding: bool = True) -> Prepared:
+    """The call's prepared rows, with the ties at each cutoff for score input."""
+    ties = spec.cutoffs if spec.columns.score is not None else ()
+    return inputs.prepared(tie_cutoffs=ties, excluding=excluding)
+
+
+def partials(spec: Spec, inputs: Inputs) -> list[Partial]:
+    """Every count of a diagnosis as frames of this part of the users (see :data:`Merge`)."""
+    out: list[Partial] = []
+    if "rating" in spec.families:
+        ratings = _ratings(spec, inputs)
+        sided = ratings.one_sided.select(
+            pl.col("pairs_without_rating", "pairs_without_prediction").sum().cast(pl.Int64)
+        )
+        out.append(Partial("pairs", sided))
+        if spec.families == {"rating"}:
+            # Rating metrics alone: the users are those with a rated pair.
+            keys = spec.columns.keys
+            rated = ratings.matched.select(keys).unique().select(pl.len().cast(pl.Int64).alias("n"))
+            return [*out, Partial("rated_users", rated)]
+    prepared = _prepared(spec, inputs)
+    c = spec.columns
+    keys, by = c.keys, list(c.by)
+    out.append(Partial("users", _users(spec, prepared), by=tuple(by)))
+    out.append(Partial("duplicates", prepared.duplicates, by=("frame",)))
+    out.append(
+        Partial("lists", _list_counts(prepared, spec.cutoffs, inputs, c.sample), most=("longest",))
+    )
+    if prepared.excluded is not None:
+        given = _prepared(spec, inputs, excluding=False)
+        ranking = keys if c.sample is None else [*keys, c.sample]
+        out.append(
+            Partial("excluded", prepared.excluded.select(pl.col("n").sum().alias("excluded")))
+        )
+        out.append(Partial("fell", _fell_short(given.top, prepared.top, ranking, spec.cutoffs)))
+    if prepared.ties is not None:
+        ties = spec.cutoffs
+        out.append(
+            Partial(
+                "ties",
+                prepared.ties.select(
+                    *(pl.col(f"tie@{k}").sum() for k in ties),
+                    *(pl.col(f"within@{k}").sum() for k in ties),
+                ),
+            )
+        )
+    if c.sample is not None:
+        # How many rankings each user got: expected exposure averages over them. A
+        # user's rows are in one part, so the least and most add up by min and max.
+        per_user = inputs.source.lazy.group_by(keys).agg(pl.col(c.sample).n_unique().alias("_fm_n"))
+        spread = per_user.select(
+            pl.col("_fm_n").min().alias("lo"), pl.col("_fm_n").max().alias("hi")
+        )
+        out.append(Partial("samples", spread, least=("lo",), most=("hi",)))
+    if "popularity" in spec.needs:
+        out.append(Partial("unseen", _unseen_items(spec, inputs, prepared), merge="distinct"))
+    ctx = Context(spec, inputs, prepared, None)
+    for i, count in enumerate(f for family in families_of(spec) for f in family.diagnostics(ctx)):
+        if count.finish is not None:
+            out.append(Partial(f"count:{i}", count.frame, merge="stack", count=count))
+        elif count.distinct:
+            out.append(Partial(f"count:{i}", count.frame.unique(), merge="distinct", count=count))
+        else:
+            frame = count.frame.select(pl.col("n").sum().cast(pl.Int64))
+            out.append(Partial(f"count:{i}", frame, count=count))
+    return out
+
+
+def merged(found: Sequence[Partial], frames: Mapping[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """Each partial's frames of every part (stacked), added up by its :data:`Merge`."""
+    out: dict[str, pl.DataFrame] = {}
+    for partial in found:
+        rows = frames[partial.name]
+        if partial.merge == "stack":
+            out[partial.name] = rows
+        elif partial.merge == "distinct":
+            out[partial.name] = rows.unique()
+        else:
+            by = list(partial.by)
+            summed = [
+                pl.col(n).min()
+                if n in partial.least
+                else pl.col(n).max()
+                if n in partial.most
+                else pl.col(n).sum()
+                for n in rows.columns
+                if n not in by
+            ]
+            out[partial.name] = (
+                rows.group_by(by, maintain_order=True).agg(summed) if by else rows.select(summed)
+            )
+    return out
+
+
+def finish(spec: Spec, found: Sequence[Partial], frames: Mapping[str, pl.DataFrame]) -> Diagnostics:
+    """The :class:`Diagnostics` of the added-up frames (:func:`merged`)."""
+    sided = frames.get("pairs")
+    pairs = {
+        name: int(sided[name][0] or 0) if sided is not None and sided.height else 0
+        for name in ("pairs_without_rating", "pairs_without_prediction")
+    }
+    if "rated_users" in frames:
+        return Diagnostics(
+            n_users=int(frames["rated_users"]["n"][0] or 0),
+            users_without_relevant=0,
+            users_without_recommendations=0,
+            duplicates_resolved={},
+            ties_at_cutoff={},
+            per_group=pl.DataFrame(),
+            pairs_without_rating=pairs["pairs_without_rating"],
+            pairs_without_prediction=pairs["pairs_without_prediction"],
+        )
+    by = list(spec.columns.by)
+    per_group = frames["users"]
+    per_group = (per_group.sort(by) if by else per_group).with_columns(
+        pl.col(list(_GROUP_COUNTS)).cast(pl.Int64)
+    )
+    totals = per_group.select(pl.col(list(_GROUP_COUNTS)).sum()).row(0, named=True)
+    n_users = int(totals["users_with_relevant"] or 0)
+    if spec.options.empty == "zero":
+        n_users += int(totals["users_without_relevant"] or 0)
+    dups = frames["duplicates"]
+    lists = frames["lists"].row(0, named=True)
+    ties, within = {}, {}
+    if "ties" in frames:
+        row = frames["ties"].row(0, named=True)
+        ties = {k: int(row[f"tie@{k}"] or 0) for k in spec.cutoffs}
+        within = {k: int(row[f"within@{k}"] or 0) for k in spec.cutoffs}
+    excluded_rows, fell = None, {}
+    if "excluded" in frames:
+        excluded_rows = int(frames["excluded"]["excluded"][0] or 0)
+        row = frames["fell"].row(0, named=True)
+        fell = {k: int(row[f"fell@{k}"] or 0) for k in spec.cutoffs}
+    samples = None
+    if "samples" in frames:
+        lo, hi = frames["samples"].row(0)
+        samples = None if lo is None else (int(lo), int(hi))
+    counts: dict[str, float | None] = {}
+    labels: dict[str, str] = {}
+    for partial in found:
+        count = partial.count
+        if count is None:
+            continue
+        rows = frames[partial.name]
+        if count.finish is not None:
+            counts[count.name] = count.finish(rows)
+        elif count.distinct:
+            counts[count.name] = rows.height
+        else:
+            counts[count.name] = int(rows["n"][0] or 0) if rows.height else 0
+        labels[count.name] = count.label
+    return Diagnostics(
+        n_users=n_users,
+        users_without_relevant=int(totals["users_without_relevant"] or 0),
+        users_without_recommendations=int(totals["users_without_recommendations"] or 0),
+        duplicates_resolved={
+            str(f): int(n) for f, n in zip(dups["frame"], dups["rows_dropped"], strict=True)
+        },
+        ties_at_cutoff=ties,
+        per_group=per_group,
+        items_not_in_train=frames["unseen"].height if "unseen" in frames else None,
+        ties_within_cutoff=within,
+        users_not_in_truth=int(totals["users_not_in_truth"] or 0),
+        short_lists={k: int(lists[f"short@{k}"] or 0) for k in spec.cutoffs},
+        longest_list=None if lists["longest"] is None else int(lists["longest"]),
+        lists_with_rank_gaps=int(lists["gaps"] or 0),
+        samples_per_user=samples,
+        counts=counts,
+        count_labels=labels,
+        excluded_rows=excluded_rows,
+        short_after_exclude=fell,
+        pairs_without_rating=pairs["pairs_without_rating"],
+        pairs_without_prediction=pairs["pairs_without_prediction"],
+    )
+
+
+def diagnose(spec: Spec, inputs: Inputs) -> Diagnostics:
+    """The diagnosis of a call on one machine: checks first, then every count at once."""
+    for batch in checks(spec, inputs):
+        run_checks(batch)
+    found = partials(spec, inputs)
+    frames = pl.collect_all([p.frame for p in found], engine=ENGINE)
+    return finish(
+        spec, found, merged(found, {p.name: f for p, f in zip(found, frames, strict=True)})
+    )
+
+
+def _users(spec: Spec, prepared: Prepared) -> pl.LazyFrame:
+    """Per ``by`` group, the users with and without a relevant item, a list, a truth row."""
+    keys, by = spec.columns.keys, list(spec.columns.by)
+    ctx = RankingContext.from_columns(RANK, REL, spec.options)
+    users = prepared.all_keys.join(
+        prepared.long.group_by(keys).agg(
+            ctx.n_relevant().alias("n_rel"),
+            pl.col(RANK).is_not_null().any().alias("has_recs"),
+        ),
+        on=keys,
+        how="left",
+        nulls_equal=True,
+    ).with_columns(pl.col("n_rel").fill_null(0), pl.col("has_recs").fill_null(False))
+    in_truth = pl.lit(True)
+    if prepared.truth_user_keys is not None:
+        users = users.join(
+            prepared.truth_user_keys.with_columns(pl.lit(True).alias("_fm_in_truth")),
+            on=keys,
+            how="left",
+            nulls_equal=True,
+        )
+        in_truth = pl.col("_fm_in_truth").fill_null(False)
+    counts = [
+        (pl.col("n_rel") > 0).sum().cast(pl.Int64).alias("users_with_relevant"),
+        (pl.col("n_rel") == 0).sum().cast(pl.Int64).alias("users_without_relevant"),
+        ((pl.col("n_rel") > 0) & ~pl.col("has_recs"))
+        .sum()
+        .cast(pl.Int64)
+        .alias("users_without_recommendations"),
+        # Every key is in recs or in truth: one not in truth is only in recs.
+        (~in_truth).sum().cast(pl.Int64).alias("users_not_in_truth"),
+    ]
+    return users.group_by(by).agg(counts) if by else users.select(counts)
+
+
+def _fell_short(
+    given: pl.LazyFrame, kept: pl.LazyFrame, lists: list[str], cutoffs: tuple[int, ...]
+) -> pl.LazyFrame:
+    """One row of ``fell@k`` per cutoff: lists with k items within k as given, fewer kept.
+
+    ``given`` and ``kept``: the prepared top rows without and with ``exclude=``.
+    """
+
+    def within(top: pl.LazyFrame, name: str) -> pl.LazyFrame:
+        return top.group_by(lists).agg(
+            (pl.col(RANK) <= k).sum().cast(pl.Int64).alias(f"{name}@{k}") for k in cutoffs
+        )
+
+    both = within(given, "_fm_given").join(
+        within(kept, "_fm_kept"), on=lists, how="left", nulls_equal=True
+    )
+    return both.select(
+        ((pl.col(f"_fm_given@{k}") >= k) & (pl.col(f"_fm_kept@{k}").fill_null(0) < k))
+        .sum()
+        .cast(pl.Int64)
+        .alias(f"fell@{k}")
+        for k in cutoffs
+    )
+
+
+def _list_counts(
+    prepared: Prepared, cutoffs: tuple[int, ...], inputs: Inputs, sample: str | None
+) -> pl.LazyFrame:
+    """How full the lists are: one row of ``short@k`` per cutoff, ``longest`` and ``gaps``.
+
+    ``short@k``: lists (keys with a recommendation, at any rank) with fewer than k items
+    ranked within k; ``longest``: the most items a list has within the largest cutoff
+    (null without cutoffs); ``gaps``: lists whose ranks within it skip a position (ranks
+    1, 2, 5). Each empty position is read as a miss: precision@k still divides by k.
+    With a ``sample`` column, a list is one (user, sample) ranking of ``recs``.
+    """
+    keys = prepared.keys if sample is None else [*prepared.keys, sample]
+    deepest = max(cutoffs, default=None)
+    top = prepared.top if deepest is None else prepared.top.filter(pl.col(RANK) <= deepest)
+    per_list = top.group_by(keys).agg(
+        *((pl.col(RANK) <= k).sum().alias(f"_fm_n@{k}") for k in cutoffs),
+        pl.len().alias("_fm_n"),
+        pl.col(RANK).max().alias("_fm_last"),
+    )
+    if sample is not None:
+        listed = inputs.source.lazy.select(keys).unique()
+    elif prepared.recs_keys is not None:
+        listed = prepared.recs_keys
+    else:
+        listed = top.select(keys).unique()
+    per_list = listed.join(per_list, on=keys, how="left", nulls_equal=True)
+    n = pl.col("_fm_n").fill_null(0)
+    return per_list.select(
+        *(
+            (pl.col(f"_fm_n@{k}").fill_null(0) < k).sum().cast(pl.Int64).alias(f"short@{k}")
+            for k in cutoffs
+        ),
+        (n.max() if cutoffs else pl.lit(None, pl.UInt32)).cast(pl.Int64).alias("longest"),
+        (pl.col("_fm_last") > n).sum().cast(pl.Int64).alias("gaps"),
+    )
+
+
+def _unseen_items(spec: Spec, inputs: Inputs, prepared: Prepared) -> pl.LazyFrame:
+    """The distinct recommended (``by`` train carries, item) rows no train user had."""
+    c = spec.columns
+    train = inputs.extra("train", [*c.user, c.item])
+    on = [*train.by, c.item]
+    shared = inputs.shared
+    known = (
+        train.frame.select(on)
+        if shared is None or shared.popularity is None
+        else shared.popularity.lazy().select(on)  # every partition's train items
+    )
+    return prepared.top.select(on).unique().join(known.unique(), on=on, how="anti")
+
+
+def screens(
+    spec: Spec,
+    recs: pl.LazyFrame,
+    truth: pl.LazyFrame | None,
+    *,
+    within: pl.Expr | None = None,
+    top: pl.LazyFrame | None = None,
+) -> list[Screen]:
+    """The looks at the data that may warn (ids, star ratings, users without lists).
+
+    Input checks, as the others: none with ``validate=False``. ``recs`` and ``truth``
+    are the typed inputs (``truth`` None for a long table, whose relevance ``recs``
+    carries, a null rank marking a relevant item not recommended). ``within``: the ids
+    screen samples the users this filter keeps (a bucketed run's first bucket).
+    ``top``: the prepared rows within the largest cutoff, which the result's query reads
+    too: who has a recommendation the metrics read (one the metrics never read leaves
+    the user at 0 as none does), without another pass over every row of recs.
+    """
+    if not spec.validate or "truth" not in spec.needs:
+        return []
+    c = spec.columns
+    out: list[Screen] = []
+    if truth is not None:
+        truth_by = [b for b in c.by if b in truth.collect_schema()]
+        out.append(IdScreen(recs, truth, [*truth_by, *c.user], c.item, within=within))
+    judged = recs if truth is None else truth
+    if c.relevance not in judged.collect_schema():
+        return out
+    if not spec.relevance_said:
+        out.append(
+            RelevanceScreen(judged, c.relevance, spec.source_label if truth is None else "truth")
+        )
+    if any(
+        q.metric.family == "ranking"
+        and q.metric.population == "relevant"
+        and q.options.users in ("all", "truth")
+        for q in spec.requests
+    ):
+        t = spec.options.threshold
+        rel = pl.col(c.relevance)
+        relevant = judged.filter(rel > 0 if t is None else rel >= t)
+        # A long table's recommended rows are those with a rank.
+        listed = recs if truth is not None else recs.filter(pl.col(c.rank).is_not_null())
+        listed = listed if top is None else top
+        out.append(CoverageScreen(listed, relevant, c.user))
+    return out
+
+
+def report(
+    looks: Sequence[Screen],
+    queries: Sequence[Sequence[pl.LazyFrame]],
+    frames: Sequence[pl.DataFrame],
+) -> None:
+    """Each screen's report on its own collected queries (``frames``, in order).
+
+    Ids that do not match leave users without recommendations: said once, as ids.
+    """
+    at, unmatched = 0, False
+    for look, own in zip(looks, queries, strict=True):
+        mine = frames[at : at + len(own)]
+        at += len(own)
+        if not (unmatched and isinstance(look, CoverageScreen)):
+            warned = look.report(mine)
+            unmatched |= warned and isinstance(look, IdScreen)
