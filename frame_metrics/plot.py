@@ -34,7 +34,7 @@ from frame_metrics.frames import to_lazy
 from frame_metrics.gaps import GROUP
 from frame_metrics.gaps import gaps as user_gaps
 
-__all__ = ["distribution", "forest", "gaps", "metric_at_k"]
+__all__ = ["distribution", "forest", "gaps", "group_gaps", "metric_at_k"]
 
 
 def _new_figure(**kwargs: Any) -> Any:
@@ -281,7 +281,7 @@ def forest(
 _GAPS_COLUMNS = ("metric", "k", GROUP, "n_users", "mean", "diff", "diff_low", "diff_high", "range")
 
 
-def gaps(
+def group_gaps(
     frame: object,
     group: object | None = None,
     *,
@@ -316,7 +316,7 @@ def gaps(
     >>> import frame_metrics as fm
     >>> per_user = pl.DataFrame({"user": [1, 2, 3, 4], "group": ["a", "a", "b", "b"],
     ...                          "ndcg@10": [0.25, 0.75, 0.0, 0.5]})
-    >>> fig = fm.plot.gaps(per_user, "group", n_resamples=200)
+    >>> fig = fm.plot.group_gaps(per_user, "group", n_resamples=200)
     >>> [t.get_text() for t in fig.axes[0].get_yticklabels()]
     ['ndcg@10']
     >>> fig.axes[1].get_xlabel()
@@ -380,3 +380,27 @@ def gaps(
         panel.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def gaps(
+    frame: object,
+    group: object | None = None,
+    *,
+    by: str | Sequence[str] | None = None,
+    ax: Any = None,
+    **gaps_kwargs: Any,
+) -> Any:
+    """Deprecated spelling of :func:`group_gaps`, for one release.
+
+    ``fm.plot.gaps`` named a plot as ``fm.gaps`` names the statistics: imported by name,
+    one hid the other.
+    """
+    import warnings
+
+    warnings.warn(
+        "fm.plot.gaps is renamed fm.plot.group_gaps (fm.gaps computes the gaps it draws); "
+        "the old name goes in the next release",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return group_gaps(frame, group, by=by, ax=ax, **gaps_kwargs)

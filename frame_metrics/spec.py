@@ -154,12 +154,7 @@ class Spec:
         ``None``: the whole list (bpref, rbp, r_precision, an MRR without cutoff, or R
         taken from the recommended items).
         """
-        whole = any(
-            r.metric.whole_list
-            or (r.metric.name == "mrr" and r.options.mrr_cutoff == "none")
-            or (r.metric.family == "ranking" and r.options.relevant_set == "listed")
-            for r in self.requests
-        )
+        whole = any(r.metric.reads_whole_list(r.options) for r in self.requests)
         return None if whole else self.max_k
 
     @property
@@ -189,9 +184,10 @@ class Spec:
     @property
     def gains(self) -> frozenset[str]:
         """The gains in use, for the relevance checks (a gain table counts as linear)."""
-        gains = {o.gain if isinstance(o.gain, str) else "linear" for o in self.all_options}
-        if any(q.metric.name == "err" for q in self.requests):
-            gains.add("exponential")  # 2^rel
+        gains: set[str] = {
+            o.gain if isinstance(o.gain, str) else "linear" for o in self.all_options
+        }
+        gains |= {q.metric.own_gain for q in self.requests if q.metric.own_gain is not None}
         return frozenset(gains)
 
     @property
@@ -205,7 +201,7 @@ class Spec:
         caps = [
             q
             for q in self.requests
-            if q.metric.name == "err" and q.options.max_relevance is not None
+            if "max_relevance" in q.metric.reads() and q.options.max_relevance is not None
         ]
         if not caps:
             return None
@@ -213,7 +209,7 @@ class Spec:
         value = cast("float", q.options.max_relevance)
         advice: tuple[Part, ...]
         if "max_relevance" in dict(q.fixed):
-            ours = f"err@{q.k}"
+            ours = f"{q.metric.name}@{q.k}"
             advice = (
                 f"; {q.column!r} is {possessive(cast('str', q.tool))} ERR (gdeval's), whose "
                 f"max_relevance is {value:g} and cannot be set: name {ours!r} for this "

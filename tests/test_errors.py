@@ -949,3 +949,20 @@ def test_pandas_columns_polars_cannot_read(
     )
     with pytest.raises(InvalidValueError, match=f"^{re.escape(message)}"):
         fm.evaluate(recs, TRUTH.to_pandas(), k=2)
+
+
+def test_every_error_and_warning_is_exported() -> None:
+    """What the package raises or warns is importable from ``frame_metrics`` itself."""
+    import inspect
+
+    from frame_metrics import errors
+
+    defined = {
+        name
+        for name, cls in inspect.getmembers(errors, inspect.isclass)
+        if cls.__module__ == errors.__name__
+        and issubclass(cls, (fm.FrameMetricsError, fm.FrameMetricsWarning))
+    }
+    assert {"UnknownKeywordError", "MissingInputError", "SmallSampleWarning"} <= defined
+    assert defined <= set(fm.__all__)
+    assert all(getattr(fm, name) is getattr(errors, name) for name in defined)

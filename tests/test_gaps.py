@@ -690,7 +690,7 @@ def test_plot_draws_the_means_and_the_interval(constructor: Constructor) -> None
 
     frame = models_frame()
     result = fm.gaps(frame, "segment", by="model", n_resamples=200)
-    fig = fm.plot.gaps(constructor(result), by="model")
+    fig = fm.plot.group_gaps(constructor(result), by="model")
     try:
         mean_ax, gap_ax = fig.axes
         labels = [t.get_text() for t in mean_ax.get_yticklabels()]
@@ -717,7 +717,7 @@ def test_plot_draws_the_means_and_the_interval(constructor: Constructor) -> None
         assert gap_ax.get_xlabel() == "difference of the means, new - old (bootstrap interval)"
         assert_renders(fig)
         # From per-user values, the same figure.
-        again = fm.plot.gaps(constructor(frame), "segment", by="model", n_resamples=200)
+        again = fm.plot.group_gaps(constructor(frame), "segment", by="model", n_resamples=200)
         assert [t.get_text() for t in again.axes[0].get_yticklabels()] == labels
     finally:
         plt.close("all")
@@ -730,13 +730,30 @@ def test_plot_more_groups_shows_the_range() -> None:
     frame = pl.DataFrame(
         {"user": range(6), "tier": ["a", "a", "b", "b", "c", "c"], "x@1": [1.0, 0, 1, 1, 0, 0]}
     )
-    fig = fm.plot.gaps(frame, "tier", n_resamples=10)
+    fig = fm.plot.group_gaps(frame, "tier", n_resamples=10)
     try:
         gap_ax = fig.axes[1]
         (marker,) = [line for line in gap_ax.get_lines() if line.get_marker() == "o"]
         assert marker.get_xdata()[0] == 1.0 - 0.0  # b's mean 1 minus c's 0
         assert gap_ax.get_xlabel() == "range of the group means (largest - smallest)"
         assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["a", "b", "c"]
+    finally:
+        plt.close("all")
+
+
+def test_the_old_plot_name_warns_and_draws_the_same(constructor: Constructor) -> None:
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    frame = pl.DataFrame({"user": range(4), "tier": ["a", "a", "b", "b"], "x@1": [1.0, 0, 1, 1]})
+    try:
+        new = fm.plot.group_gaps(constructor(frame), "tier", n_resamples=10)
+        with pytest.warns(FutureWarning, match="renamed fm.plot.group_gaps"):
+            old = fm.plot.gaps(constructor(frame), "tier", n_resamples=10)
+        # Group a's mean (1 + 0) / 2, b's 1: the same points on both figures.
+        means = [[tuple(p) for p in line.get_xydata()] for line in new.axes[0].get_lines()]
+        assert means == [[tuple(p) for p in line.get_xydata()] for line in old.axes[0].get_lines()]
+        assert sorted(x for line in means for x, _ in line) == [0.5, 1.0]
     finally:
         plt.close("all")
 

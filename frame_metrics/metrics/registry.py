@@ -116,6 +116,12 @@ class Metric:
     #: (option, value) pairs under which the metric has no upper bound (rbp gaining the
     #: relevance itself).
     unbounded_under: frozenset[tuple[str, object]] = frozenset()
+    #: (option, value) pairs under which it reads the whole list, not only the top k
+    #: (mrr with ``mrr_cutoff="none"``: the first relevant item anywhere).
+    whole_list_under: frozenset[tuple[str, object]] = frozenset()
+    #: A gain it applies whatever the ``gain`` option (err's 2^rel), which the relevance
+    #: checks must allow for.
+    own_gain: str | None = None
     #: Reads several rankings per user told apart by ``sample=`` (expected exposure).
     samples: bool = False
     #: Has no upper bound under propensity weights (spec 9.4): a relevant item counts
@@ -203,6 +209,17 @@ class Metric:
         defined = member & (ctx.n_relevant() > 0)
         otherwise = pl.when(member).then(0.0) if ctx.options.empty == "zero" else null
         return pl.when(defined).then(value).otherwise(otherwise).alias(self.column(k))
+
+    def reads_whole_list(self, options: MetricOptions) -> bool:
+        """Whether it reads recommendations ranked below its cutoff, under ``options``.
+
+        :attr:`whole_list`; an option value of :attr:`whole_list_under`; or, in the
+        ranking family, a relevant set taken from the recommended items at any rank
+        (``relevant_set="listed"``: the family's statistics read every listed row).
+        """
+        if self.whole_list or any(getattr(options, o) == v for o, v in self.whole_list_under):
+            return True
+        return self.family == "ranking" and options.relevant_set == "listed"
 
     def inputs(self, options: MetricOptions) -> frozenset[str]:
         """``needs`` with ``"unexpected"`` resolved by the options."""

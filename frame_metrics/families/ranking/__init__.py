@@ -147,7 +147,10 @@ class RankingFamily(Family):
             out |= shared_tables.popularity(spec, run)
         if spec.options.propensity == "popularity":
             out[_PROPENSITY_COUNTS] = _propensity_counts(spec, run)
-        if any(q.metric.name == "err" and q.options.max_relevance is None for q in spec.requests):
+        if any(
+            "max_relevance" in q.metric.reads() and q.options.max_relevance is None
+            for q in spec.requests
+        ):
             source = "recs" if spec.long_table else "truth"
 
             def most(frames: Mapping[str, pl.DataFrame]) -> pl.DataFrame:

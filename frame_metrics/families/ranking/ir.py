@@ -142,6 +142,7 @@ register(
         _ref_err,
         "Σ_{r<=k} (1/r)·P_r·Π_{i<r}(1 - P_i), P_i = (2^g_i - 1) / 2^g_max (Chapelle et al. 2009)",
         options=frozenset({"max_relevance"}),
+        own_gain="exponential",
         needs=frozenset({"truth", "max_relevance"}),
         weighted_unbounded=True,
         notes="ir_measures ERR@k (gdeval): g_max fixed at 4 (max_relevance=4), values "

@@ -176,6 +176,7 @@ register(
         _ref_mrr,
         "1 / rank of the first relevant item in L[:k], else 0",
         options=frozenset({"mrr_cutoff"}),
+        whole_list_under=frozenset({("mrr_cutoff", "none")}),
     )
 )
 register(
