@@ -37,7 +37,7 @@ from frame_metrics.families.exposure import (
     target_shares,
 )
 from frame_metrics.inputs import Inputs
-from frame_metrics.options import Exposure, is_int
+from frame_metrics.options import DuplicatePolicy, Exposure, Ties, is_int
 from frame_metrics.planner import Plan, check_call, reads
 from frame_metrics.prepare import RANK
 from frame_metrics.spec import build_spec
@@ -72,8 +72,8 @@ def exposure(
     group: str = "group",
     threshold: float | None = None,
     head_share: float = 0.2,
-    ties: str | None = None,
-    on_duplicate: str | None = None,
+    ties: Ties | None = None,
+    on_duplicate: DuplicatePolicy | None = None,
     validate: bool = True,
     exclude: object | None = None,
 ) -> FrameT:

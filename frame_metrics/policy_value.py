@@ -56,7 +56,7 @@ from frame_metrics.numerics import (
     resampled_sums,
     times_two_to,
 )
-from frame_metrics.options import MetricOptions
+from frame_metrics.options import MetricOptions, Ties
 from frame_metrics.prepare import RANK, prepare
 from frame_metrics.spec import rank_not_read
 from frame_metrics.validation import (
@@ -198,7 +198,7 @@ def policy_value(
     item: str = "item",
     rank: str | None = None,
     score: str | None = None,
-    ties: str | None = None,
+    ties: Ties | None = None,
     validate: bool = True,
     exclude: object | None = None,
 ) -> FrameT:

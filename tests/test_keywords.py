@@ -192,3 +192,36 @@ def test_an_unknown_keyword_is_named_with_a_hint(constructor: Any) -> None:
     assert isinstance(raised.value, ValueError)
     assert isinstance(raised.value, TypeError)
     assert "got tresh (did you mean threshold?)" in str(raised.value)
+
+
+#: Keywords the other workflows share with evaluate by name but not by type or default,
+#: each for a reason; every other shared keyword is evaluate's, as evaluate takes it.
+DIFFERENT: dict[tuple[str, str], str] = {
+    # A run over users: None shows the bar when stderr is a terminal (no buckets there).
+    ("compare", "progress"): "shown when the resampling takes a while",
+    ("gaps", "progress"): "shown when the resampling takes a while",
+    # The users' groups (a column or a frame), not item_groups' group column.
+    ("gaps", "group"): "the users' groups",
+    # One cutoff: the value of the top-k policy, the exposure within k.
+    ("policy_value", "k"): "one cutoff, default 10",
+    ("exposure", "k"): "one cutoff, default 10",
+    # The table's own browsing model, not a preset's: no convention sets it there.
+    ("exposure", "exposure"): "no convention: the spec's default",
+    # No convention either: threshold=None is rel > 0 (nothing to warn of).
+    ("exposure", "threshold"): "no star-ratings warning",
+    # Ties in time order of a split, not of scores.
+    ("split", "ties"): "ties of event times",
+}
+
+
+@pytest.mark.parametrize("name", ["compare", "gaps", "policy_value", "exposure", "split"])
+def test_other_workflows_take_evaluate_keywords_as_evaluate_does(name: str) -> None:
+    evaluate = inspect.signature(fm.evaluate).parameters
+    for keyword, parameter in inspect.signature(getattr(fm, name)).parameters.items():
+        if keyword in ("recs", "truth") or keyword not in evaluate:
+            continue
+        same = (str(parameter.annotation), parameter.default) == (
+            str(evaluate[keyword].annotation),
+            evaluate[keyword].default,
+        )
+        assert same != ((name, keyword) in DIFFERENT), (name, keyword)

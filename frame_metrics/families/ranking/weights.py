@@ -26,7 +26,7 @@ from fractions import Fraction
 import polars as pl
 
 from frame_metrics.family import DiagnosticCount
-from frame_metrics.numerics import exact_partials, exact_totals
+from frame_metrics.numerics import exact_partials, exact_totals, times_two_to
 from frame_metrics.options import MetricOptions
 from frame_metrics.prepare import PROPENSITY
 
@@ -89,16 +89,14 @@ def with_popularity_propensity(
     )
 
 
-def _scaled_units(w: pl.Expr, shift: pl.Expr) -> pl.Expr:
-    """``w · 2^shift`` as an Int128 (two power-of-two factors: each is finite)."""
-    half = shift // 2
-    return (w * pl.lit(2.0).pow(half) * pl.lit(2.0).pow(shift - half)).cast(pl.Int128, strict=False)
+def _units(w: pl.Expr, shift: pl.Expr) -> pl.Expr:
+    """``w · 2^shift`` as an Int128: the user's whole units (exact, see the module)."""
+    return times_two_to(w, shift).cast(pl.Int128, strict=False)
 
 
 def _unscaled(units: pl.Expr, shift: pl.Expr) -> pl.Expr:
     """``units · 2^-shift`` as a Float64: one rounding (Int128 to Float64), then exact."""
-    half = shift // 2
-    return units.cast(pl.Float64) * pl.lit(2.0).pow(-half) * pl.lit(2.0).pow(half - shift)
+    return times_two_to(units.cast(pl.Float64), -shift)
 
 
 def with_weights(
@@ -120,7 +118,7 @@ def with_weights(
     # may be off by one either way: the headroom allows it).
     shift = _TOP - raw.max().over(keys).log(2).floor().cast(pl.Int64, strict=False)
     rows = rows.with_columns(shift.alias(_SHIFT)).with_columns(
-        _unscaled(_scaled_units(raw, pl.col(_SHIFT)).sum().over(keys), pl.col(_SHIFT)).alias(_MASS),
+        _unscaled(_units(raw, pl.col(_SHIFT)).sum().over(keys), pl.col(_SHIFT)).alias(_MASS),
         pl.len().over(keys).cast(pl.Float64).alias(_N),
     )
     # Under snips, w·|R| and Σ_R w are each one correctly rounded operation on the same
