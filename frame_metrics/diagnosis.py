@@ -22,7 +22,7 @@ from typing import Literal
 
 import polars as pl
 
-from frame_metrics.diagnostics import Diagnostics
+from frame_metrics.diagnostics import GROUP_COUNTS, Diagnostics
 from frame_metrics.family import ENGINE, Context, DiagnosticCount
 from frame_metrics.id_match import IdScreen
 from frame_metrics.inputs import Inputs
@@ -50,14 +50,6 @@ __all__ = [
 #: (its rows' union: items counted once), ``stack`` (its rows as they are, for a
 #: family value's ``finish``).
 Merge = Literal["sum", "distinct", "stack"]
-
-#: The user counts of ``Diagnostics.per_group``, in their order.
-_GROUP_COUNTS = (
-    "users_with_relevant",
-    "users_without_relevant",
-    "users_without_recommendations",
-    "users_not_in_truth",
-)
 
 
 @dataclass(frozen=True)
@@ -209,9 +201,9 @@ def finish(spec: Spec, found: Sequence[Partial], frames: Mapping[str, pl.DataFra
     by = list(spec.columns.by)
     per_group = frames["users"]
     per_group = (per_group.sort(by) if by else per_group).with_columns(
-        pl.col(list(_GROUP_COUNTS)).cast(pl.Int64)
+        pl.col(list(GROUP_COUNTS)).cast(pl.Int64)
     )
-    totals = per_group.select(pl.col(list(_GROUP_COUNTS)).sum()).row(0, named=True)
+    totals = per_group.select(pl.col(list(GROUP_COUNTS)).sum()).row(0, named=True)
     n_users = int(totals["users_with_relevant"] or 0)
     if spec.options.empty == "zero":
         n_users += int(totals["users_without_relevant"] or 0)

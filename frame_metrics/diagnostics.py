@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-__all__ = ["Diagnostics"]
+__all__ = ["GROUP_COUNTS", "Diagnostics"]
 
 #: The count columns of ``Diagnostics.per_group``; the others are the ``by`` columns.
-_GROUP_COUNTS = (
+GROUP_COUNTS = (
     "users_with_relevant",
     "users_without_relevant",
     "users_without_recommendations",
@@ -131,7 +131,7 @@ class Diagnostics:
 
     def _groups(self) -> tuple[list[str], list[int]]:
         """The ``by`` columns and the users evaluated in each group (none without ``by``)."""
-        by = [c for c in self.per_group.columns if c not in _GROUP_COUNTS]
+        by = [c for c in self.per_group.columns if c not in GROUP_COUNTS]
         if not by:
             return [], []
         evaluated = self.per_group["users_with_relevant"]

@@ -25,7 +25,7 @@ from griffe_sphinx_roles import without_roles
 
 from frame_metrics.metrics import DEFAULT_RANKING
 from frame_metrics.metrics.registry import ALIASES, REGISTRY, Metric
-from frame_metrics.options import CHOICES, MetricOptions
+from frame_metrics.options import CHOICES, OPTIONS, MetricOptions
 
 __all__ = [
     "LATEX",
@@ -312,17 +312,8 @@ WEIGHTED: dict[str, str] = {
 
 
 def option_docs() -> dict[str, str]:
-    """Each metric option's description, from the ``MetricOptions`` docstring."""
-    doc = without_roles(inspect.cleandoc(MetricOptions.__doc__ or ""))
-    section = doc.split("Parameters\n----------\n", 1)[1].split("\n\nExamples\n", 1)[0]
-    out: dict[str, str] = {}
-    name = ""
-    for line in section.splitlines():
-        if line and not line.startswith(" "):
-            name = line.strip()
-            out[name] = ""
-        elif name:
-            out[name] = (out[name] + " " + line.strip()).strip()
+    """Each metric option's description: its row's entry in ``fm.evaluate``'s docstring."""
+    out = {row.name: " ".join(without_roles(row.api_doc).split()) for row in OPTIONS}
     out["convention"] = (
         "A peer's preset by name, for this metric alone in a metric string "
         '(`"ndcg(convention=rectools)@10"`): see [Conventions and presets](../conventions.md).'
