@@ -44,7 +44,7 @@ from frame_metrics.errors import (
     UnknownKeywordError,
     UnmatchedIdsWarning,
 )
-from frame_metrics.exposure_table import exposure
+from frame_metrics.exposure_table import exposure, group_exposure
 from frame_metrics.gaps import gaps
 from frame_metrics.metrics import REGISTRY
 from frame_metrics.namespace import register_all as _register_all
@@ -90,6 +90,7 @@ __all__ = [
     "exposure",
     "exprs",
     "gaps",
+    "group_exposure",
     "plot",
     "policy_value",
     "split",

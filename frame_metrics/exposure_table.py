@@ -9,7 +9,7 @@ Nothing here is computed a second way: the call is planned as ``fm.evaluate`` pl
 ``exposure_parity@k`` (a :class:`~frame_metrics.spec.Spec` asking for it against the
 catalog and, with truth, against merit), and the table is built from the exposure
 family's own pieces (:func:`~frame_metrics.families.exposure.rank_counts`,
-:func:`~frame_metrics.families.exposure.group_exposure`,
+:func:`~frame_metrics.families.exposure.exposure_per_group`,
 :func:`~frame_metrics.families.exposure.target_shares`): integer counts per (group,
 rank) times the browsing model's weights, summed in rank order, so the table's shares
 are the metric's, to the bit.
@@ -30,7 +30,7 @@ from frame_metrics.families.exposure import (
     GROUP,
     SHARE,
     TARGET,
-    group_exposure,
+    exposure_per_group,
     group_universe,
     normalised,
     rank_counts,
@@ -43,7 +43,7 @@ from frame_metrics.prepare import RANK
 from frame_metrics.spec import build_spec
 from frame_metrics.validation import run_checks
 
-__all__ = ["COLUMNS", "exposure"]
+__all__ = ["COLUMNS", "exposure", "group_exposure"]
 
 FrameT = TypeVar("FrameT")
 
@@ -53,7 +53,7 @@ COLUMNS = ("exposure", "exposure_share", "catalog_share", "merit_share")
 _ANY = "_fm_xt_any"
 
 
-def exposure(
+def group_exposure(
     recs: FrameT,
     truth: object | None = None,
     *,
@@ -178,21 +178,21 @@ def exposure(
     >>> recs = pl.DataFrame({"user": [1, 1, 2, 2], "item": ["a", "c", "a", "b"],
     ...                      "rank": [1, 2, 1, 2]})
     >>> groups = pl.DataFrame({"item": ["a", "b", "c", "d"], "group": ["x", "x", "y", "y"]})
-    >>> out = fm.exposure(recs, k=2, item_groups=groups, catalog=groups, exposure="uniform")
+    >>> out = fm.group_exposure(recs, k=2, item_groups=groups, catalog=groups, exposure="uniform")
     >>> out.rows()
     [('x', 3.0, 0.75, 0.5), ('y', 1.0, 0.25, 0.5)]
 
     The log model (the default) gives rank 2 the attention 1/log2(3) = 0.63: x gets
     1 + 1 + 0.63, y 0.63.
 
-    >>> fm.exposure(recs, k=2, item_groups=groups, catalog=groups)["exposure"].round(4).to_list()
+    >>> fm.group_exposure(recs, k=2, item_groups=groups, catalog=groups)["exposure"].round(4).to_list()
     [2.6309, 0.6309]
 
     At k = 1 only x is shown (a, to both users). With user 1's a excluded (seen in
     train), c moves up to user 1's rank 1, and y gets half of the attention:
 
     >>> seen = pl.DataFrame({"user": [1], "item": ["a"]})
-    >>> fm.exposure(recs, k=1, item_groups=groups, catalog=groups, exclude=seen).rows()
+    >>> fm.group_exposure(recs, k=1, item_groups=groups, catalog=groups, exclude=seen).rows()
     [('x', 1.0, 0.5, 0.5), ('y', 1.0, 0.5, 0.5)]
     """
     from frame_metrics.distributed import adapter_for
@@ -293,7 +293,7 @@ def _table(plan: Plan, k: int) -> pl.LazyFrame:
     top = ctx.prepared.top.filter(pl.col(RANK) <= k)
     requests = {q.options.parity_target: q for q in spec.of_family("exposure")}
     catalog_q = requests["catalog"]
-    per_group = group_exposure(rank_counts(ctx, top), by, catalog_q.options, k)
+    per_group = exposure_per_group(rank_counts(ctx, top), by, catalog_q.options, k)
     # The by groups with a list within k (as the metric's); without by, one row when
     # recs has one, so that empty recs give an empty table.
     seen = top.select(by).unique() if by else None
@@ -320,3 +320,20 @@ def _table(plan: Plan, k: int) -> pl.LazyFrame:
         *shares,
     )
     return out.sort([*by, spec.columns.group], nulls_last=True)
+
+
+def exposure(recs: FrameT, truth: object | None = None, **kwargs: Any) -> FrameT:
+    """Deprecated spelling of :func:`group_exposure`, for one release.
+
+    ``fm.exposure(recs, exposure="rbp")`` named a function after one of its keywords
+    (the browsing model, an option of ``fm.evaluate`` too).
+    """
+    import warnings
+
+    warnings.warn(
+        "fm.exposure is renamed fm.group_exposure (exposure= names the browsing model); "
+        "the old name goes in the next release",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return group_exposure(recs, truth, **kwargs)

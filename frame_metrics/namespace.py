@@ -68,11 +68,21 @@ class RecMetricsNamespace:
 
         return gaps(self._frame, group, **kwargs)
 
-    def exposure(self, truth: object | None = None, **kwargs: Any) -> Any:
-        """The exposure of item groups as a table; see :func:`frame_metrics.exposure`."""
-        from frame_metrics.exposure_table import exposure
+    def group_exposure(self, truth: object | None = None, **kwargs: Any) -> Any:
+        """The exposure of item groups as a table; see :func:`frame_metrics.group_exposure`."""
+        from frame_metrics.exposure_table import group_exposure
 
-        return exposure(self._frame, truth, **kwargs)
+        return group_exposure(self._frame, truth, **kwargs)
+
+    def exposure(self, truth: object | None = None, **kwargs: Any) -> Any:
+        """Deprecated spelling of :meth:`group_exposure` (``fm.group_exposure``'s name)."""
+        warnings.warn(
+            "recmetrics.exposure is renamed recmetrics.group_exposure, as fm.group_exposure; "
+            "the old name goes in the next release",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return self.group_exposure(truth, **kwargs)
 
     def split(self, method: str, **kwargs: Any) -> Any:
         """Split these interactions into train and test; see :func:`frame_metrics.split`."""

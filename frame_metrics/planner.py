@@ -86,7 +86,7 @@ def check_call(spec: Spec, *, aggregate: bool, outputs: Mapping[str, str] | None
     Each family's refusals (corpus metrics need ``aggregate=True``), then no column in
     two roles of one frame, reserved, or named like an output column. Every runner
     calls it. ``outputs``: the result's columns, each with what it is, when the result
-    is not evaluate's (``fm.exposure``'s table): default, the metric columns and, with
+    is not evaluate's (``fm.group_exposure``'s table): default, the metric columns and, with
     ``aggregate``, the counts.
     """
     families = families_of(spec)

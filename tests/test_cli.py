@@ -626,7 +626,7 @@ ERRORS: list[tuple[str, ArgsOf, int, str]] = [
         lambda f: ["frobnicate"],
         2,
         "COMMAND: invalid choice: 'frobnicate' (choose from 'evaluate', 'compare', 'demo', 'gaps', "
-        "'exposure', 'policy-value', 'split') "
+        "'group-exposure', 'exposure', 'policy-value', 'split') "
         "(see 'frame-metrics --help')",
     ),
     # columns and options the metrics judge

@@ -526,7 +526,7 @@ def test_spark_and_dask_diagnose_the_same(backend: Any) -> None:
     assert (plain.excluded_rows, plain.short_after_exclude) == (None, {})
 
 
-# -- fm.exposure and fm.policy_value -----------------------------------------------------------
+# -- fm.group_exposure and fm.policy_value -----------------------------------------------------------
 
 
 EXPOSURE_RECS = pl.DataFrame(
@@ -538,7 +538,7 @@ GROUPS = pl.DataFrame({"item": ["a", "b", "c", "d"], "group": ["x", "x", "y", "y
 def test_exposure_counts_the_lists_after_the_removal(constructor: Constructor) -> None:
     truth = pl.DataFrame({"user": [1], "item": ["a"], "relevance": [1]})
     seen = pl.DataFrame({"user": [1], "item": ["a"]})
-    out = fm.exposure(
+    out = fm.group_exposure(
         constructor(EXPOSURE_RECS),
         constructor(truth),
         k=1,
@@ -550,7 +550,7 @@ def test_exposure_counts_the_lists_after_the_removal(constructor: Constructor) -
     assert_kind(out, constructor)
     # At k = 1: user 1 shows c (a is out), user 2 shows a. Merit is truth's: all x.
     assert to_polars(out).rows() == [("x", 1.0, 0.5, 0.5, 1.0), ("y", 1.0, 0.5, 0.5, 0.0)]
-    plain = fm.exposure(EXPOSURE_RECS, k=1, item_groups=GROUPS, exposure="uniform")
+    plain = fm.group_exposure(EXPOSURE_RECS, k=1, item_groups=GROUPS, exposure="uniform")
     assert plain["exposure"].to_list() == [2.0, 0.0]
     # The namespace forwards it.
     again = recmetrics(constructor(EXPOSURE_RECS)).exposure(
@@ -617,13 +617,13 @@ def test_policy_value_refuses_exclude_with_given_probabilities() -> None:
 def test_exposure_and_policy_value_refuse_a_bad_exclude(constructor: Constructor) -> None:
     missing = constructor(pl.DataFrame({"usr": [1], "item": ["b"], "ts": [3]}))
     with pytest.raises(MissingColumnsError, match=r"^exclude: expected column 'user'"):
-        fm.exposure(constructor(RECS), k=2, item_groups=GROUPS, exclude=missing)
+        fm.group_exposure(constructor(RECS), k=2, item_groups=GROUPS, exclude=missing)
     with pytest.raises(MissingColumnsError, match=r"^exclude: expected column 'user'"):
         fm.policy_value(constructor(LOGS), constructor(POLICY), exclude=missing)
     text_ids = EXCLUDE.with_columns(pl.col("user").cast(pl.String))
-    # (Without truth, fm.exposure reads recs as a long table, and names it so.)
+    # (Without truth, fm.group_exposure reads recs as a long table, and names it so.)
     with pytest.raises(InvalidValueError, match="and exclude: expected key column 'user'"):
-        fm.exposure(RECS, k=2, item_groups=GROUPS, exclude=text_ids)
+        fm.group_exposure(RECS, k=2, item_groups=GROUPS, exclude=text_ids)
     with pytest.raises(InvalidValueError, match=r"^recs and exclude: expected key column 'user'"):
         fm.policy_value(LOGS, POLICY, exclude=text_ids)
 
@@ -631,7 +631,7 @@ def test_exposure_and_policy_value_refuse_a_bad_exclude(constructor: Constructor
 def test_spark_and_dask_exposure_and_policy_value(backend: Any) -> None:
     to_backend, to_polars_result, _ = backend
     seen = pl.DataFrame({"user": [1], "item": ["a"]})
-    table = fm.exposure(
+    table = fm.group_exposure(
         to_backend(EXPOSURE_RECS, 2),
         k=1,
         item_groups=GROUPS,
@@ -690,9 +690,9 @@ def test_the_command_line_takes_an_exclude_file(
     assert main([str(a) for a in [*args, "--per-user", "--threshold", "none"]]) == 0
     got = _csv(capsys.readouterr().out)
     assert_frame_equal(got, fm.evaluate(RECS, TRUTH, metrics=METRICS, exclude=EXCLUDE))
-    exposure = ["exposure", f["recs"], "-k", "1", "--item-groups", f["groups"], "--exclude"]
+    exposure = ["group-exposure", f["recs"], "-k", "1", "--item-groups", f["groups"], "--exclude"]
     assert main([str(a) for a in [*exposure, f["train"], "--format", "csv"]]) == 0
-    want = fm.exposure(RECS, k=1, item_groups=GROUPS, exclude=EXCLUDE)
+    want = fm.group_exposure(RECS, k=1, item_groups=GROUPS, exclude=EXCLUDE)
     assert_frame_equal(_csv(capsys.readouterr().out), want)
     value = ["policy-value", f["logs"], f["policy"], "-k", "1", "--estimator", "ips"]
     value_csv = [*value, "--resamples", "0", "--exclude", f["seen"], "--format", "csv"]

@@ -1,4 +1,4 @@
-"""``fm.exposure``: the exposure of item groups as a table (spec 9.2).
+"""``fm.group_exposure``: the exposure of item groups as a table (spec 9.2).
 
 The table's numbers are checked against sums written out by hand (1/log2(r+1) per
 rank), and against the metrics: ``exposure_parity@k`` recomputed by hand from the
@@ -67,37 +67,61 @@ def test_table_by_hand_on_every_kind(constructor: Constructor) -> None:
         ("y", y, y / total, 2 / 5, 1 / 3),
         ("z", z, z / total, 1 / 5, 1 / 3),
     ]
-    out = fm.exposure(constructor(RECS), constructor(TRUTH), k=3, item_groups=constructor(GROUPS))
+    out = fm.group_exposure(
+        constructor(RECS), constructor(TRUTH), k=3, item_groups=constructor(GROUPS)
+    )
     assert_kind(out, constructor)
     got = to_polars(out)
     assert got.columns == list(SCHEMA)
     # The same floats as the sums above, to the bit: the engine sums by rank, then groups
     # in sorted order, as written.
     assert got.rows() == want
-    polars = fm.exposure(RECS, TRUTH, k=3, item_groups=GROUPS)
+    polars = fm.group_exposure(RECS, TRUTH, k=3, item_groups=GROUPS)
     assert isinstance(polars, pl.DataFrame)
     assert polars.schema == pl.Schema(SCHEMA)
     assert got.rows() == polars.rows()
 
 
 def test_namespace_forwards(constructor: Constructor) -> None:
-    want = fm.exposure(RECS, TRUTH, k=2, item_groups=GROUPS)
-    got = recmetrics(constructor(RECS)).exposure(
+    want = fm.group_exposure(RECS, TRUTH, k=2, item_groups=GROUPS)
+    got = recmetrics(constructor(RECS)).group_exposure(
         constructor(TRUTH), k=2, item_groups=constructor(GROUPS)
     )
     assert_kind(got, constructor)
     assert to_polars(got).rows() == want.rows()
 
 
+def test_the_old_names_warn_and_give_the_same_table(
+    constructor: Constructor, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from frame_metrics.cli import main
+
+    want = fm.group_exposure(RECS, TRUTH, k=2, item_groups=GROUPS)
+    with pytest.warns(FutureWarning, match="renamed fm.group_exposure"):
+        old = fm.exposure(constructor(RECS), constructor(TRUTH), k=2, item_groups=GROUPS)
+    assert to_polars(old).rows() == want.rows()
+    with pytest.warns(FutureWarning, match="renamed recmetrics.group_exposure"):
+        old = recmetrics(constructor(RECS)).exposure(constructor(TRUTH), k=2, item_groups=GROUPS)
+    assert to_polars(old).rows() == want.rows()
+    f = _files(tmp_path)
+    args = [f["recs.parquet"], f["truth.csv"], "-k", "2", "--item-groups", f["groups.csv"]]
+    args += ["--group-col", "provider"]
+    assert main(["group-exposure", *args, "-o", str(tmp_path / "new.csv")]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["exposure", *args, "-o", str(tmp_path / "old.csv")]) == 0
+    assert "the command exposure is renamed group-exposure" in capsys.readouterr().err
+    assert pl.read_csv(tmp_path / "old.csv").equals(pl.read_csv(tmp_path / "new.csv"))
+
+
 def test_without_truth_no_merit_column() -> None:
-    out = fm.exposure(RECS, k=1, item_groups=GROUPS)
+    out = fm.group_exposure(RECS, k=1, item_groups=GROUPS)
     # k = 1: only a, twice, at rank 1; y and z get nothing. Catalog: a b c d (recs).
     assert out.rows() == [("x", 2.0, 1.0, 2 / 5), ("y", 0.0, 0.0, 2 / 5), ("z", 0.0, 0.0, 1 / 5)]
     assert out.columns == ["group", "exposure", "exposure_share", "catalog_share"]
 
 
 def test_parity_from_the_table_equals_the_metric() -> None:
-    out = fm.exposure(RECS, TRUTH, k=3, item_groups=GROUPS)
+    out = fm.group_exposure(RECS, TRUTH, k=3, item_groups=GROUPS)
     s = out["exposure_share"].to_list()
     metrics = fm.evaluate(
         RECS,
@@ -146,7 +170,7 @@ def _models() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
 )
 def test_by_models_with_default_groups_match_the_metric(options: dict[str, Any]) -> None:
     recs, truth, train = _models()
-    out = fm.exposure(recs, truth, k=5, by="model", train=train, **options)
+    out = fm.group_exposure(recs, truth, k=5, by="model", train=train, **options)
     assert out["group"].to_list() == ["head", "tail", "head", "tail"]
     metrics = fm.evaluate(
         recs,
@@ -175,7 +199,7 @@ def test_default_groups_by_hand() -> None:
     # absent from train, so tail. List [a, z]: head e(1) = 1, tail e(2).
     train = pl.DataFrame({"user": [1, 2, 3, 4, 5], "item": ["a", "a", "a", "b", "c"]})
     recs = pl.DataFrame({"user": [9, 9], "item": ["a", "z"], "rank": [1, 2]})
-    out = fm.exposure(recs, k=2, train=train)
+    out = fm.group_exposure(recs, k=2, train=train)
     # Catalog seen: a, z (recs), b, c (train): head 1 of 4.
     total = E1 + E2
     assert out.rows() == [("head", E1, E1 / total, 1 / 4), ("tail", E2, E2 / total, 3 / 4)]
@@ -184,27 +208,29 @@ def test_default_groups_by_hand() -> None:
 def test_rbp_weights_by_hand() -> None:
     # rbp, p = 0.5: e(r) = 0.5^(r-1). x: a at 1 twice, b at 2 -> 2 + 0.5; y: d at 2,
     # c at 3 -> 0.5 + 0.25; z: d at 2 -> 0.5.
-    out = fm.exposure(RECS, k=3, item_groups=GROUPS, exposure="rbp", persistence=0.5)
+    out = fm.group_exposure(RECS, k=3, item_groups=GROUPS, exposure="rbp", persistence=0.5)
     assert out["exposure"].to_list() == [2.5, 0.75, 0.5]
     assert out["exposure_share"].to_list() == [2.5 / 3.75, 0.75 / 3.75, 0.5 / 3.75]
 
 
 def test_given_catalog() -> None:
     catalog = pl.DataFrame({"item": ["a", "b", "c", "d", "e", "f"]})  # e, f in no group
-    out = fm.exposure(RECS, k=3, item_groups=GROUPS, catalog=catalog)
+    out = fm.group_exposure(RECS, k=3, item_groups=GROUPS, catalog=catalog)
     # x: a, b; y: c, d; z: d (items without a group are in no share).
     assert out["catalog_share"].to_list() == [2 / 5, 2 / 5, 1 / 5]
 
 
 def test_empty_recs_give_an_empty_typed_table(constructor: Constructor) -> None:
     empty = RECS.clear()
-    out = fm.exposure(constructor(empty), constructor(TRUTH), k=3, item_groups=constructor(GROUPS))
+    out = fm.group_exposure(
+        constructor(empty), constructor(TRUTH), k=3, item_groups=constructor(GROUPS)
+    )
     assert_kind(out, constructor)
     got = to_polars(out)
     assert (got.columns, got.height) == (list(SCHEMA), 0)
-    polars = fm.exposure(empty, TRUTH, k=3, item_groups=GROUPS)
+    polars = fm.group_exposure(empty, TRUTH, k=3, item_groups=GROUPS)
     assert polars.schema == pl.Schema(SCHEMA)
-    by_model = fm.exposure(
+    by_model = fm.group_exposure(
         empty.with_columns(model=pl.lit("m")), k=3, item_groups=GROUPS, by="model"
     )
     without_merit = {c: dtype for c, dtype in SCHEMA.items() if c != "merit_share"}
@@ -212,9 +238,9 @@ def test_empty_recs_give_an_empty_typed_table(constructor: Constructor) -> None:
 
 
 def test_lazy_stays_lazy() -> None:
-    out = fm.exposure(RECS.lazy(), TRUTH, k=3, item_groups=GROUPS)
+    out = fm.group_exposure(RECS.lazy(), TRUTH, k=3, item_groups=GROUPS)
     assert isinstance(out, pl.LazyFrame)
-    assert out.collect().equals(fm.exposure(RECS, TRUTH, k=3, item_groups=GROUPS))
+    assert out.collect().equals(fm.group_exposure(RECS, TRUTH, k=3, item_groups=GROUPS))
 
 
 def test_dask_frames_give_a_dask_result() -> None:
@@ -222,8 +248,8 @@ def test_dask_frames_give_a_dask_result() -> None:
 
     dd: Any = importlib.import_module("dask.dataframe")  # untyped: Any
     recs, truth, train = _models()
-    want = fm.exposure(recs, truth, k=5, by="model", train=train)
-    got = fm.exposure(
+    want = fm.group_exposure(recs, truth, k=5, by="model", train=train)
+    got = fm.group_exposure(
         dd.from_pandas(recs.to_pandas(), npartitions=3),
         dd.from_pandas(truth.to_pandas(), npartitions=2),
         k=5,
@@ -239,7 +265,7 @@ def test_dask_frames_give_a_dask_result() -> None:
 
 def test_groups_or_train_are_needed() -> None:
     with pytest.raises(MissingInputError) as info:
-        fm.exposure(RECS, TRUTH, k=3)
+        fm.group_exposure(RECS, TRUTH, k=3)
     assert str(info.value) == (
         "exposure: expected item_groups= (one row per (item, group) with the item column "
         "and the group column), got None; or pass train= for aplt's head and tail groups"
@@ -251,13 +277,13 @@ def test_groups_or_train_are_needed() -> None:
 )
 def test_k_is_one_int(k: Any, shown: str) -> None:
     with pytest.raises(InvalidOptionError) as info:
-        fm.exposure(RECS, k=k, item_groups=GROUPS)
+        fm.group_exposure(RECS, k=k, item_groups=GROUPS)
     assert str(info.value) == f"k: expected an int >= 1, got {shown}"
 
 
 def test_missing_group_column() -> None:
     with pytest.raises(MissingColumnsError) as info:
-        fm.exposure(RECS, k=3, item_groups=GROUPS, group="provider")
+        fm.group_exposure(RECS, k=3, item_groups=GROUPS, group="provider")
     assert str(info.value) == (
         "item_groups: expected column 'provider', not found; available columns: 'item', 'group'"
     )
@@ -265,14 +291,14 @@ def test_missing_group_column() -> None:
 
 def test_missing_recs_column() -> None:
     with pytest.raises(MissingColumnsError) as info:
-        fm.exposure(RECS.drop("rank"), k=3, item_groups=GROUPS)
+        fm.group_exposure(RECS.drop("rank"), k=3, item_groups=GROUPS)
     assert str(info.value).startswith("recs: expected column 'rank', not found; ")
     assert "available columns: 'user', 'item'" in str(info.value)
 
 
 def test_bad_option_value() -> None:
     with pytest.raises(InvalidOptionError) as info:
-        fm.exposure(RECS, k=3, item_groups=GROUPS, exposure="linear")  # type: ignore[arg-type]
+        fm.group_exposure(RECS, k=3, item_groups=GROUPS, exposure="linear")  # type: ignore[arg-type]
     assert str(info.value) == "exposure: expected one of 'log', 'rbp', 'uniform', got 'linear'"
 
 
@@ -294,19 +320,19 @@ def test_cli_exposure_gives_the_api_table(
 
     f = _files(tmp_path)
     groups = GROUPS.rename({"group": "provider"})
-    want = fm.exposure(RECS, TRUTH, k=3, item_groups=groups, group="provider")
+    want = fm.group_exposure(RECS, TRUTH, k=3, item_groups=groups, group="provider")
     out = tmp_path / "out.csv"
-    args = ["exposure", f["recs.parquet"], f["truth.csv"], "-k", "3"]
+    args = ["group-exposure", f["recs.parquet"], f["truth.csv"], "-k", "3"]
     code = main(
         [*args, "--item-groups", f["groups.csv"], "--group-col", "provider", "-o", str(out)]
     )
     assert code == 0, capsys.readouterr().err
     assert pl.read_csv(out, schema=want.schema).rows() == want.rows()
     # A browsing model and persistence, from the option table.
-    want = fm.exposure(
+    want = fm.group_exposure(
         RECS, k=3, item_groups=groups, group="provider", exposure="rbp", persistence=0.5
     )
-    rbp = ["exposure", f["recs.parquet"], "-k", "3", "--item-groups", f["groups.csv"]]
+    rbp = ["group-exposure", f["recs.parquet"], "-k", "3", "--item-groups", f["groups.csv"]]
     rbp += ["--group-col", "provider", "--exposure", "rbp", "--persistence", "0.5"]
     code = main([*rbp, "-o", str(out)])
     assert code == 0, capsys.readouterr().err
@@ -358,7 +384,7 @@ def test_cli_errors(
 
     f = _files(tmp_path)
     extra = [f.get(e, e) for e in extra]
-    code = main(["exposure", f["recs.parquet"], *extra])
+    code = main(["group-exposure", f["recs.parquet"], *extra])
     assert (code, capsys.readouterr().err) == (2, f"frame-metrics: error: {message}\n")
 
 
@@ -400,7 +426,7 @@ def test_item_groups_per_model_give_each_model_its_own_shares(constructor: Const
         ("m2", "y", 0.0, 0 / 4, 1 / 4, 0 / 2),
     ]
     call: dict[str, Any] = {"by": "model", "exposure": "uniform"}
-    out = fm.exposure(
+    out = fm.group_exposure(
         constructor(MODEL_RECS),
         constructor(MODEL_TRUTH),
         k=2,
@@ -442,7 +468,7 @@ def test_item_groups_per_model_give_each_model_its_own_shares(constructor: Const
 def test_a_given_catalog_limits_each_models_own_rows() -> None:
     # The catalog a..e leaves out f: m2's y holds no catalog item (x: c, d, e).
     catalog = pl.DataFrame({"item": ["a", "b", "c", "d", "e"]})
-    out = fm.exposure(MODEL_RECS, k=2, by="model", item_groups=MODEL_GROUPS, catalog=catalog)
+    out = fm.group_exposure(MODEL_RECS, k=2, by="model", item_groups=MODEL_GROUPS, catalog=catalog)
     assert out.select("model", "group", "catalog_share").rows() == [
         ("m1", "x", 1 / 3),
         ("m1", "y", 2 / 3),
@@ -461,7 +487,7 @@ def test_train_per_model_gives_each_model_its_head_and_tail() -> None:
             "item": ["a", "a", "a", "b", "c", "d", "d", "d", "e", "c"],
         }
     )
-    out = fm.exposure(MODEL_RECS, k=2, by="model", train=train, exposure="uniform")
+    out = fm.group_exposure(MODEL_RECS, k=2, by="model", train=train, exposure="uniform")
     # Catalog: the items seen, a..e; each model's head is one of the five.
     # Exposure: m1 a, a (head), b, c (tail); m2 d, d (head), c, e (tail).
     assert out.rows() == [
@@ -485,7 +511,9 @@ def test_scores_rank_without_truth(constructor: Constructor) -> None:
             "score": [0.5, 0.5, 0.9, 0.1, 0.7],
         }
     )
-    out = fm.exposure(constructor(scored), score="score", k=2, item_groups=constructor(GROUPS))
+    out = fm.group_exposure(
+        constructor(scored), score="score", k=2, item_groups=constructor(GROUPS)
+    )
     assert_kind(out, constructor)
     # Within k = 2: user 1 c (y) at 1, a (x) at 2; user 2 d (y and z) at 1, a (x) at 2.
     x, y, z = 2 * E2, E1 + E1, E1
@@ -501,7 +529,7 @@ def test_scores_rank_without_truth(constructor: Constructor) -> None:
     ranked = pl.DataFrame(
         {"user": [1, 1, 1, 2, 2], "item": ["c", "a", "b", "d", "a"], "rank": [1, 2, 3, 1, 2]}
     )
-    assert fm.exposure(ranked, k=2, item_groups=GROUPS).rows() == want
+    assert fm.group_exposure(ranked, k=2, item_groups=GROUPS).rows() == want
 
 
 # -- names that clash with the result's ---------------------------------------------------
@@ -546,13 +574,13 @@ def test_a_name_of_the_result_is_refused(
     recs = RECS.with_columns(pl.lit("m").alias(options.get("by", "model")))
     groups = GROUPS.rename({"group": group})
     with pytest.raises(InvalidOptionError) as info:
-        fm.exposure(
+        fm.group_exposure(
             constructor(recs), constructor(TRUTH), k=3, item_groups=constructor(groups), **options
         )
     assert str(info.value) == message
     # With the default groups (train) as well: the group column is the result's alone.
     with pytest.raises(InvalidOptionError) as info:
-        fm.exposure(recs, k=3, train=TRUTH.select("user", "item"), **options)
+        fm.group_exposure(recs, k=3, train=TRUTH.select("user", "item"), **options)
     assert str(info.value) == message
 
 
@@ -560,7 +588,7 @@ def test_a_nan_group_is_refused_as_a_null_is(constructor: Constructor) -> None:
     # Float group labels: d's NaN names no group (polars would make it a group).
     groups = constructor(GROUPS.with_columns(group=pl.Series([1.0, 1.0, 2.0, 2.0, math.nan])))
     with pytest.raises(InvalidValueError) as info:
-        fm.exposure(constructor(RECS), k=3, item_groups=groups)
+        fm.group_exposure(constructor(RECS), k=3, item_groups=groups)
     if is_pandas_numpy(groups):
         # numpy-backed pandas has no missing value but NaN: it arrives as a null.
         want = "expected no nulls in key or group column 'group', found 1 null row(s)"
@@ -576,7 +604,7 @@ def test_a_by_column_named_like_an_evaluate_output(constructor: Constructor) -> 
     # of that name is no clash here. x at rank 1 gets 1/log2(2) = 1, y at 2 1/log2(3).
     recs = pl.DataFrame({"n_users": ["a", "a"], "user": [1, 1], "item": ["x", "y"], "rank": [1, 2]})
     groups = pl.DataFrame({"item": ["x", "y"], "group": ["g1", "g2"]})
-    out = fm.exposure(constructor(recs), k=2, by="n_users", item_groups=constructor(groups))
+    out = fm.group_exposure(constructor(recs), k=2, by="n_users", item_groups=constructor(groups))
     assert_kind(out, constructor)
     got = to_polars(out)
     e_y = 1 / math.log2(3)

@@ -300,16 +300,22 @@ def run_gaps(args: argparse.Namespace) -> int:
 
 
 def run_exposure(args: argparse.Namespace) -> int:
-    """``frame-metrics exposure``: the exposure table of the item groups of a file."""
+    """``frame-metrics group-exposure``: the exposure table of the item groups of a file."""
+    if args.command == "exposure":
+        print(
+            "frame-metrics: note: the command exposure is renamed group-exposure; the old "
+            "name goes in the next release",
+            file=sys.stderr,
+        )
     fmt = output_format(args)
     frames = read_inputs(args)
-    # Options not given stay fm.exposure's defaults.
+    # Options not given stay fm.group_exposure's defaults.
     options = {
         name: value
         for name in ("exposure", "persistence", "threshold", "ties", "on_duplicate")
         if (value := getattr(args, name)) is not None
     }
-    result = fm.exposure(
+    result = fm.group_exposure(
         frames["recs"],
         frames.get("truth"),
         k=args.k,
@@ -402,7 +408,8 @@ RUNS: dict[str, Command] = {
     "compare": run_compare,
     "demo": run_demo,
     "gaps": run_gaps,
-    "exposure": run_exposure,
+    "group-exposure": run_exposure,
+    "exposure": run_exposure,  # the old name of group-exposure, for one release
     "policy-value": run_policy_value,
     "split": run_split,
 }

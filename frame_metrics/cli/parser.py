@@ -590,9 +590,9 @@ The item groups: a file of item and group (--item-groups, the group column
 
 
 _EXPOSURE_EPILOG = """examples:
-  frame-metrics exposure recs.parquet -k 10 --item-groups providers.csv --by model
-  frame-metrics exposure recs.parquet truth.parquet -k 10 --train train.parquet -o exposure.csv
-  frame-metrics exposure recs.parquet -k 20 --item-groups groups.csv --exposure rbp --persistence 0.85"""
+  frame-metrics group-exposure recs.parquet -k 10 --item-groups providers.csv --by model
+  frame-metrics group-exposure recs.parquet truth.parquet -k 10 --train train.parquet -o exposure.csv
+  frame-metrics group-exposure recs.parquet -k 20 --item-groups groups.csv --exposure rbp --persistence 0.85"""
 
 
 #: The metric options the exposure command takes, from the option table.
@@ -601,7 +601,8 @@ _EXPOSURE_OPTIONS = ("exposure", "persistence", "threshold", "head_share", "ties
 
 def _add_exposure(commands: argparse._SubParsersAction[_Parser]) -> None:
     p = commands.add_parser(
-        "exposure",
+        "group-exposure",
+        aliases=["exposure"],  # the old name, kept one release (a note on stderr says so)
         formatter_class=_HelpFormatter,
         help="the exposure of item groups within k, beside their catalog and merit shares",
         description=_EXPOSURE_DESCRIPTION,

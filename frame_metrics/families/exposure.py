@@ -78,7 +78,7 @@ __all__ = [
     "ExposureFamily",
     "attention",
     "catalog_table",
-    "group_exposure",
+    "exposure_per_group",
     "group_rows",
     "group_universe",
     "js_distance",
@@ -555,7 +555,7 @@ class ExposureFamily(Family):
                 rows = partials.filter(kind == _GROUPS).select(
                     *by, pl.col(GROUP).cast(schema[GROUP]), _RANK, _COUNT
                 )
-                per_group = group_exposure(rows, by, q.options, q.k)
+                per_group = exposure_per_group(rows, by, q.options, q.k)
                 seen = users.select(by).unique() if by else None
                 universe = group_universe(ctx, seen)
                 cells = universe.join(per_group, on=[*by, GROUP], how="left").with_columns(
@@ -714,7 +714,7 @@ def rank_counts(ctx: Context, top: pl.LazyFrame) -> pl.LazyFrame:
     """Recommended rows per (``by``, ``GROUP``, rank) of ``top``: integers that add up.
 
     Columns ``by``, ``GROUP``, ``_RANK`` and ``_COUNT``: the partials of exposure_parity,
-    and of :func:`frame_metrics.exposure`'s table.
+    and of :func:`frame_metrics.group_exposure`'s table.
     """
     c = ctx.spec.columns
     by = list(c.by)
@@ -726,7 +726,7 @@ def rank_counts(ctx: Context, top: pl.LazyFrame) -> pl.LazyFrame:
     return group_rows(ctx, items).group_by([*by, GROUP, _RANK]).agg(pl.col(_COUNT).sum())
 
 
-def group_exposure(
+def exposure_per_group(
     counts: pl.LazyFrame, by: list[str], options: MetricOptions, k: int
 ) -> pl.LazyFrame:
     """Each item group's exposure ``EXPOSURE`` per ``by`` group, from :func:`rank_counts`.
