@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib.metadata as _metadata
 
 from frame_metrics import datasets, exprs, plot
+from frame_metrics.accumulator import Accumulator
 from frame_metrics.api import diagnose, evaluate
 from frame_metrics.compare import compare
 from frame_metrics.conventions import CONVENTIONS, conventions
@@ -61,6 +62,7 @@ _register_all()
 __all__ = [
     "CONVENTIONS",
     "REGISTRY",
+    "Accumulator",
     "BaselineChoiceWarning",
     "Diagnostics",
     "DuplicateRowsError",

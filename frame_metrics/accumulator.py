@@ -1,0 +1,470 @@
+"""``fm.Accumulator``: an exact evaluation updated batch by batch, merged, read any time.
+
+Definition sheet section 11. Each update is evaluated as one partition of a
+partitioned run is (:mod:`frame_metrics.distributed.core`): its checks, then the frame
+of what adds up over partitions (user counts, the exact partial sums of the means of
+:mod:`frame_metrics.numerics`, each group-level family's partials). The state is those
+frames, added up as they come (:func:`_compacted`: integers and exact partials, so the
+order of the updates and of the merges changes no bit), and ``compute()`` finishes them
+as the partitioned run finishes its partitions': the aggregate of ``fm.evaluate`` over
+every row, to the bit.
+
+The tables read over every user (``train``, ``catalog``, ``item_features``,
+``item_groups``, and ``baseline`` and ``exclude``, which are read per user) are given at
+construction; what is computed over every user from them (train popularity, the
+propensities from train) is computed once, at the first update. What would need rows
+still to come is refused with the keyword that gives it instead (a ``catalog`` for
+coverage's denominator, ``max_relevance`` for err, truth carrying the ``by`` columns).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import polars as pl
+
+from frame_metrics import api
+from frame_metrics.distributed import core
+from frame_metrics.errors import InvalidOptionError, InvalidValueError, UnknownKeywordError
+from frame_metrics.frames import Source, to_lazy
+from frame_metrics.keywords import EXTRA_INPUTS, keywords
+from frame_metrics.numerics import sum_partials
+from frame_metrics.planner import SEEN, reads
+
+__all__ = ["Accumulator"]
+
+#: evaluate's keywords an accumulator does not take: it always aggregates, one update at
+#: a time.
+_NOT_TAKEN = ("aggregate", "buckets", "progress")
+
+#: Updates kept apart before their sums are added up (each a small frame).
+_COMPACT_EVERY = 16
+
+
+class Accumulator:
+    """Exact metrics over batches of users: ``update``, ``merge``, ``compute`` at any time.
+
+    Parameters
+    ----------
+    metrics
+        As :func:`frame_metrics.evaluate`'s: names, with or without a cutoff and options.
+    k
+        As :func:`frame_metrics.evaluate`'s: the cutoffs of the names without one.
+    check_repeats
+        Refuse a user (a (``by`` group, user) pair) seen in an earlier update, or in an
+        accumulator merged in: every row of a user belongs in one update. ``False``
+        skips the check and the memory of the users seen.
+    keep_per_user
+        Also keep each user's values, for :meth:`per_user`.
+    **options
+        Every other keyword of :func:`frame_metrics.evaluate` but ``aggregate``,
+        ``buckets`` and ``progress``: columns, options, a convention, and the tables,
+        given here once for every update.
+
+    Examples
+    --------
+    Spec example 1 in two updates of one user each: user 1 liked a, b, c, h, i, j and
+    got [a, b, c, d, e]; user 2 liked a and got [x, a].
+
+    >>> import polars as pl
+    >>> import frame_metrics as fm
+    >>> acc = fm.Accumulator(["precision", "recall"], k=5)
+    >>> acc.update(pl.DataFrame({"user": 1, "item": list("abcde"), "rank": range(1, 6)}),
+    ...            pl.DataFrame({"user": 1, "item": list("abchij"), "relevance": 1}))
+    >>> acc.update(pl.DataFrame({"user": 2, "item": ["x", "a"], "rank": [1, 2]}),
+    ...            pl.DataFrame({"user": 2, "item": ["a"], "relevance": 1}))
+    >>> acc.compute().row(0)  # precision (3/5 + 1/5) / 2, recall (3/6 + 1/1) / 2
+    (2, 0.4, 0.75)
+    >>> acc.update(pl.DataFrame({"user": 2, "item": ["y"], "rank": [1]}),
+    ...            pl.DataFrame({"user": 2, "item": ["y"], "relevance": 1}))
+    Traceback (most recent call last):
+    ...
+    frame_metrics.errors.InvalidValueError: update: expected users not seen in an earlier update (every row of a user in one update), got 1 seen before, e.g. user=2; pass check_repeats=False to skip the check
+    """
+
+    def __init__(
+        self,
+        metrics: str | Iterable[str] | None = None,
+        k: int | Iterable[int] | None = None,
+        *,
+        check_repeats: bool = True,
+        keep_per_user: bool = False,
+        **options: Any,
+    ) -> None:
+        taken = {kw.name for kw in keywords(builtin=False)} - set(_NOT_TAKEN)
+        unknown = sorted(set(options) - taken)
+        if unknown:
+            raise UnknownKeywordError("Accumulator", unknown, sorted(taken))
+        self._arguments: dict[str, Any] = {
+            **{n: p for n, p in api._DEFAULTS.items() if n not in _NOT_TAKEN},
+            **options,
+            "metrics": list(metrics)
+            if isinstance(metrics, Iterable) and not isinstance(metrics, str)
+            else metrics,
+            "k": list(k) if isinstance(k, Iterable) else k,
+        }
+        self._check_repeats = _flag("check_repeats", check_repeats)
+        self._keep_per_user = _flag("keep_per_user", keep_per_user)
+        # Every option is judged now, before any update: as evaluate with truth judges it.
+        spec, _ = api._spec(True, api._arguments(self._arguments, {}))
+        self._tables = _fingerprints(self._arguments)
+        self._long_table: bool | None = None
+        self._kind: tuple[str, bool] | None = None
+        self._schemas: dict[str, pl.Schema] | None = None
+        self._keyed: dict[str, pl.DataFrame] = {}
+        self._sums: list[pl.DataFrame] = []
+        self._per_user: list[pl.DataFrame] = []
+        self._seen: pl.DataFrame | None = None
+        self._job: core.Job | None = None
+        self._users_job: core.Job | None = None
+        del spec
+
+    # -- what it computes from -------------------------------------------------------------
+
+    def _call(self, long_table: bool) -> tuple[Any, dict[str, Any]]:
+        """The Spec of the updates (with or without truth) and the extra frames."""
+        return api._spec(None if long_table else True, api._arguments(self._arguments, {}))
+
+    def _start(self, long_table: bool, frames: Mapping[str, pl.DataFrame], kind: Source) -> None:
+        """The first update: the frames' dtypes, then the job (:meth:`_build`)."""
+        spec, extras = self._call(long_table)
+        keyed, _ = core.split_inputs(object(), None, extras)
+        keyed.pop("recs")
+        tables = {name: self._table(spec, name) for name in keyed}
+        schemas = {name: frame.schema for name, frame in {**frames, **tables}.items()}
+        keys = [*spec.columns.keys, spec.columns.item]
+        self._schemas = core.key_dtypes(schemas, keys)
+        self._long_table = long_table
+        self._kind = (kind.kind, kind.arrow_backed)
+        self._build()
+
+    def _table(self, spec: Any, name: str) -> pl.DataFrame:
+        """A table given at construction, as polars (the columns the call reads)."""
+        return to_lazy(self._arguments[name], name, reads(spec)[name]).lazy.collect()
+
+    def _build(self) -> None:
+        """The jobs of the updates, and the tables over every user, from the state."""
+        assert self._long_table is not None
+        assert self._schemas is not None
+        spec, extras = self._call(self._long_table)
+        keyed, items = core.split_inputs(object(), None, extras)
+        keyed.pop("recs")
+        self._keyed = {name: self._table(spec, name) for name in keyed}
+        broadcast = {name: self._table(spec, name) for name in items}
+        probe = core.unified_job(spec, self._schemas, broadcast, True)
+        shared = core.global_tables(probe, self._collect, _no_groups, has_recs=lambda: True)
+        self._job = core.Job(spec, True, self._schemas, broadcast, shared)
+        self._users_job = core.Job(spec, False, self._schemas, broadcast, shared)
+
+    def _collect(
+        self, fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame], names: tuple[str, ...]
+    ) -> pl.DataFrame:
+        """A table over every user, from the tables given at construction only."""
+        later = [n for n in names if n not in self._keyed]
+        if later:
+            raise InvalidOptionError(
+                "expected what the metrics read over every user to come from the tables "
+                f"given at construction, got a table over the {' and '.join(later)} rows of "
+                f"every user, which arrive in updates; {_advice(self._call(bool(self._long_table))[0])}",
+                option="Accumulator",
+            )
+        assert self._schemas is not None
+        return fn({n: self._keyed[n].cast(self._schemas[n]) for n in names})
+
+    # -- updates -----------------------------------------------------------------------------
+
+    def update(self, recs: object, truth: object | None = None) -> None:
+        """Add a batch of whole users: every row of each of them (recs and truth).
+
+        ``recs`` and ``truth``: any frame kind :func:`frame_metrics.evaluate` takes, or a
+        mapping of column names to numpy arrays or (CPU) torch tensors.
+        """
+        long_table = truth is None
+        if self._long_table is not None and long_table != self._long_table:
+            raise InvalidOptionError(
+                f"expected every update {'without' if self._long_table else 'with'} truth, as "
+                f"the first, got one {'without' if long_table else 'with'} it",
+                option="truth",
+            )
+        spec, _ = self._call(long_table)
+        columns = reads(spec)
+        source = to_lazy(_frame(recs), spec.source_label, columns["recs"])
+        frames = {"recs": _read(source, columns["recs"])}
+        if truth is not None:
+            frames["truth"] = _read(
+                to_lazy(_frame(truth), "truth", columns["truth"]), columns["truth"]
+            )
+        if self._job is None:
+            by = spec.columns.by
+            missing = [b for b in by if truth is not None and b not in frames["truth"].columns]
+            if missing:
+                raise InvalidOptionError(
+                    f"expected truth with the by columns {list(by)!r} in an accumulator, got "
+                    f"truth without {missing!r}: truth without them applies to every group, "
+                    "including groups later updates may bring",
+                    option="by",
+                )
+            self._start(long_table, frames, source)
+        job = self._job
+        assert job is not None
+        assert self._schemas is not None
+        keys = job.spec.columns.keys
+        if self._check_repeats:
+            self._seen = _new_users(self._seen, _users(frames, keys), "update")
+        users = _users(frames, keys)
+        batch = dict(frames)
+        for name, table in self._keyed.items():
+            # A user's rows of a per-user table (train, baseline, exclude): this batch's.
+            on = [k for k in keys if k in table.columns]
+            batch[name] = table.join(users.select(on).unique(), on=on, how="semi")
+        rows = core.partition_checked_result(batch, job)
+        self._sums.append(core.result_after_checks(rows, core.result_schema(job)))
+        if self._keep_per_user:
+            assert self._users_job is not None
+            self._per_user.append(core.partition_result(batch, self._users_job))
+        if len(self._sums) >= _COMPACT_EVERY:
+            self._sums = [_compacted(pl.concat(self._sums, how="diagonal_relaxed"), job)]
+
+    def merge(self, other: Accumulator) -> Accumulator:
+        """Add ``other``'s state into this one; returns this one.
+
+        Both must be built with the same metrics, options and tables (an
+        :class:`~frame_metrics.errors.InvalidOptionError` names the difference); with
+        ``check_repeats``, no user may be in both.
+        """
+        if not isinstance(other, Accumulator):
+            raise InvalidOptionError(f"expected an Accumulator, got {type(other).__name__}")
+        for name in sorted(set(self._arguments) | set(other._arguments)):
+            if name in self._tables or name in other._tables:
+                if self._tables.get(name) != other._tables.get(name):
+                    raise InvalidOptionError(
+                        f"expected accumulators of the same tables, got two {name} tables",
+                        option="merge",
+                    )
+                continue
+            mine, theirs = self._arguments.get(name), other._arguments.get(name)
+            if mine != theirs:
+                raise InvalidOptionError(
+                    f"expected accumulators of the same call, got {name}={mine!r} and "
+                    f"{name}={theirs!r}",
+                    option="merge",
+                )
+        if other._job is None:
+            return self
+        if self._job is None:
+            self._long_table, self._kind = other._long_table, other._kind
+            self._schemas = other._schemas
+            self._build()
+        if other._long_table != self._long_table:
+            raise InvalidOptionError(
+                "expected accumulators both with truth or both without, got one of each",
+                option="merge",
+            )
+        job = self._job
+        assert job is not None
+        if self._check_repeats and other._seen is not None:
+            self._seen = _new_users(self._seen, other._seen, "merge")
+        self._sums = [
+            _compacted(pl.concat([*self._sums, *other._sums], how="diagonal_relaxed"), job)
+        ]
+        self._per_user += other._per_user
+        return self
+
+    # -- results -----------------------------------------------------------------------------
+
+    def compute(self) -> Any:
+        """The aggregate (``n_users`` and the means per ``by`` group) of every update so far.
+
+        Bit for bit ``fm.evaluate(all rows, aggregate=True)``; a frame of the kind of the
+        first update (polars for a LazyFrame or a mapping of arrays).
+        """
+        if self._job is None:
+            return self._empty(aggregate=True)
+        job = self._job
+        stacked = pl.concat(self._sums, how="diagonal_relaxed") if self._sums else None
+        if stacked is None:
+            stacked = pl.DataFrame(schema=core.result_schema(job))
+        return self._give_back(core.finish(stacked, job))
+
+    def per_user(self) -> Any:
+        """Each user's values so far (``keep_per_user=True``), sorted by key."""
+        if not self._keep_per_user:
+            raise InvalidOptionError(
+                "expected an accumulator built with keep_per_user=True, got one without",
+                option="keep_per_user",
+            )
+        if self._job is None:
+            return self._empty(aggregate=False)
+        frame = pl.concat(self._per_user, how="vertical_relaxed") if self._per_user else None
+        if frame is None:
+            frame = pl.DataFrame(schema=core.result_schema(self._users_job))  # type: ignore[arg-type]
+        return self._give_back(frame.sort(self._job.spec.columns.keys, nulls_last=True))
+
+    def _give_back(self, frame: pl.DataFrame) -> Any:
+        """The result in the kind of the first update's recs (polars for a LazyFrame)."""
+        if self._kind is None or self._kind[0] == "polars-lazy":
+            return frame
+        kind, arrow_backed = self._kind
+        return Source(frame.lazy(), kind, arrow_backed).give_back(frame)  # type: ignore[arg-type]
+
+    def _empty(self, *, aggregate: bool) -> pl.DataFrame:
+        """What evaluate gives on empty input: no row, typed."""
+        spec, _ = self._call(False)
+        c, columns = spec.columns, reads(spec)
+        ints = {*c.by, *c.user, c.item, c.rank, *([c.sample] if c.sample else [])}
+
+        def empty(names: Iterable[str]) -> pl.DataFrame:
+            return pl.DataFrame(
+                schema={n: pl.Int64 if n in ints else pl.Float64 for n in sorted(names)}
+            )
+
+        arguments = {n: v for n, v in self._arguments.items() if n not in ("recs", "truth")}
+        recs, truth = empty(columns["recs"]), empty(columns["truth"])
+        out: pl.DataFrame = api.evaluate(recs, truth, aggregate=aggregate, **arguments)
+        return out
+
+    # -- pickling: the Spec and the jobs are rebuilt from the arguments ----------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        for name in ("_job", "_users_job", "_keyed"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._job = self._users_job = None
+        self._keyed = {}
+        if self._long_table is not None:
+            self._build()
+
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidOptionError(f"expected True or False, got {value!r}", option=name)
+    return value
+
+
+def _frame(value: object) -> object:
+    """A mapping of numpy arrays or CPU torch tensors as a polars frame; else itself."""
+    if not isinstance(value, Mapping):
+        return value
+    columns: dict[str, Any] = {}
+    for name, column in value.items():
+        # A torch tensor: its numpy view (CPU; detached, as a metric reads no gradient).
+        detach = getattr(column, "detach", None)
+        columns[str(name)] = detach().cpu().numpy() if callable(detach) else column
+    return pl.DataFrame(columns)
+
+
+def _read(source: Source, columns: Iterable[str]) -> pl.DataFrame:
+    """The columns the call reads of a batch, now (others are not converted).
+
+    With one of them missing, every column that converts: the checks' error then lists
+    them all.
+    """
+    schema = source.lazy.collect_schema()
+    wanted = [c for c in schema if c in set(columns)]
+    if len(wanted) < len(set(columns)) and source.every_column is not None:
+        return source.every_column().collect()
+    return source.lazy.select(wanted).collect()
+
+
+def _users(frames: Mapping[str, pl.DataFrame], keys: list[str]) -> pl.DataFrame:
+    """The distinct (``by``, user) keys of a batch's recs and truth."""
+    parts = [f.select(k for k in keys if k in f.columns) for f in frames.values()]
+    full = [p for p in parts if p.width == len(keys)]
+    return pl.concat(full, how="vertical_relaxed").unique() if full else pl.DataFrame()
+
+
+def _new_users(seen: pl.DataFrame | None, batch: pl.DataFrame, where: str) -> pl.DataFrame:
+    """``seen`` with ``batch``'s users, which must be new."""
+    if seen is None or seen.height == 0:
+        return batch
+    batch = batch.cast(dict(seen.schema), strict=False)  # type: ignore[arg-type]
+    repeated = batch.join(seen, on=batch.columns, how="semi", nulls_equal=True)
+    if repeated.height:
+        example = ", ".join(f"{k}={v!r}" for k, v in repeated.row(0, named=True).items())
+        raise InvalidValueError(
+            f"expected users not seen in an earlier update (every row of a user in one "
+            f"update), got {repeated.height} seen before, e.g. {example}; pass "
+            "check_repeats=False to skip the check",
+            option=where,
+        )
+    return pl.concat([seen, batch], how="vertical_relaxed")
+
+
+def _no_groups(columns: list[str]) -> pl.DataFrame:
+    raise AssertionError("truth carries the by columns in an accumulator")  # checked before
+
+
+def _compacted(stacked: pl.DataFrame, job: core.Job) -> pl.DataFrame:
+    """Several updates' frames of sums added up, still frames of sums (no bit changes)."""
+    spec = job.spec
+    by = list(spec.columns.by)
+    kind = pl.col(core.KIND)
+    parts = []
+    from frame_metrics.families import FAMILIES
+
+    plan = job.plan(job.empty(), validate=False)
+    counts = stacked.filter(kind == "counts")
+    count_cols = [*(plan.count_names() if spec.per_user_columns else []), SEEN]
+    parts.append(
+        (
+            counts.group_by(by).agg(pl.col(count_cols).sum())
+            if by
+            else counts.select(pl.col(count_cols).sum())
+        ).with_columns(pl.lit("counts").alias(core.KIND))
+    )
+    if spec.per_user_columns:
+        exact = stacked.filter(kind == "exact")
+        cols = [c for c in exact.columns if c.startswith("_fm_") and c not in (core.KIND, SEEN)]
+        partials = exact.select(*by, *cols).lazy()
+        parts.append(
+            sum_partials(partials, by).collect().with_columns(pl.lit("exact").alias(core.KIND))
+        )
+
+    for name, partial in plan.partials().items():
+        own = partial.collect_schema()
+        rows = stacked.filter(kind == name).select(pl.col(c).cast(d) for c, d in own.items())
+        parts.append(FAMILIES[name].combine(spec, rows).with_columns(pl.lit(name).alias(core.KIND)))
+    out = pl.concat(parts, how="diagonal_relaxed")
+    # The columns of a partition's sums, in order: what finish reads.
+    schema = core.result_schema(job)
+    return out.select(
+        pl.col(c).cast(d) if c in out.columns else pl.lit(None, d).alias(c)
+        for c, d in schema.items()
+    )
+
+
+def _fingerprints(arguments: Mapping[str, Any]) -> dict[str, str]:
+    """A digest of each table given (to tell two accumulators' tables apart in merge)."""
+    out = {}
+    for extra in EXTRA_INPUTS:
+        frame = arguments.get(extra.name)
+        if frame is None:
+            continue
+        table = to_lazy(frame, extra.name).lazy.collect()
+        digest = hashlib.sha256(str(table.schema).encode())
+        digest.update(table.hash_rows(seed=0).sort().to_numpy().tobytes())
+        out[extra.name] = digest.hexdigest()
+    return out
+
+
+def _advice(spec: Any) -> str:
+    """What to give at construction instead of a table over rows still to come."""
+    said = []
+    err = [q.column for q in spec.requests if "max_relevance" in q.metric.reads()]
+    if err and any(q.options.max_relevance is None for q in spec.requests if q.column in err):
+        said.append(
+            f"max_relevance= for {', '.join(err)} (g_max: else the largest relevance of all truth)"
+        )
+    if "catalog" not in spec.frames and (
+        "catalog_size" in spec.needs or "exposure" in spec.families
+    ):
+        said.append("catalog= (else the items seen in every recs, truth and train row)")
+    if any(q.options.parity_target == "merit" for q in spec.requests):
+        said.append("a parity_target other than 'merit' (it counts every user's truth rows)")
+    return "pass " + "; ".join(said) if said else "evaluate these metrics in one call"
