@@ -157,6 +157,8 @@ class Accumulator:
         shared = core.global_tables(probe, self._collect, _no_groups, has_recs=lambda: True)
         self._job = core.Job(spec, True, self._schemas, broadcast, shared)
         self._users_job = core.Job(spec, False, self._schemas, broadcast, shared)
+        # Planned once: the columns of an update's sums.
+        self._sums_schema = core.result_schema(self._job)
 
     def _collect(
         self, fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame], names: tuple[str, ...]
@@ -211,21 +213,23 @@ class Accumulator:
         assert job is not None
         assert self._schemas is not None
         keys = job.spec.columns.keys
-        if self._check_repeats:
-            self._seen = _new_users(self._seen, _users(frames, keys), "update")
         users = _users(frames, keys)
+        if self._check_repeats:
+            self._seen = _new_users(self._seen, users, "update")
         batch = dict(frames)
         for name, table in self._keyed.items():
             # A user's rows of a per-user table (train, baseline, exclude): this batch's.
             on = [k for k in keys if k in table.columns]
             batch[name] = table.join(users.select(on).unique(), on=on, how="semi")
         rows = core.partition_checked_result(batch, job)
-        self._sums.append(core.result_after_checks(rows, core.result_schema(job)))
+        self._sums.append(core.result_after_checks(rows, self._sums_schema))
         if self._keep_per_user:
             assert self._users_job is not None
             self._per_user.append(core.partition_result(batch, self._users_job))
         if len(self._sums) >= _COMPACT_EVERY:
-            self._sums = [_compacted(pl.concat(self._sums, how="diagonal_relaxed"), job)]
+            self._sums = [
+                _compacted(pl.concat(self._sums, how="diagonal_relaxed"), job, self._sums_schema)
+            ]
 
     def merge(self, other: Accumulator) -> Accumulator:
         """Add ``other``'s state into this one; returns this one.
@@ -266,9 +270,8 @@ class Accumulator:
         assert job is not None
         if self._check_repeats and other._seen is not None:
             self._seen = _new_users(self._seen, other._seen, "merge")
-        self._sums = [
-            _compacted(pl.concat([*self._sums, *other._sums], how="diagonal_relaxed"), job)
-        ]
+        stacked = pl.concat([*self._sums, *other._sums], how="diagonal_relaxed")
+        self._sums = [_compacted(stacked, job, self._sums_schema)]
         self._per_user += other._per_user
         return self
 
@@ -285,7 +288,7 @@ class Accumulator:
         job = self._job
         stacked = pl.concat(self._sums, how="diagonal_relaxed") if self._sums else None
         if stacked is None:
-            stacked = pl.DataFrame(schema=core.result_schema(job))
+            stacked = pl.DataFrame(schema=self._sums_schema)
         return self._give_back(core.finish(stacked, job))
 
     def per_user(self) -> Any:
@@ -329,7 +332,7 @@ class Accumulator:
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        for name in ("_job", "_users_job", "_keyed"):
+        for name in ("_job", "_users_job", "_keyed", "_sums_schema"):
             state.pop(name, None)
         return state
 
@@ -384,7 +387,8 @@ def _new_users(seen: pl.DataFrame | None, batch: pl.DataFrame, where: str) -> pl
     if seen is None or seen.height == 0:
         return batch
     batch = batch.cast(dict(seen.schema), strict=False)  # type: ignore[arg-type]
-    repeated = batch.join(seen, on=batch.columns, how="semi", nulls_equal=True)
+    # The batch is the small side: its keys are hashed, the users seen only scanned.
+    repeated = seen.join(batch, on=batch.columns, how="semi", nulls_equal=True)
     if repeated.height:
         example = ", ".join(f"{k}={v!r}" for k, v in repeated.row(0, named=True).items())
         raise InvalidValueError(
@@ -400,7 +404,7 @@ def _no_groups(columns: list[str]) -> pl.DataFrame:
     raise AssertionError("truth carries the by columns in an accumulator")  # checked before
 
 
-def _compacted(stacked: pl.DataFrame, job: core.Job) -> pl.DataFrame:
+def _compacted(stacked: pl.DataFrame, job: core.Job, schema: pl.Schema) -> pl.DataFrame:
     """Several updates' frames of sums added up, still frames of sums (no bit changes)."""
     spec = job.spec
     by = list(spec.columns.by)
@@ -432,7 +436,6 @@ def _compacted(stacked: pl.DataFrame, job: core.Job) -> pl.DataFrame:
         parts.append(FAMILIES[name].combine(spec, rows).with_columns(pl.lit(name).alias(core.KIND)))
     out = pl.concat(parts, how="diagonal_relaxed")
     # The columns of a partition's sums, in order: what finish reads.
-    schema = core.result_schema(job)
     return out.select(
         pl.col(c).cast(d) if c in out.columns else pl.lit(None, d).alias(c)
         for c, d in schema.items()
