@@ -30,7 +30,7 @@ from frame_metrics.distributed import core
 from frame_metrics.errors import InvalidOptionError, InvalidValueError, UnknownKeywordError
 from frame_metrics.frames import Source, to_lazy
 from frame_metrics.keywords import EXTRA_INPUTS, keywords
-from frame_metrics.numerics import sum_partials
+from frame_metrics.numerics import is_int, sum_partials
 from frame_metrics.planner import SEEN, reads
 
 __all__ = ["Accumulator"]
@@ -58,6 +58,14 @@ class Accumulator:
         skips the check and the memory of the users seen.
     keep_per_user
         Also keep each user's values, for :meth:`per_user`.
+    buffer_rows
+        Updates are held back until they hold this many rows (recs and truth), then
+        evaluated together, as one partition: many small batches cost about what one
+        call on their rows costs. Their input checks run then (an error names the frame
+        and an example row, as ``fm.evaluate``'s, and discards the updates held with
+        it); ``compute``, ``merge`` and pickling evaluate what is held. 0: every update
+        at once. A user repeated within the held updates is refused at its update; one
+        seen in an update evaluated before, when the held updates are evaluated.
     **options
         Every other keyword of :func:`frame_metrics.evaluate` but ``aggregate``,
         ``buckets`` and ``progress``: columns, options, a convention, and the tables,
@@ -75,13 +83,13 @@ class Accumulator:
     ...            pl.DataFrame({"user": 1, "item": list("abchij"), "relevance": 1}))
     >>> acc.update(pl.DataFrame({"user": 2, "item": ["x", "a"], "rank": [1, 2]}),
     ...            pl.DataFrame({"user": 2, "item": ["a"], "relevance": 1}))
-    >>> acc.compute().row(0)  # precision (3/5 + 1/5) / 2, recall (3/6 + 1/1) / 2
-    (2, 0.4, 0.75)
     >>> acc.update(pl.DataFrame({"user": 2, "item": ["y"], "rank": [1]}),
     ...            pl.DataFrame({"user": 2, "item": ["y"], "relevance": 1}))
     Traceback (most recent call last):
     ...
     frame_metrics.errors.InvalidValueError: update: expected users not seen in an earlier update (every row of a user in one update), got 1 seen before, e.g. user=2; pass check_repeats=False to skip the check
+    >>> acc.compute().row(0)  # precision (3/5 + 1/5) / 2, recall (3/6 + 1/1) / 2
+    (2, 0.4, 0.75)
     """
 
     def __init__(
@@ -91,6 +99,7 @@ class Accumulator:
         *,
         check_repeats: bool = True,
         keep_per_user: bool = False,
+        buffer_rows: int = 4_000_000,
         **options: Any,
     ) -> None:
         taken = {kw.name for kw in keywords(builtin=False)} - set(_NOT_TAKEN)
@@ -107,6 +116,14 @@ class Accumulator:
         }
         self._check_repeats = _flag("check_repeats", check_repeats)
         self._keep_per_user = _flag("keep_per_user", keep_per_user)
+        if not is_int(buffer_rows) or int(buffer_rows) < 0:
+            raise InvalidOptionError(
+                f"expected an integer >= 0, got {buffer_rows!r}", option="buffer_rows"
+            )
+        self._buffer_rows = int(buffer_rows)
+        self._pending: list[dict[str, pl.DataFrame]] = []
+        self._pending_rows = 0
+        self._held_users: list[pl.DataFrame] = []
         # Every option is judged now, before any update: as evaluate with truth judges it.
         spec, _ = api._spec(True, api._arguments(self._arguments, {}))
         self._tables = _fingerprints(self._arguments)
@@ -157,8 +174,9 @@ class Accumulator:
         shared = core.global_tables(probe, self._collect, _no_groups, has_recs=lambda: True)
         self._job = core.Job(spec, True, self._schemas, broadcast, shared)
         self._users_job = core.Job(spec, False, self._schemas, broadcast, shared)
-        # Planned once: the columns of an update's sums.
+        # Planned once: the columns of an update's sums, and those read of each frame.
         self._sums_schema = core.result_schema(self._job)
+        self._reads = reads(spec)
 
     def _collect(
         self, fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame], names: tuple[str, ...]
@@ -190,8 +208,8 @@ class Accumulator:
                 f"the first, got one {'without' if long_table else 'with'} it",
                 option="truth",
             )
-        spec, _ = self._call(long_table)
-        columns = reads(spec)
+        spec = self._job.spec if self._job is not None else self._call(long_table)[0]
+        columns = self._reads if self._job is not None else reads(spec)
         source = to_lazy(_frame(recs), spec.source_label, columns["recs"])
         frames = {"recs": _read(source, columns["recs"])}
         if truth is not None:
@@ -211,25 +229,63 @@ class Accumulator:
             self._start(long_table, frames, source)
         job = self._job
         assert job is not None
+        if self._check_repeats:
+            # Against the users held back here; against those evaluated before, once per
+            # evaluation of the held updates (one scan of the users seen, not one per
+            # update).
+            users = _users(frames, job.spec.columns.keys)
+            _new_users(_stacked(self._held_users), users, "update")
+            self._held_users.append(users)
+        self._pending.append(frames)
+        self._pending_rows += sum(frame.height for frame in frames.values())
+        if self._pending_rows >= self._buffer_rows:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Evaluate the updates held back, as one partition (see ``buffer_rows``).
+
+        A check that fails discards them (their users are not seen: they may come again,
+        mended); what was evaluated before stays.
+        """
+        if not self._pending:
+            return
+        try:
+            self._evaluate_held()
+        finally:
+            self._pending, self._pending_rows, self._held_users = [], 0, []
+
+    def _evaluate_held(self) -> None:
+        job = self._job
+        assert job is not None
         assert self._schemas is not None
+        held = _stacked(self._held_users)
+        seen = self._seen
+        if self._check_repeats and held is not None:
+            seen = _new_users(seen, held, "update")
+        names = list(self._pending[0])
+        frames = {
+            name: pl.concat(
+                [p[name].cast(self._schemas[name], strict=False) for p in self._pending],
+                how="vertical_relaxed",
+            )
+            for name in names
+        }
         keys = job.spec.columns.keys
         users = _users(frames, keys)
-        if self._check_repeats:
-            self._seen = _new_users(self._seen, users, "update")
-        batch = dict(frames)
         for name, table in self._keyed.items():
             # A user's rows of a per-user table (train, baseline, exclude): this batch's.
             on = [k for k in keys if k in table.columns]
-            batch[name] = table.join(users.select(on).unique(), on=on, how="semi")
-        rows = core.partition_checked_result(batch, job)
+            frames[name] = table.join(users.select(on).unique(), on=on, how="semi")
+        rows = core.partition_checked_result(frames, job)
         self._sums.append(core.result_after_checks(rows, self._sums_schema))
         if self._keep_per_user:
             assert self._users_job is not None
-            self._per_user.append(core.partition_result(batch, self._users_job))
+            self._per_user.append(core.partition_result(frames, self._users_job))
         if len(self._sums) >= _COMPACT_EVERY:
             self._sums = [
                 _compacted(pl.concat(self._sums, how="diagonal_relaxed"), job, self._sums_schema)
             ]
+        self._seen = seen
 
     def merge(self, other: Accumulator) -> Accumulator:
         """Add ``other``'s state into this one; returns this one.
@@ -257,6 +313,8 @@ class Accumulator:
                 )
         if other._job is None:
             return self
+        other._flush()
+        self._flush()
         if self._job is None:
             self._long_table, self._kind = other._long_table, other._kind
             self._schemas = other._schemas
@@ -285,6 +343,7 @@ class Accumulator:
         """
         if self._job is None:
             return self._empty(aggregate=True)
+        self._flush()
         job = self._job
         stacked = pl.concat(self._sums, how="diagonal_relaxed") if self._sums else None
         if stacked is None:
@@ -300,6 +359,7 @@ class Accumulator:
             )
         if self._job is None:
             return self._empty(aggregate=False)
+        self._flush()
         frame = pl.concat(self._per_user, how="vertical_relaxed") if self._per_user else None
         if frame is None:
             frame = pl.DataFrame(schema=core.result_schema(self._users_job))  # type: ignore[arg-type]
@@ -331,8 +391,9 @@ class Accumulator:
     # -- pickling: the Spec and the jobs are rebuilt from the arguments ----------------------
 
     def __getstate__(self) -> dict[str, Any]:
+        self._flush()  # the state pickled is sums only
         state = dict(self.__dict__)
-        for name in ("_job", "_users_job", "_keyed", "_sums_schema"):
+        for name in ("_job", "_users_job", "_keyed", "_sums_schema", "_reads"):
             state.pop(name, None)
         return state
 
@@ -398,6 +459,11 @@ def _new_users(seen: pl.DataFrame | None, batch: pl.DataFrame, where: str) -> pl
             option=where,
         )
     return pl.concat([seen, batch], how="vertical_relaxed")
+
+
+def _stacked(frames: list[pl.DataFrame]) -> pl.DataFrame | None:
+    """Frames of one schema, stacked (None: no frame)."""
+    return pl.concat(frames, how="vertical_relaxed") if frames else None
 
 
 def _no_groups(columns: list[str]) -> pl.DataFrame:

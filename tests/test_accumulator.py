@@ -130,19 +130,29 @@ def _evaluate(recs: Any, truth: Any, metrics: list[str], **kwargs: Any) -> pl.Da
 
 @pytest.mark.parametrize("case", list(CASES))
 @settings(max_examples=12, deadline=None)
-@given(tables=_tables(), tree=st.lists(st.integers(0, 10), max_size=6))
+@given(
+    tables=_tables(),
+    tree=st.lists(st.integers(0, 10), max_size=6),
+    buffer=st.sampled_from([0, 7, 10**6]),
+)
 def test_equals_evaluate_whatever_the_batches_and_merges(
-    case: str, tables: tuple[pl.DataFrame, pl.DataFrame, list[list[int]]], tree: list[int]
+    case: str,
+    tables: tuple[pl.DataFrame, pl.DataFrame, list[list[int]]],
+    tree: list[int],
+    buffer: int,
 ) -> None:
+    """Each update evaluated at once (buffer 0), a few held together, or all of them."""
     metrics, kwargs = CASES[case]
     recs, truth, batches = tables
     want = _evaluate(recs, truth, metrics, **kwargs)
     parts = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for users in batches:
-            acc = fm.Accumulator(metrics, by="model", **kwargs)
-            acc.update(_of(recs, users), _of(truth, users))
+        for i, users in enumerate(batches):
+            acc = fm.Accumulator(metrics, by="model", buffer_rows=buffer, **kwargs)
+            # Some accumulators take their users in two updates.
+            for half in (users[::2], users[1::2]) if i % 2 else (users,):
+                acc.update(_of(recs, half), _of(truth, half))
             parts.append(acc)
         got = _merged(parts, tree).compute()
     assert_frame_equal(got.sort("model"), want)
@@ -166,7 +176,7 @@ def test_one_accumulator_many_updates_on_every_frame_kind(
     ).join(pl.DataFrame({"model": ["a", "b"]}), how="cross")
     truth = truth.with_columns(p=pl.lit(0.5))
     want = _evaluate(recs, truth, metrics, **kwargs)
-    acc = fm.Accumulator(metrics, by="model", **kwargs)
+    acc = fm.Accumulator(metrics, by="model", buffer_rows=0, **kwargs)
     for users in ([3], [1, 5], [2, 4]):
         acc.update(constructor(_of(recs, users)), constructor(_of(truth, users)))
     got = acc.compute()
@@ -237,12 +247,16 @@ def test_a_user_seen_before_is_an_error_naming_it() -> None:
     acc = fm.Accumulator("ndcg@2")
     acc.update(recs.filter(pl.col("user") == 1), truth.filter(pl.col("user") == 1))
     with pytest.raises(fm.InvalidValueError, match=r"got 1 seen before, e\.g\. user=1"):
-        acc.update(recs, truth)
+        acc.update(recs, truth)  # user 1 is held: refused at once
+    evaluated = fm.Accumulator("ndcg@2", buffer_rows=0)
+    evaluated.update(recs.filter(pl.col("user") == 1), truth.filter(pl.col("user") == 1))
+    with pytest.raises(fm.InvalidValueError, match=r"got 1 seen before, e\.g\. user=1"):
+        evaluated.update(recs, truth)  # user 1 was evaluated: refused when this one is
     other = fm.Accumulator("ndcg@2")
     other.update(recs, truth)
     with pytest.raises(fm.InvalidValueError, match=r"merge: .* e\.g\. user=1"):
         fm.Accumulator("ndcg@2").merge(acc).merge(other)
-    unchecked = fm.Accumulator("ndcg@2", check_repeats=False)
+    unchecked = fm.Accumulator("ndcg@2", check_repeats=False, buffer_rows=0)
     unchecked.update(recs, truth)
     unchecked.update(recs, truth)  # counted twice, as asked
     assert unchecked.compute()["n_users"].item() == 4
@@ -290,10 +304,36 @@ def test_nothing_computed_is_the_empty_typed_aggregate() -> None:
 
 def test_per_user_rows_when_kept(constructor: Constructor) -> None:
     recs, truth = _SPREAD
-    acc = fm.Accumulator("ndcg@3", keep_per_user=True)
+    acc = fm.Accumulator("ndcg@3", keep_per_user=True, buffer_rows=10)
     for users in ([5, 1], [0, 2, 3], [4, 6, 7]):
         acc.update(constructor(_of(recs, users)), constructor(_of(truth, users)))
     want = fm.evaluate(recs, truth, metrics="ndcg@3")
     assert_frame_equal(to_polars(acc.per_user()), want, check_dtypes=False)
     with pytest.raises(fm.InvalidOptionError, match="keep_per_user=True"):
         fm.Accumulator("ndcg@3").per_user()
+
+
+def test_held_updates_are_checked_when_evaluated() -> None:
+    """A bad row is reported when the updates holding it are evaluated: at once with
+    buffer_rows=0, else at the update that fills the buffer, or at compute()."""
+    good = pl.DataFrame({"user": [1], "item": [1], "rank": [1]})
+    bad = pl.DataFrame({"user": [2, 2], "item": [1, 1], "rank": [1, 2]})  # item 1 twice
+    truth = pl.DataFrame({"user": [1, 2], "item": [1, 1], "relevance": [1, 1]})
+    at_once = fm.Accumulator("ndcg@2", buffer_rows=0)
+    at_once.update(good, truth.filter(pl.col("user") == 1))
+    with pytest.raises(fm.DuplicateRowsError, match="user=2, item=1"):
+        at_once.update(bad, truth.filter(pl.col("user") == 2))
+    held = fm.Accumulator("ndcg@2")
+    held.update(good, truth.filter(pl.col("user") == 1))
+    held.update(bad, truth.filter(pl.col("user") == 2))
+    with pytest.raises(fm.DuplicateRowsError, match="user=2, item=1"):
+        held.compute()
+    # The held updates are discarded: user 2 may come again, mended (and 1 too).
+    held.update(bad.head(1), truth.filter(pl.col("user") == 2))
+    held.update(good, truth.filter(pl.col("user") == 1))
+    assert_frame_equal(
+        held.compute(),
+        fm.evaluate(pl.concat([good, bad.head(1)]), truth, metrics="ndcg@2", aggregate=True),
+    )
+    with pytest.raises(fm.InvalidOptionError, match="buffer_rows: expected an integer >= 0"):
+        fm.Accumulator("ndcg@2", buffer_rows=-1)
