@@ -158,6 +158,27 @@ def test_equals_evaluate_whatever_the_batches_and_merges(
     assert_frame_equal(got.sort("model"), want)
 
 
+@pytest.mark.parametrize("case", ["ranking", "beyond", "corpus", "propensity"])
+@settings(max_examples=10, deadline=None)
+@given(tables=_tables(), buffer=st.sampled_from([0, 7, 10**6]))
+def test_compute_at_any_time_is_the_call_on_the_rows_so_far(
+    case: str, tables: tuple[pl.DataFrame, pl.DataFrame, list[list[int]]], buffer: int
+) -> None:
+    """compute() between updates, and updates after it: each time the one call's value
+    on the users given so far (held updates are evaluated by compute, not lost)."""
+    metrics, kwargs = CASES[case]
+    recs, truth, batches = tables
+    acc = fm.Accumulator(metrics, by="model", buffer_rows=buffer, **kwargs)
+    so_far: list[int] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for users in batches:
+            acc.update(_of(recs, users), _of(truth, users))
+            so_far += users
+            want = _evaluate(_of(recs, so_far), _of(truth, so_far), metrics, **kwargs)
+            assert_frame_equal(acc.compute().sort("model"), want)
+
+
 @pytest.mark.parametrize("case", ["ranking", "corpus", "exposure"])
 def test_one_accumulator_many_updates_on_every_frame_kind(
     case: str, constructor: Constructor
