@@ -54,6 +54,7 @@ A family computing each user's mean price of the top-k items, from an item table
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from frame_metrics.errors import InvalidOptionError
 from frame_metrics.families import FAMILIES
@@ -104,10 +105,12 @@ def register_family(
                 + (", already registered)" if metric.name in REGISTRY else ")"),
                 option="metrics",
             )
-    for row in roles:  # first: an input's reads may name them
-        register_role(row)
+    # Outside the package: taken by evaluate's **more, not its written signature. Roles
+    # first: an input's reads may name them.
+    for row in roles:
+        register_role(replace(row, builtin=False))
     for extra in inputs:
-        register_input(extra)
+        register_input(replace(extra, builtin=False))
     for metric in metrics:
         register(metric)
     FAMILIES[family.name] = family

@@ -483,7 +483,12 @@ def _taken() -> set[str]:
 
 
 def register_role(row: Role) -> None:
-    """Add a column keyword of a family outside the package (``builtin=False``).
+    """Add a column keyword a family reads (from its own module).
+
+    A row with ``builtin=True`` (the default) is the package's own: a package family's,
+    written into evaluate's explicit signature by ``docs/gen/gen_api.py``. A family
+    outside the package registers it with ``builtin=False`` (``extend.register_family``
+    does): evaluate takes it through ``**more``.
 
     Examples
     --------
@@ -496,13 +501,13 @@ def register_role(row: Role) -> None:
         raise InvalidOptionError(
             f"expected a keyword evaluate does not take yet, got {row.name!r}", option="role"
         )
-    ROLES.append(row if not row.builtin else _outside(row))
+    ROLES.append(row)
 
 
 def register_input(row: ExtraInput) -> None:
-    """Add an extra input of a family outside the package (``builtin=False``).
+    """Add an extra input a family reads (from its own module).
 
-    Its ``reads`` name roles of :data:`ROLES` (``"by"``, ``"user"``, ``"item"``,
+    ``builtin`` as for :func:`register_role`. Its ``reads`` name roles of :data:`ROLES` (``"by"``, ``"user"``, ``"item"``,
     ``"order"`` or a registered column keyword).
     """
     if row.name in _taken():
@@ -516,20 +521,13 @@ def register_input(row: ExtraInput) -> None:
             f"expected roles among {', '.join(sorted(known))}, got {', '.join(unknown)}",
             option=f"{row.name}.reads",
         )
-    EXTRA_INPUTS.append(row if not row.builtin else _outside(row))
+    EXTRA_INPUTS.append(row)
 
 
 def unregister(name: str) -> None:
     """Remove a keyword a family outside the package registered (a test's teardown)."""
     ROLES[:] = [r for r in ROLES if r.builtin or r.name != name]
     EXTRA_INPUTS[:] = [e for e in EXTRA_INPUTS if e.builtin or e.name != name]
-
-
-def _outside(row: Any) -> Any:
-    """The row marked as registered from outside the package."""
-    from dataclasses import replace
-
-    return replace(row, builtin=False)
 
 
 def _source(value: object) -> str:
