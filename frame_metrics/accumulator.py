@@ -114,8 +114,8 @@ class Accumulator:
             else metrics,
             "k": list(k) if isinstance(k, Iterable) else k,
         }
-        self._check_repeats = _flag("check_repeats", check_repeats)
-        self._keep_per_user = _flag("keep_per_user", keep_per_user)
+        self._check_repeats = api._flag("check_repeats", check_repeats)
+        self._keep_per_user = api._flag("keep_per_user", keep_per_user)
         if not is_int(buffer_rows) or int(buffer_rows) < 0:
             raise InvalidOptionError(
                 f"expected an integer >= 0, got {buffer_rows!r}", option="buffer_rows"
@@ -126,6 +126,14 @@ class Accumulator:
         self._held_users: list[pl.DataFrame] = []
         # Every option is judged now, before any update: as evaluate with truth judges it.
         spec, _ = api._spec(True, api._arguments(self._arguments, {}))
+        # Each table converted once, its columns the call reads: what every update and
+        # the digest that tells two accumulators' tables apart read.
+        columns = reads(spec)
+        for extra in EXTRA_INPUTS:
+            frame = self._arguments.get(extra.name)
+            if frame is not None:
+                source = to_lazy(frame, extra.name, columns[extra.name])
+                self._arguments[extra.name] = _read(source, columns[extra.name])
         self._tables = _fingerprints(self._arguments)
         self._long_table: bool | None = None
         self._kind: tuple[str, bool] | None = None
@@ -136,7 +144,6 @@ class Accumulator:
         self._seen: pl.DataFrame | None = None
         self._job: core.Job | None = None
         self._users_job: core.Job | None = None
-        del spec
 
     # -- what it computes from -------------------------------------------------------------
 
@@ -149,7 +156,7 @@ class Accumulator:
         spec, extras = self._call(long_table)
         keyed, _ = core.split_inputs(object(), None, extras)
         keyed.pop("recs")
-        tables = {name: self._table(spec, name) for name in keyed}
+        tables = {name: self._table(name) for name in keyed}
         schemas = {name: frame.schema for name, frame in {**frames, **tables}.items()}
         keys = [*spec.columns.keys, spec.columns.item]
         self._schemas = core.key_dtypes(schemas, keys)
@@ -157,9 +164,10 @@ class Accumulator:
         self._kind = (kind.kind, kind.arrow_backed)
         self._build()
 
-    def _table(self, spec: Any, name: str) -> pl.DataFrame:
-        """A table given at construction, as polars (the columns the call reads)."""
-        return to_lazy(self._arguments[name], name, reads(spec)[name]).lazy.collect()
+    def _table(self, name: str) -> pl.DataFrame:
+        """A table given at construction (converted then: the columns the call reads)."""
+        table: pl.DataFrame = self._arguments[name]
+        return table
 
     def _build(self) -> None:
         """The jobs of the updates, and the tables over every user, from the state."""
@@ -168,8 +176,8 @@ class Accumulator:
         spec, extras = self._call(self._long_table)
         keyed, items = core.split_inputs(object(), None, extras)
         keyed.pop("recs")
-        self._keyed = {name: self._table(spec, name) for name in keyed}
-        broadcast = {name: self._table(spec, name) for name in items}
+        self._keyed = {name: self._table(name) for name in keyed}
+        broadcast = {name: self._table(name) for name in items}
         probe = core.unified_job(spec, self._schemas, broadcast, True)
         shared = core.global_tables(probe, self._collect, _no_groups, has_recs=lambda: True)
         self._job = core.Job(spec, True, self._schemas, broadcast, shared)
@@ -229,13 +237,13 @@ class Accumulator:
             self._start(long_table, frames, source)
         job = self._job
         assert job is not None
+        users = _users(frames, job.spec.columns.keys)
         if self._check_repeats:
             # Against the users held back here; against those evaluated before, once per
             # evaluation of the held updates (one scan of the users seen, not one per
             # update).
-            users = _users(frames, job.spec.columns.keys)
             _new_users(_stacked(self._held_users), users, "update")
-            self._held_users.append(users)
+        self._held_users.append(users)
         self._pending.append(frames)
         self._pending_rows += sum(frame.height for frame in frames.values())
         if self._pending_rows >= self._buffer_rows:
@@ -271,7 +279,7 @@ class Accumulator:
             for name in names
         }
         keys = job.spec.columns.keys
-        users = _users(frames, keys)
+        users = held if held is not None else _users(frames, keys)
         for name, table in self._keyed.items():
             # A user's rows of a per-user table (train, baseline, exclude): this batch's.
             on = [k for k in keys if k in table.columns]
@@ -405,12 +413,6 @@ class Accumulator:
             self._build()
 
 
-def _flag(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidOptionError(f"expected True or False, got {value!r}", option=name)
-    return value
-
-
 def _frame(value: object) -> object:
     """A mapping of numpy arrays or CPU torch tensors as a polars frame; else itself."""
     if not isinstance(value, Mapping):
@@ -431,8 +433,9 @@ def _read(source: Source, columns: Iterable[str]) -> pl.DataFrame:
     """
     schema = source.lazy.collect_schema()
     wanted = [c for c in schema if c in set(columns)]
-    if len(wanted) < len(set(columns)) and source.every_column is not None:
-        return source.every_column().collect()
+    if len(wanted) < len(set(columns)):
+        whole = source.lazy if source.every_column is None else source.every_column()
+        return whole.collect()
     return source.lazy.select(wanted).collect()
 
 
@@ -509,13 +512,15 @@ def _compacted(stacked: pl.DataFrame, job: core.Job, schema: pl.Schema) -> pl.Da
 
 
 def _fingerprints(arguments: Mapping[str, Any]) -> dict[str, str]:
-    """A digest of each table given (to tell two accumulators' tables apart in merge)."""
+    """A digest of each table given (to tell two accumulators' tables apart in merge).
+
+    The tables are the polars frames the constructor converted.
+    """
     out = {}
     for extra in EXTRA_INPUTS:
-        frame = arguments.get(extra.name)
-        if frame is None:
+        table = arguments.get(extra.name)
+        if table is None:
             continue
-        table = to_lazy(frame, extra.name).lazy.collect()
         digest = hashlib.sha256(str(table.schema).encode())
         digest.update(table.hash_rows(seed=0).sort().to_numpy().tobytes())
         out[extra.name] = digest.hexdigest()

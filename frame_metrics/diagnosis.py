@@ -36,7 +36,6 @@ from frame_metrics.validation import CheckedFrame, run_checks
 __all__ = [
     "Merge",
     "Partial",
-    "checks",
     "diagnose",
     "finish",
     "merged",
@@ -66,16 +65,6 @@ class Partial:
     count: DiagnosticCount | None = None
 
 
-def checks(spec: Spec, inputs: Inputs) -> list[list[CheckedFrame]]:
-    """The input checks a diagnosis runs first, in order (each batch raises its first)."""
-    batches: list[list[CheckedFrame]] = []
-    if "rating" in spec.families:
-        batches.append(_ratings(spec, inputs).checks)
-    if spec.families != {"rating"}:
-        batches.append(_prepared(spec, inputs).checks)
-    return batches
-
-
 def _ratings(spec: Spec, inputs: Inputs) -> RatingPairs:
     """The call's (rating, prediction) pairs, and the pairs on one side only."""
     return prepare_ratings(
@@ -92,11 +81,19 @@ def _prepared(spec: Spec, inputs: Inputs, *, excluding: bool = True) -> Prepared
     return inputs.prepared(tie_cutoffs=ties, excluding=excluding)
 
 
-def partials(spec: Spec, inputs: Inputs) -> list[Partial]:
-    """Every count of a diagnosis as frames of this part of the users (see :data:`Merge`)."""
+def partials(
+    spec: Spec, inputs: Inputs, checks: list[list[CheckedFrame]] | None = None
+) -> list[Partial]:
+    """Every count of a diagnosis as frames of this part of the users (see :data:`Merge`).
+
+    ``checks``: where the input checks of the rows the counts read go, a batch each, in
+    the order to run them (each batch raises its first failure).
+    """
     out: list[Partial] = []
     if "rating" in spec.families:
         ratings = _ratings(spec, inputs)
+        if checks is not None:
+            checks.append(ratings.checks)
         sided = ratings.one_sided.select(
             pl.col("pairs_without_rating", "pairs_without_prediction").sum().cast(pl.Int64)
         )
@@ -107,6 +104,8 @@ def partials(spec: Spec, inputs: Inputs) -> list[Partial]:
             rated = ratings.matched.select(keys).unique().select(pl.len().cast(pl.Int64).alias("n"))
             return [*out, Partial("rated_users", rated)]
     prepared = _prepared(spec, inputs)
+    if checks is not None:
+        checks.append(prepared.checks)
     c = spec.columns
     keys, by = c.keys, list(c.by)
     out.append(Partial("users", _users(spec, prepared), by=tuple(by)))
@@ -264,9 +263,10 @@ def finish(spec: Spec, found: Sequence[Partial], frames: Mapping[str, pl.DataFra
 
 def diagnose(spec: Spec, inputs: Inputs) -> Diagnostics:
     """The diagnosis of a call on one machine: checks first, then every count at once."""
-    for batch in checks(spec, inputs):
+    batches: list[list[CheckedFrame]] = []
+    found = partials(spec, inputs, batches)
+    for batch in batches:
         run_checks(batch)
-    found = partials(spec, inputs)
     frames = pl.collect_all([p.frame for p in found], engine=ENGINE)
     return finish(
         spec, found, merged(found, {p.name: f for p, f in zip(found, frames, strict=True)})
