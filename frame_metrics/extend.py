@@ -107,10 +107,18 @@ def register_family(
             )
     # Outside the package: taken by evaluate's **more, not its written signature. Roles
     # first: an input's reads may name them.
-    for row in roles:
-        register_role(replace(row, builtin=False))
-    for extra in inputs:
-        register_input(replace(extra, builtin=False))
+    added: list[str] = []
+    try:
+        for row in roles:
+            register_role(replace(row, builtin=False))
+            added.append(row.name)
+        for extra in inputs:
+            register_input(replace(extra, builtin=False))
+            added.append(extra.name)
+    except InvalidOptionError:
+        for name in added:  # all or nothing: a refused row leaves no other behind
+            unregister(name)
+        raise
     for metric in metrics:
         register(metric)
     FAMILIES[family.name] = family

@@ -21,6 +21,7 @@ from polars.testing import assert_frame_equal
 import frame_metrics as fm
 from frame_metrics import extend
 from frame_metrics.errors import MissingInputError, UnknownKeywordError
+from frame_metrics.families import FAMILIES
 from tests.conftest import to_polars
 from tests.test_cli import run
 from tests.test_distributed import backend  # noqa: F401 (a fixture, used by name)
@@ -138,3 +139,25 @@ def test_unregistered_it_is_gone() -> None:
         fm.evaluate(RECS, item_prices=PRICES)
     with pytest.raises(fm.InvalidOptionError, match="expected a known metric name"):
         fm.evaluate(RECS, metrics="price@2")
+
+
+def test_a_family_that_clashes_is_refused_naming_it(toy: ModuleType) -> None:
+    family = toy.PriceFamily()
+    with pytest.raises(
+        fm.InvalidOptionError, match="family: expected a family name not in use, got 'toy_price'"
+    ):
+        extend.register_family(family, metrics=[])
+    other = type("Other", (extend.Family,), {"name": "toy_other"})()
+    metric = fm.REGISTRY["ndcg"]
+    with pytest.raises(
+        fm.InvalidOptionError, match=r"expected a new metric of family 'toy_other', got 'ndcg'"
+    ):
+        extend.register_family(other, metrics=[metric])
+    fresh = extend.Role("toy_fresh", "str", "x", "", "--x", "")
+    taken = extend.Role("item_prices", "str", "x", "", "--x", "")
+    with pytest.raises(fm.InvalidOptionError, match="got 'item_prices'"):
+        extend.register_family(other, metrics=[], roles=[fresh, taken])
+    # Nothing of the refused family stays: its other role neither.
+    assert "toy_other" not in FAMILIES
+    with pytest.raises(fm.UnknownKeywordError):
+        fm.evaluate(RECS, metrics="ndcg@2", toy_fresh="x")
