@@ -12,32 +12,49 @@ every row, to the bit.
 The tables read over every user (``train``, ``catalog``, ``item_features``,
 ``item_groups``, and ``baseline`` and ``exclude``, which are read per user) are given at
 construction; what is computed over every user from them (train popularity, the
-propensities from train) is computed once, at the first update. What would need rows
-still to come is refused with the keyword that gives it instead (a ``catalog`` for
-coverage's denominator, ``max_relevance`` for err, truth carrying the ``by`` columns).
+propensities from train) is computed once, at the first update. A table built from
+update rows that only a family's finish reads (``Family.partition_reads`` leaves it out:
+coverage's default catalog) is built at ``compute()`` from every update's share of it
+(distinct rows: O(items)). One a user's value reads (err's default g_max, a merit
+target, truth without the ``by`` columns) is exact only once every row is in: the rows
+read are then kept and evaluated at ``compute()`` (``RowsHeldWarning`` names what to
+pass instead).
 """
 
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import polars as pl
 
 from frame_metrics import api
 from frame_metrics.distributed import core
-from frame_metrics.errors import InvalidOptionError, InvalidValueError, UnknownKeywordError
+from frame_metrics.errors import (
+    InvalidOptionError,
+    InvalidValueError,
+    RowsHeldWarning,
+    UnknownKeywordError,
+    warn,
+)
+from frame_metrics.family import Partitioned
 from frame_metrics.frames import Source, to_lazy
+from frame_metrics.global_tables import GlobalTables
 from frame_metrics.keywords import EXTRA_INPUTS, keywords
 from frame_metrics.numerics import is_int, sum_partials
-from frame_metrics.planner import SEEN, reads
+from frame_metrics.planner import SEEN, families_of, reads
 
 __all__ = ["Accumulator"]
 
 #: evaluate's keywords an accumulator does not take: it always aggregates, one update at
 #: a time.
 _NOT_TAKEN = ("aggregate", "buckets", "progress")
+
+#: A family's table over every user, from the frames named (``Partitioned.collect``).
+Collector = Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame]
 
 #: Updates kept apart before their sums are added up (each a small frame).
 _COMPACT_EVERY = 16
@@ -144,6 +161,12 @@ class Accumulator:
         self._seen: pl.DataFrame | None = None
         self._job: core.Job | None = None
         self._users_job: core.Job | None = None
+        # Each table built at the end from every update's share of it (sheet 11: the
+        # default catalog's items), and the rows kept when a user's values read a table
+        # over rows still to come (err's default g_max, ...).
+        self._parts: list[pl.DataFrame] | None = None
+        self._holds_rows = False
+        self._rows: list[dict[str, pl.DataFrame]] = []
 
     # -- what it computes from -------------------------------------------------------------
 
@@ -163,6 +186,8 @@ class Accumulator:
         self._long_table = long_table
         self._kind = (kind.kind, kind.arrow_backed)
         self._build()
+        if self._holds_rows:
+            warn(RowsHeldWarning(_advice(spec, frames), option="Accumulator"))
 
     def _table(self, name: str) -> pl.DataFrame:
         """A table given at construction (converted then: the columns the call reads)."""
@@ -179,27 +204,69 @@ class Accumulator:
         self._keyed = {name: self._table(name) for name in keyed}
         broadcast = {name: self._table(name) for name in items}
         probe = core.unified_job(spec, self._schemas, broadcast, True)
-        shared = core.global_tables(probe, self._collect, _no_groups, has_recs=lambda: True)
+        shared, later, self._calls = self._global_tables(probe, None)
+        if self._parts is None:
+            # What the tables given at construction hold of each table built at the end.
+            self._parts = [fn(self._shares(names, None)) for fn, names in self._calls]
+        # A table over rows still to come that a user's values read: the rows are kept.
+        read = [f.partition_reads(spec) for f in families_of(spec)]
+        per_user = {"groups"}.union(*(r for r in read if r is not None))
+        self._holds_rows = bool(later) and (None in read or bool(later & per_user))
         self._job = core.Job(spec, True, self._schemas, broadcast, shared)
         self._users_job = core.Job(spec, False, self._schemas, broadcast, shared)
         # Planned once: the columns of an update's sums, and those read of each frame.
         self._sums_schema = core.result_schema(self._job)
         self._reads = reads(spec)
 
-    def _collect(
-        self, fn: Callable[[Mapping[str, pl.DataFrame]], pl.DataFrame], names: tuple[str, ...]
-    ) -> pl.DataFrame:
-        """A table over every user, from the tables given at construction only."""
-        later = [n for n in names if n not in self._keyed]
-        if later:
-            raise InvalidOptionError(
-                "expected what the metrics read over every user to come from the tables "
-                f"given at construction, got a table over the {' and '.join(later)} rows of "
-                f"every user, which arrive in updates; {_advice(self._call(bool(self._long_table))[0])}",
-                option="Accumulator",
-            )
+    def _global_tables(
+        self, job: core.Job, parts: list[pl.DataFrame] | None
+    ) -> tuple[GlobalTables, set[str], list[tuple[Collector, tuple[str, ...]]]]:
+        """The tables over every user, those built from update rows, and their collects.
+
+        ``parts``: the stacked share of every update of each table built from update rows
+        (None: the first build, these tables as if there were no update).
+        """
+        spec = job.spec
+        truth = job.schemas.get("truth")
+        missing = [b for b in spec.columns.by if truth is not None and b not in truth]
+        later = {"groups"} if missing else set()
+        calls: list[tuple[Collector, tuple[str, ...]]] = []
+
+        def collect(fn: Collector, names: tuple[str, ...]) -> pl.DataFrame:
+            if all(n in self._keyed for n in names):
+                return fn(self._shares(names, None))
+            calls.append((fn, names))
+            if parts is None:
+                return fn(self._shares(names, None))
+            return parts[len(calls) - 1]
+
+        run = Partitioned(job.schemas, tuple(job.broadcast), collect, lambda: True)
+        found: dict[str, Any] = {"groups": None}
+        for family in families_of(spec):
+            before = len(calls)
+            tables = family.global_tables(spec, run)
+            found |= tables
+            if len(calls) > before:
+                later |= set(tables)
+        return GlobalTables.of(found), later, calls
+
+    def _shares(
+        self, names: tuple[str, ...], batch: Mapping[str, pl.DataFrame] | None
+    ) -> dict[str, pl.DataFrame]:
+        """The frames ``names`` of a collect, the others of them empty.
+
+        ``batch`` None: the tables given at construction; else the batch's update rows.
+        """
         assert self._schemas is not None
-        return fn({n: self._keyed[n].cast(self._schemas[n]) for n in names})
+        out = {}
+        for name in names:
+            if batch is None:
+                frame = self._keyed.get(name)
+            else:
+                frame = None if name in self._keyed else batch.get(name)
+            schema = self._schemas[name]
+            out[name] = pl.DataFrame(schema=schema) if frame is None else frame.cast(schema)
+        return out
 
     # -- updates -----------------------------------------------------------------------------
 
@@ -225,15 +292,6 @@ class Accumulator:
                 to_lazy(_frame(truth), "truth", columns["truth"]), columns["truth"]
             )
         if self._job is None:
-            by = spec.columns.by
-            missing = [b for b in by if truth is not None and b not in frames["truth"].columns]
-            if missing:
-                raise InvalidOptionError(
-                    f"expected truth with the by columns {list(by)!r} in an accumulator, got "
-                    f"truth without {missing!r}: truth without them applies to every group, "
-                    "including groups later updates may bring",
-                    option="by",
-                )
             self._start(long_table, frames, source)
         job = self._job
         assert job is not None
@@ -284,6 +342,13 @@ class Accumulator:
             # A user's rows of a per-user table (train, baseline, exclude): this batch's.
             on = [k for k in keys if k in table.columns]
             frames[name] = table.join(users.select(on).unique(), on=on, how="semi")
+        if self._holds_rows:
+            self._check_alone(frames)
+            self._rows.append({name: frames[name] for name in names})
+            if len(self._rows) >= _COMPACT_EVERY:
+                self._rows = [_stacked_rows(self._rows)]
+            self._seen = seen
+            return
         rows = core.partition_checked_result(frames, job)
         self._sums.append(core.result_after_checks(rows, self._sums_schema))
         if self._keep_per_user:
@@ -293,7 +358,23 @@ class Accumulator:
             self._sums = [
                 _compacted(pl.concat(self._sums, how="diagonal_relaxed"), job, self._sums_schema)
             ]
+        assert self._parts is not None
+        self._parts = [
+            pl.concat([part, fn(self._shares(names, frames))], how="vertical_relaxed").unique()
+            for part, (fn, names) in zip(self._parts, self._calls, strict=True)
+        ]
         self._seen = seen
+
+    def _check_alone(self, frames: Mapping[str, pl.DataFrame]) -> None:
+        """The input checks of a batch whose rows are kept: ``evaluate`` on it alone.
+
+        Its values are not kept (they read tables over every row); its warnings are
+        those the call at ``compute`` gives.
+        """
+        arguments = {n: v for n, v in self._arguments.items() if n not in ("recs", "truth")}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            api.evaluate(frames["recs"], frames.get("truth"), aggregate=True, **arguments)
 
     def merge(self, other: Accumulator) -> Accumulator:
         """Add ``other``'s state into this one; returns this one.
@@ -332,13 +413,28 @@ class Accumulator:
                 "expected accumulators both with truth or both without, got one of each",
                 option="merge",
             )
+        if other._holds_rows != self._holds_rows:
+            raise InvalidOptionError(
+                "expected accumulators that both keep rows or both keep sums, got one of "
+                "each (truth with the by columns in one, without them in the other)",
+                option="merge",
+            )
         job = self._job
         assert job is not None
         if self._check_repeats and other._seen is not None:
             self._seen = _new_users(self._seen, other._seen, "merge")
+        if self._holds_rows:
+            self._rows = [_stacked_rows([*self._rows, *other._rows])]
+            return self
         stacked = pl.concat([*self._sums, *other._sums], how="diagonal_relaxed")
         self._sums = [_compacted(stacked, job, self._sums_schema)]
         self._per_user += other._per_user
+        assert self._parts is not None
+        assert other._parts is not None
+        self._parts = [
+            pl.concat([mine, theirs], how="vertical_relaxed").unique()
+            for mine, theirs in zip(self._parts, other._parts, strict=True)
+        ]
         return self
 
     # -- results -----------------------------------------------------------------------------
@@ -352,11 +448,29 @@ class Accumulator:
         if self._job is None:
             return self._empty(aggregate=True)
         self._flush()
+        if self._holds_rows:
+            return self._give_back(self._evaluate_rows(aggregate=True))
         job = self._job
+        if self._calls:
+            # The tables built at the end (the default catalog): every update's share.
+            shared, _, _ = self._global_tables(job, self._parts)
+            job = replace(job, shared=shared)
         stacked = pl.concat(self._sums, how="diagonal_relaxed") if self._sums else None
         if stacked is None:
             stacked = pl.DataFrame(schema=self._sums_schema)
         return self._give_back(core.finish(stacked, job))
+
+    def _evaluate_rows(self, *, aggregate: bool) -> pl.DataFrame:
+        """``evaluate`` on the rows kept (see ``_holds_rows``)."""
+        if not self._rows:
+            return self._empty(aggregate=aggregate)
+        frames = _stacked_rows(self._rows)
+        self._rows = [frames]
+        arguments = {n: v for n, v in self._arguments.items() if n not in ("recs", "truth")}
+        out: pl.DataFrame = api.evaluate(
+            frames["recs"], frames.get("truth"), aggregate=aggregate, **arguments
+        )
+        return out
 
     def per_user(self) -> Any:
         """Each user's values so far (``keep_per_user=True``), sorted by key."""
@@ -368,6 +482,9 @@ class Accumulator:
         if self._job is None:
             return self._empty(aggregate=False)
         self._flush()
+        if self._holds_rows:
+            rows = self._evaluate_rows(aggregate=False)
+            return self._give_back(rows.sort(self._job.spec.columns.keys, nulls_last=True))
         frame = pl.concat(self._per_user, how="vertical_relaxed") if self._per_user else None
         if frame is None:
             frame = pl.DataFrame(schema=core.result_schema(self._users_job))  # type: ignore[arg-type]
@@ -401,7 +518,7 @@ class Accumulator:
     def __getstate__(self) -> dict[str, Any]:
         self._flush()  # the state pickled is sums only
         state = dict(self.__dict__)
-        for name in ("_job", "_users_job", "_keyed", "_sums_schema", "_reads"):
+        for name in ("_job", "_users_job", "_keyed", "_sums_schema", "_reads", "_calls"):
             state.pop(name, None)
         return state
 
@@ -464,13 +581,16 @@ def _new_users(seen: pl.DataFrame | None, batch: pl.DataFrame, where: str) -> pl
     return pl.concat([seen, batch], how="vertical_relaxed")
 
 
+def _stacked_rows(batches: list[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
+    """Kept batches of rows as one (each frame stacked)."""
+    return {
+        name: pl.concat([b[name] for b in batches], how="vertical_relaxed") for name in batches[0]
+    }
+
+
 def _stacked(frames: list[pl.DataFrame]) -> pl.DataFrame | None:
     """Frames of one schema, stacked (None: no frame)."""
     return pl.concat(frames, how="vertical_relaxed") if frames else None
-
-
-def _no_groups(columns: list[str]) -> pl.DataFrame:
-    raise AssertionError("truth carries the by columns in an accumulator")  # checked before
 
 
 def _compacted(stacked: pl.DataFrame, job: core.Job, schema: pl.Schema) -> pl.DataFrame:
@@ -527,18 +647,29 @@ def _fingerprints(arguments: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _advice(spec: Any) -> str:
-    """What to give at construction instead of a table over rows still to come."""
-    said = []
+def _advice(spec: Any, frames: Mapping[str, pl.DataFrame]) -> str:
+    """Why the rows are kept until ``compute``, and what to pass to keep sums only."""
+    why, instead = [], []
     err = [q.column for q in spec.requests if "max_relevance" in q.metric.reads()]
-    if err and any(q.options.max_relevance is None for q in spec.requests if q.column in err):
-        said.append(
-            f"max_relevance= for {', '.join(err)} (g_max: else the largest relevance of all truth)"
-        )
-    if "catalog" not in spec.frames and (
-        "catalog_size" in spec.needs or "exposure" in spec.families
-    ):
-        said.append("catalog= (else the items seen in every recs, truth and train row)")
+    if any(q.options.max_relevance is None for q in spec.requests if q.column in err):
+        why.append(f"{', '.join(err)} read g_max, by default the largest relevance of all truth")
+        instead.append("max_relevance=")
+    if "catalog" not in spec.frames and "exposure" in spec.families:
+        why.append("the exposure metrics read the catalog, by default every row's items")
+        instead.append("catalog=")
     if any(q.options.parity_target == "merit" for q in spec.requests):
-        said.append("a parity_target other than 'merit' (it counts every user's truth rows)")
-    return "pass " + "; ".join(said) if said else "evaluate these metrics in one call"
+        why.append("parity_target='merit' counts every user's truth rows")
+        instead.append("another parity_target")
+    truth = frames.get("truth")
+    missing = [b for b in spec.columns.by if truth is not None and b not in truth.columns]
+    if missing:
+        why.append(f"truth without the by columns {missing!r} applies to groups updates bring")
+        instead.append("truth with them")
+    if not why:
+        why.append("a metric reads a table over the rows of every user")
+    said = "; ".join(why)
+    remedy = f"; pass {', '.join(instead)} to keep sums only" if instead else ""
+    return (
+        f"{said}: a table over every user's rows, which later updates change, so the rows "
+        f"read are kept until compute() (memory grows with them){remedy}"
+    )

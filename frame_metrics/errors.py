@@ -385,6 +385,17 @@ class EmptySplitWarning(FrameMetricsWarning):
     """A split's side is empty: ``at`` outside the data's times (``fm.split``)."""
 
 
+class RowsHeldWarning(FrameMetricsWarning):
+    """``fm.Accumulator`` keeps the rows it reads until ``compute()`` (sheet 11).
+
+    A user's values read a table over every user's rows that later updates change
+    (err's default g_max, the exposure metrics' default catalog, a ``"merit"`` parity
+    target, truth without the ``by`` columns): the result is exact only once every row
+    is in, so the rows are kept and evaluated at ``compute()``. The message names the
+    keyword that keeps sums only.
+    """
+
+
 def warn(warning: FrameMetricsWarning) -> None:
     """Issue a warning attributed to the caller's own line, outside frame_metrics.
 

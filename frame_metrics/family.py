@@ -218,6 +218,16 @@ class Family:
         """Tables over every user a partition reads, by name (see ``GlobalTables``)."""
         return {}
 
+    def partition_reads(self, spec: Spec) -> frozenset[str] | None:
+        """The tables over every user (``GlobalTables`` names) its partitions read.
+
+        Those it reads only in :meth:`finish_groups` are left out: an accumulator
+        (``fm.Accumulator``) builds such a table when it finishes, from each update's
+        share of it, kept as distinct rows (a table so read must be a set of rows, as
+        the default catalog's items are). None: it does not say, every table.
+        """
+        return None
+
     def reads_every_row(self, spec: Spec, broadcast: Collection[str]) -> bool:
         """Whether it reads recommendations ranked below the largest cutoff."""
         return False

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 from polars.testing import assert_frame_equal
 
 import frame_metrics as fm
@@ -64,7 +65,28 @@ CASES: dict[str, tuple[list[str], dict[str, Any]]] = {
     ),
     "propensity": (["ndcg@3", "recall@3"], {"propensity": "p", "max_weight": 1.8}),
     "exclude": (["ndcg@3", "precision@2"], {"exclude": TRAIN}),
+    # Tables over every user built from update rows. Only the finish reads the default
+    # catalog of coverage and gini: each update's items are kept (O(items)).
+    "default catalog": (["coverage@3", "gini@3", "ndcg@3"], {"train": TRAIN}),
+    # A user's values read them: the rows are kept (RowsHeldWarning).
+    "default g_max": (["err@3", "ndcg@3"], {}),
+    "exposure default catalog": (["exposure_gini@3", "list_parity@3"], {"item_groups": GROUPS}),
+    "merit": (
+        ["exposure_parity@3"],
+        {"item_groups": GROUPS, "catalog": CATALOG, "parity_target": "merit"},
+    ),
+    "truth without by": (["ndcg@3", "recall@2", "coverage@3"], {"catalog": CATALOG}),
 }
+
+#: The cases whose truth lacks the by column (it applies to every model's lists).
+NO_BY = {"truth without by"}
+
+
+def _truth(case: str, truth: pl.DataFrame) -> pl.DataFrame:
+    """Truth as the case gives it: one copy per model, or one without the model column."""
+    if case in NO_BY:
+        return truth.filter(pl.col("model") == "a").drop("model")
+    return truth
 
 
 @st.composite
@@ -144,6 +166,7 @@ def test_equals_evaluate_whatever_the_batches_and_merges(
     """Each update evaluated at once (buffer 0), a few held together, or all of them."""
     metrics, kwargs = CASES[case]
     recs, truth, batches = tables
+    truth = _truth(case, truth)
     want = _evaluate(recs, truth, metrics, **kwargs)
     parts = []
     with warnings.catch_warnings():
@@ -158,7 +181,9 @@ def test_equals_evaluate_whatever_the_batches_and_merges(
     assert_frame_equal(got.sort("model"), want)
 
 
-@pytest.mark.parametrize("case", ["ranking", "beyond", "corpus", "propensity"])
+@pytest.mark.parametrize(
+    "case", ["ranking", "beyond", "corpus", "propensity", "default catalog", "default g_max"]
+)
 @settings(max_examples=10, deadline=None)
 @given(tables=_tables(), buffer=st.sampled_from([0, 7, 10**6]))
 def test_compute_at_any_time_is_the_call_on_the_rows_so_far(
@@ -168,6 +193,7 @@ def test_compute_at_any_time_is_the_call_on_the_rows_so_far(
     on the users given so far (held updates are evaluated by compute, not lost)."""
     metrics, kwargs = CASES[case]
     recs, truth, batches = tables
+    truth = _truth(case, truth)
     acc = fm.Accumulator(metrics, by="model", buffer_rows=buffer, **kwargs)
     so_far: list[int] = []
     with warnings.catch_warnings():
@@ -179,7 +205,9 @@ def test_compute_at_any_time_is_the_call_on_the_rows_so_far(
             assert_frame_equal(acc.compute().sort("model"), want)
 
 
-@pytest.mark.parametrize("case", ["ranking", "corpus", "exposure"])
+@pytest.mark.parametrize(
+    "case", ["ranking", "corpus", "exposure", "default catalog", "default g_max"]
+)
 def test_one_accumulator_many_updates_on_every_frame_kind(
     case: str, constructor: Constructor
 ) -> None:
@@ -198,8 +226,10 @@ def test_one_accumulator_many_updates_on_every_frame_kind(
     truth = truth.with_columns(p=pl.lit(0.5))
     want = _evaluate(recs, truth, metrics, **kwargs)
     acc = fm.Accumulator(metrics, by="model", buffer_rows=0, **kwargs)
-    for users in ([3], [1, 5], [2, 4]):
-        acc.update(constructor(_of(recs, users)), constructor(_of(truth, users)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fm.RowsHeldWarning)
+        for users in ([3], [1, 5], [2, 4]):
+            acc.update(constructor(_of(recs, users)), constructor(_of(truth, users)))
     got = acc.compute()
     # The kind of the first update's recs; a LazyFrame's is a (computed) DataFrame.
     if isinstance(constructor(pl.DataFrame({"a": [1]})), pl.LazyFrame):
@@ -295,15 +325,35 @@ def test_merge_refuses_another_call_naming_the_difference() -> None:
         )
 
 
-def test_what_needs_rows_still_to_come_is_refused_with_the_keyword_to_pass() -> None:
-    recs = pl.DataFrame({"user": [1], "item": [1], "rank": [1]})
-    truth = pl.DataFrame({"user": [1], "item": [1], "relevance": [2]})
-    with pytest.raises(fm.InvalidOptionError, match="max_relevance="):
-        fm.Accumulator("err@3").update(recs, truth)
-    with pytest.raises(fm.InvalidOptionError, match="catalog="):
-        fm.Accumulator("coverage@3").update(recs, truth)
-    with pytest.raises(fm.InvalidOptionError, match="truth with the by columns"):
+def test_tables_over_rows_still_to_come_keep_the_rows_and_say_what_to_pass() -> None:
+    """err's default g_max is the largest relevance of every update's truth: the later
+    update's grade 3 changes the first user's err, so the rows are kept, said once."""
+    recs = pl.DataFrame({"user": [1, 2], "item": [1, 2], "rank": [1, 1]})
+    truth = pl.DataFrame({"user": [1, 2], "item": [1, 2], "relevance": [1, 3]})
+    acc = fm.Accumulator("err@3")
+    with pytest.warns(fm.RowsHeldWarning, match=r"err@3 read g_max.*pass max_relevance="):
+        acc.update(recs.filter(pl.col("user") == 1), truth.filter(pl.col("user") == 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said at the first update only
+        acc.update(recs.filter(pl.col("user") == 2), truth.filter(pl.col("user") == 2))
+    # g_max 3: user 1's grade 1 stops with (2^1 - 1)/2^3 = 1/8, user 2's with 7/8.
+    assert acc.compute()["err@3"].item() == pytest.approx((1 / 8 + 7 / 8) / 2, rel=1e-15)
+    cases: dict[str, tuple[dict[str, Any], str]] = {
+        "exposure_gini@3": ({"item_groups": GROUPS}, "pass catalog="),
+        "exposure_parity@3": (
+            {"item_groups": GROUPS, "catalog": CATALOG, "parity_target": "merit"},
+            "pass another parity_target",
+        ),
+    }
+    for metric, (kwargs, said) in cases.items():
+        with pytest.warns(fm.RowsHeldWarning, match=said):
+            fm.Accumulator(metric, **kwargs).update(recs, truth)
+    with pytest.warns(fm.RowsHeldWarning, match=r"truth without the by columns \['model'\]"):
         fm.Accumulator("ndcg@3", by="model").update(recs.with_columns(model=pl.lit("a")), truth)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the default catalog of coverage: no rows kept
+        fm.Accumulator("coverage@3").update(recs, truth)
+        fm.Accumulator("err@3", max_relevance=3).update(recs, truth)
     with pytest.raises(fm.UnknownKeywordError, match="did you mean threshold"):
         fm.Accumulator("ndcg@3", treshold=1)
     with pytest.raises(fm.UnknownKeywordError, match="aggregate"):
@@ -312,6 +362,27 @@ def test_what_needs_rows_still_to_come_is_refused_with_the_keyword_to_pass() -> 
     acc.update(recs, truth)
     with pytest.raises(fm.InvalidOptionError, match="expected every update with truth"):
         acc.update(recs.with_columns(relevance=pl.lit(1)))
+
+
+def test_rows_kept_are_checked_at_their_update_and_give_per_user_rows() -> None:
+    recs, truth = _SPREAD
+    acc = fm.Accumulator("err@3", keep_per_user=True, buffer_rows=0)
+    bad = pl.DataFrame({"user": [9, 9], "item": [1, 1], "rank": [1, 2]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", fm.RowsHeldWarning)
+        acc.update(_of(recs, [0, 1, 2]), _of(truth, [0, 1, 2]))
+        with pytest.raises(fm.DuplicateRowsError, match="user=9, item=1"):
+            acc.update(bad, truth.head(0))
+        acc.update(_of(recs, [3, 4, 5, 6, 7]), _of(truth, [3, 4, 5, 6, 7]))
+    assert_frame_equal(acc.per_user(), fm.evaluate(recs, truth, metrics="err@3"))
+    assert_frame_equal(
+        pickle.loads(pickle.dumps(acc)).compute(),
+        fm.evaluate(recs, truth, metrics="err@3", aggregate=True),
+    )
+    sums = fm.Accumulator("err@3", max_relevance=1)
+    sums.update(recs, truth)
+    with pytest.raises(fm.InvalidOptionError, match="got max_relevance=None and max_relevance=1"):
+        acc.merge(sums)
 
 
 def test_nothing_computed_is_the_empty_typed_aggregate() -> None:
@@ -358,3 +429,94 @@ def test_held_updates_are_checked_when_evaluated() -> None:
     )
     with pytest.raises(fm.InvalidOptionError, match="buffer_rows: expected an integer >= 0"):
         fm.Accumulator("ndcg@2", buffer_rows=-1)
+
+
+def _stream(seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Two models' lists and graded truth (per model) for 30 users, drawn from ``seed``."""
+    rng = np.random.default_rng(seed)
+    recs, truth = [], []
+    for user in range(30):
+        for model in ("a", "b"):
+            items = rng.permutation(ITEMS)[: rng.integers(0, 6)]
+            recs += [(user, model, int(i), r + 1) for r, i in enumerate(items)]
+            liked = rng.permutation(ITEMS)[: rng.integers(0, 4)]
+            truth += [(user, model, int(i), int(rng.integers(0, 4))) for i in liked]
+    schema = ["user", "model", "item", "rank"]
+    return (
+        pl.DataFrame(recs, schema=schema, orient="row"),
+        pl.DataFrame(truth, schema=[*schema[:3], "relevance"], orient="row"),
+    )
+
+
+class AccumulatorMachine(RuleBasedStateMachine):
+    """Updates, merges (pickled), pickling and compute() interleaved in any order: each
+    accumulator's compute() is always the one call on the users it holds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.recs, self.truth = _stream(7)
+        self.next_user = 0
+        self.pool: list[tuple[fm.Accumulator, list[int]]] = []
+        self.metrics: list[str] = []
+        self.kwargs: dict[str, Any] = {}
+
+    @initialize(case=st.sampled_from(["default catalog", "default g_max", "ranking"]))
+    def choose(self, case: str) -> None:
+        self.metrics, self.kwargs = CASES[case]
+        self.pool = [(self._new(), []) for _ in range(3)]
+
+    def _new(self) -> fm.Accumulator:
+        return fm.Accumulator(self.metrics, by="model", buffer_rows=20, **self.kwargs)
+
+    @rule()
+    def add(self) -> None:
+        self.pool.append((self._new(), []))
+
+    @precondition(lambda self: bool(self.pool) and self.next_user < 30)
+    @rule(which=st.integers(0, 100), n=st.integers(1, 4))
+    def update(self, which: int, n: int) -> None:
+        acc, users = self.pool[which % len(self.pool)]
+        batch = list(range(self.next_user, min(self.next_user + n, 30)))
+        self.next_user += len(batch)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", fm.RowsHeldWarning)
+            acc.update(_of(self.recs, batch), _of(self.truth, batch))
+        users += batch
+
+    @precondition(lambda self: len(self.pool) >= 2)
+    @rule(which=st.integers(0, 100), other=st.integers(0, 100))
+    def merge(self, which: int, other: int) -> None:
+        i, j = which % len(self.pool), other % len(self.pool)
+        if i == j:
+            return
+        (acc, users), (right, more) = self.pool[i], self.pool[j]
+        acc.merge(pickle.loads(pickle.dumps(right)))
+        self.pool[i] = (acc, users + more)
+        self.pool.pop(j)
+
+    @precondition(lambda self: bool(self.pool))
+    @rule(which=st.integers(0, 100))
+    def repickle(self, which: int) -> None:
+        i = which % len(self.pool)
+        acc, users = self.pool[i]
+        self.pool[i] = (pickle.loads(pickle.dumps(acc)), users)
+
+    @precondition(lambda self: bool(self.pool))
+    @rule(which=st.integers(0, 100))
+    def compute(self, which: int) -> None:
+        acc, users = self.pool[which % len(self.pool)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", fm.RelevanceWarning)
+            got = acc.compute()
+        if not users:
+            assert got.height == 0
+            return
+        event("compute() over some users")
+        want = _evaluate(_of(self.recs, users), _of(self.truth, users), self.metrics, **self.kwargs)
+        assert_frame_equal(got.sort("model"), want)
+
+
+AccumulatorMachine.TestCase.settings = settings(
+    max_examples=40, stateful_step_count=20, deadline=None
+)
+test_update_merge_pickle_and_compute_in_any_order = AccumulatorMachine.TestCase

@@ -266,6 +266,10 @@ class CorpusFamily(Family):
             return {}
         return shared_tables.seen_items(spec, run)
 
+    def partition_reads(self, spec: Spec) -> frozenset[str] | None:
+        """Nothing: the default catalog's items (``seen_items``) are read when finishing."""
+        return frozenset()
+
 
 FAMILY = CorpusFamily()
 

@@ -27,6 +27,7 @@ from frame_metrics.metrics.context import PIVOT_MAX_K
 from frame_metrics.metrics.registry import Metric, register
 from frame_metrics.numerics import ordered_sum
 from frame_metrics.prepare import RANK
+from frame_metrics.spec import Spec
 
 __all__ = [
     "FAMILY",
@@ -292,6 +293,10 @@ class DiversityFamily(Family):
         pairs = pairs.select(*keys, pl.col(f"{RANK}_b").alias(PAIR_RANK), sim.alias(SIMILARITY))
         dctx = DiversityContext("pairs")
         return pairs.group_by(keys).agg(q.value(dctx) for q in requests)
+
+    def partition_reads(self, spec: Spec) -> frozenset[str] | None:
+        """No table over every user: item features are given whole."""
+        return frozenset()
 
 
 FAMILY = DiversityFamily()

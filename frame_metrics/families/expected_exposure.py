@@ -320,6 +320,10 @@ class ExpectedExposureFamily(Family):
             frame = frame.join(part, on=keys, how="full", coalesce=True, nulls_equal=True)
         return frame
 
+    def partition_reads(self, spec: Spec) -> frozenset[str] | None:
+        """No table over every user: each user's lists only."""
+        return frozenset()
+
 
 FAMILY = ExpectedExposureFamily()
 

@@ -605,6 +605,10 @@ class ExposureFamily(Family):
             out[MERIT_TABLE] = merit
         return out
 
+    def partition_reads(self, spec: Spec) -> frozenset[str] | None:
+        """Each user's list is scored against the groups, catalog and merit."""
+        return frozenset({"popularity", "seen_items", MERIT_TABLE})
+
 
 FAMILY = ExposureFamily()
 

@@ -170,5 +170,9 @@ class RatingFamily(Family):
         """``n_pairs``: a pooled error over no pair is null, not 0/0."""
         return N_PAIRS
 
+    def partition_reads(self, spec: Spec) -> frozenset[str] | None:
+        """No table over every user: each pair's error only."""
+        return frozenset()
+
 
 FAMILY = RatingFamily()

@@ -161,6 +161,10 @@ class RankingFamily(Family):
             out["max_relevance"] = None if largest is None else float(largest)
         return out
 
+    def partition_reads(self, spec: Spec) -> frozenset[str] | None:
+        """Train popularity (novelty, propensities) and err's g_max, per user."""
+        return frozenset({"popularity", "n_train_users", "max_relevance", _PROPENSITY_COUNTS})
+
 
 FAMILY = RankingFamily()
 
