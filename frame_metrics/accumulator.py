@@ -27,12 +27,13 @@ import hashlib
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 import polars as pl
 
 from frame_metrics import api
-from frame_metrics.distributed import core
+from frame_metrics.distributed import adapter_for, core
 from frame_metrics.errors import (
     InvalidOptionError,
     InvalidValueError,
@@ -273,8 +274,9 @@ class Accumulator:
     def update(self, recs: object, truth: object | None = None) -> None:
         """Add a batch of whole users: every row of each of them (recs and truth).
 
-        ``recs`` and ``truth``: any frame kind :func:`frame_metrics.evaluate` takes, or a
-        mapping of column names to numpy arrays or (CPU) torch tensors.
+        ``recs`` and ``truth``: any frame kind :func:`frame_metrics.evaluate` takes (a
+        Spark or Dask batch is collected, the columns read only), or a mapping of column
+        names to numpy arrays or (CPU) torch tensors.
         """
         long_table = truth is None
         if self._long_table is not None and long_table != self._long_table:
@@ -285,14 +287,16 @@ class Accumulator:
             )
         spec = self._job.spec if self._job is not None else self._call(long_table)[0]
         columns = self._reads if self._job is not None else reads(spec)
-        source = to_lazy(_frame(recs), spec.source_label, columns["recs"])
+        source = to_lazy(_frame(recs, columns["recs"]), spec.source_label, columns["recs"])
         frames = {"recs": _read(source, columns["recs"])}
         if truth is not None:
-            frames["truth"] = _read(
-                to_lazy(_frame(truth), "truth", columns["truth"]), columns["truth"]
-            )
+            local = _frame(truth, columns["truth"])
+            frames["truth"] = _read(to_lazy(local, "truth", columns["truth"]), columns["truth"])
         if self._job is None:
             self._start(long_table, frames, source)
+            adapter = adapter_for(recs)
+            if adapter is not None:  # a Spark or Dask batch: results in its kind
+                self._kind = (adapter.__name__.rpartition(".")[2], False)
         job = self._job
         assert job is not None
         users = _users(frames, job.spec.columns.keys)
@@ -495,6 +499,8 @@ class Accumulator:
         if self._kind is None or self._kind[0] == "polars-lazy":
             return frame
         kind, arrow_backed = self._kind
+        if kind in ("spark", "dask"):
+            return _distributed_like(kind, frame)
         return Source(frame.lazy(), kind, arrow_backed).give_back(frame)  # type: ignore[arg-type]
 
     def _empty(self, *, aggregate: bool) -> pl.DataFrame:
@@ -530,8 +536,20 @@ class Accumulator:
             self._build()
 
 
-def _frame(value: object) -> object:
-    """A mapping of numpy arrays or CPU torch tensors as a polars frame; else itself."""
+def _frame(value: object, read: Iterable[str]) -> object:
+    """A batch as a local frame, else itself.
+
+    A mapping of numpy arrays or CPU torch tensors: a polars frame. A Spark or Dask
+    frame: collected, the columns ``read`` only (every column if one is missing, for the
+    checks' error to list them).
+    """
+    adapter = adapter_for(value)
+    if adapter is not None:
+        have = list(value.columns)  # type: ignore[attr-defined]
+        wanted = [c for c in have if c in set(read)]
+        if len(wanted) == len(set(read)):
+            value = value.select(wanted) if adapter.__name__.endswith("spark") else value[wanted]  # type: ignore[attr-defined,index]
+        return adapter.to_polars(value)
     if not isinstance(value, Mapping):
         return value
     columns: dict[str, Any] = {}
@@ -540,6 +558,21 @@ def _frame(value: object) -> object:
         detach = getattr(column, "detach", None)
         columns[str(name)] = detach().cpu().numpy() if callable(detach) else column
     return pl.DataFrame(columns)
+
+
+def _distributed_like(kind: str, frame: pl.DataFrame) -> Any:
+    """A result as a frame of a Spark or Dask batch's kind (Spark: the active session)."""
+    if kind == "dask":
+        from frame_metrics.distributed import dask as adapter
+
+        return adapter.like(None, frame)
+    from pyspark.sql import SparkSession
+
+    from frame_metrics.distributed import spark as adapter  # type: ignore[no-redef]
+
+    # ``like`` reads its input frame's session only.
+    session = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+    return adapter.like(SimpleNamespace(sparkSession=session), frame)
 
 
 def _read(source: Source, columns: Iterable[str]) -> pl.DataFrame:

@@ -901,3 +901,21 @@ def test_movielens_published_example(
     assert out["n_users"].item() == N_USERS
     assert out["precision@10"].item() == pytest.approx(PUBLISHED_PRECISION_10, rel=1e-12)
     assert out["recall@10"].item() == pytest.approx(PUBLISHED_RECALL_10, rel=1e-12)
+
+
+def test_accumulator_takes_spark_and_dask_batches(
+    backend: tuple[ToBackend, Callable[[Any], pl.DataFrame], type],
+) -> None:
+    """Each batch collected (the columns read), the result in the batches' kind."""
+    to_backend, to_result, kind = backend
+    metrics = ["ndcg@3", "recall@2", "coverage@3"]
+    want = fm.evaluate(RECS, TRUTH, metrics=metrics, aggregate=True, threshold=None)
+    acc = fm.Accumulator(metrics, threshold=None)
+    users = pl.concat([RECS["user"], TRUTH["user"]]).unique().sort().to_list()
+    for batch in (users[::2], users[1::2]):
+        keep = pl.col("user").is_in(pl.Series(batch).implode())
+        recs = RECS.filter(keep).with_columns(unread=pl.lit("x"))
+        acc.update(to_backend(recs, 2), to_backend(TRUTH.filter(keep), 1))
+    got = acc.compute()
+    assert isinstance(got, kind)
+    assert_frame_equal(to_result(got), want, check_dtypes=False)
