@@ -1,16 +1,20 @@
-"""Benchmark of ``fm.compare``: 10k bootstrap resamples over 100k users x 3 models.
+"""Benchmark of ``fm.compare``: 10k resamples over 100k users x 5 models x 4 metrics.
 
 Each job runs on the harness (``harness.py``) in a fresh process, which reads the
 per-user frame (generated once, cached as parquet) untimed:
 
-- ``frame_metrics``: ``fm.compare`` on a per-user frame of 3 models x ``--metrics``
-  metric columns: every mean, interval, paired difference and test, Holm-corrected.
+- ``frame_metrics``: ``fm.compare`` on a per-user frame of ``--models`` models x
+  ``--metrics`` metric columns against model ``a``: every mean, interval, paired
+  difference and test, Holm-corrected.
+- ``frame_metrics-all-pairs``: the same without ``baseline_model``: every pair of
+  models (definition sheet 12).
 - ``scipy``: ``scipy.stats.bootstrap(..., method="percentile")`` for the same intervals
   (one call per model and metric, and one paired call per difference), plus
   ``ttest_rel`` and ``wilcoxon``: what a user would write without frame_metrics. It is
   timed on ``--scipy-share`` of the columns and scaled up (printed as such).
 
-Run: ``python bench/compare.py`` (about 3 minutes); ``--users 20000`` for a quick look.
+Run: ``python bench/compare.py`` (a few minutes); ``--users 20000`` for a quick look;
+``--models 3`` for the earlier table.
 """
 
 from __future__ import annotations
@@ -31,16 +35,18 @@ import harness  # noqa: E402
 import peers  # noqa: E402
 from harness import Job, Prepared, Result, Stage, Values  # noqa: E402
 
-MODELS = ("a", "b", "c")
+#: The models' names and how much more often each has a value above 0 than ``a``.
+SHIFTS = {"a": 0.0, "b": 0.01, "c": -0.005, "d": 0.004, "e": 0.0}
 
 
-def make_per_user(n_users: int, n_metrics: int, seed: int = 0) -> Any:
-    """Per-user values of 3 models: mostly zeros with a continuous tail, like NDCG/recall."""
+def make_per_user(n_users: int, n_metrics: int, seed: int = 0, n_models: int = 5) -> Any:
+    """Per-user values of the first ``n_models`` models: mostly zeros with a continuous
+    tail, like NDCG/recall (model e draws as a does: a pair without a difference)."""
     import polars as pl
 
     rng = np.random.default_rng(seed)
     frames = []
-    for shift, name in zip((0.0, 0.01, -0.005), MODELS, strict=True):
+    for name, shift in list(SHIFTS.items())[:n_models]:
         columns: dict[str, Any] = {"model": name, "user": np.arange(n_users)}
         for j in range(n_metrics):
             hit = rng.random(n_users) < 0.3 + shift
@@ -51,7 +57,7 @@ def make_per_user(n_users: int, n_metrics: int, seed: int = 0) -> Any:
 
 def make_data(data_dir: Path, params: harness.Params) -> dict[str, Any]:
     """The per-user frame of ``params`` as ``per_user.parquet``."""
-    frame = make_per_user(params["users"], params["metrics"], params["seed"])
+    frame = make_per_user(params["users"], params["metrics"], params["seed"], params["models"])
     data_dir.mkdir(parents=True, exist_ok=True)
     frame.write_parquet(data_dir / "per_user.parquet")
     return {"rows": frame.height}
@@ -64,7 +70,7 @@ def load(data_dir: Path, kind: str, params: harness.Params) -> tuple[Any, harnes
     return pl.read_parquet(data_dir / "per_user.parquet"), params
 
 
-def prepare_fm(inputs: tuple[Any, harness.Params]) -> Prepared:
+def prepare_fm(inputs: tuple[Any, harness.Params], baseline: str | None = "a") -> Prepared:
     """``fm.compare`` against model ``a``; its values: model ``b``'s first interval."""
     import polars as pl
 
@@ -75,7 +81,7 @@ def prepare_fm(inputs: tuple[Any, harness.Params]) -> Prepared:
     def run() -> Values:
         out = fm.compare(
             per_user,
-            baseline_model="a",
+            baseline_model=baseline,
             n_resamples=params["resamples"],
             seed=0,
             progress=False,
@@ -86,18 +92,25 @@ def prepare_fm(inputs: tuple[Any, harness.Params]) -> Prepared:
     return Prepared(run)
 
 
+def prepare_fm_all_pairs(inputs: tuple[Any, harness.Params]) -> Prepared:
+    """``fm.compare`` without a baseline: every pair of models."""
+    return prepare_fm(inputs, baseline=None)
+
+
 def prepare_scipy(inputs: tuple[Any, harness.Params]) -> Prepared:
     """scipy.stats for the same work (see :func:`peers.prepare_scipy_compare`)."""
     per_user, params = inputs
-    return peers.prepare_scipy_compare(per_user, MODELS, params["resamples"], params["scipy_share"])
+    models = list(SHIFTS)[: params["models"]]
+    return peers.prepare_scipy_compare(per_user, models, params["resamples"], params["scipy_share"])
 
 
 JOBS = harness.job_table(
-    Job("frame_metrics", "frame_metrics", "fm.compare", prepare_fm),
+    Job("frame_metrics", "frame_metrics", "fm.compare, baseline_model='a'", prepare_fm),
+    Job("frame_metrics-all-pairs", "frame_metrics", "fm.compare, every pair", prepare_fm_all_pairs),
     Job("scipy", "scipy", "stats.bootstrap, ttest_rel, wilcoxon", prepare_scipy),
 )
 SUITE = harness.Suite(
-    "Benchmark of fm.compare: bootstrap resamples over users x 3 models.",
+    "Benchmark of fm.compare: bootstrap resamples over users x models x metrics.",
     Path(__file__).resolve(),
     JOBS,
     "frame_metrics",
@@ -111,16 +124,16 @@ def plan(args: argparse.Namespace) -> list[Stage]:
     """Both jobs (or those of ``--only``) on one per-user frame."""
     jobs = [name for name in JOBS if name in (harness.wanted_jobs(SUITE, args.only) or JOBS)]
     users = harness.parse_sizes(args.users)[0]
-    params = {"users": users, "metrics": args.metrics, "seed": args.seed}
+    params = {"users": users, "metrics": args.metrics, "seed": args.seed, "models": args.models}
     options = {"resamples": args.resamples, "scipy_share": args.scipy_share}
-    directory = Path(f"compare-u{users}-m{args.metrics}-s{args.seed}")
+    directory = Path(f"compare-u{users}-m{args.metrics}-M{args.models}-s{args.seed}")
     return [Stage(users, directory, params, jobs, options=options)]
 
 
 def report(results: list[Result], stages: list[Stage], args: argparse.Namespace) -> int:
     """scipy's time scaled up to every metric column, against frame_metrics'."""
     print(
-        f"\ncompare: {stages[0].users:,} users x {len(MODELS)} models x {args.metrics} "
+        f"\ncompare: {stages[0].users:,} users x {args.models} models x {args.metrics} "
         f"metrics, {args.resamples:,} resamples"
     )
     base = next((r.median for r in results if r.job == "frame_metrics" and r.times), np.nan)
@@ -144,6 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command line: both jobs, the timings and the scaled comparison."""
     p = harness.parser(SUITE, users="100000", repeats=1, timeout=900.0)
     p.add_argument("--metrics", type=int, default=4, help="metric columns per model")
+    p.add_argument("--models", type=int, default=5, choices=range(2, 6), help="models (2-5)")
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--scipy-share", type=float, default=0.25)
     return harness.main(SUITE, p.parse_args(argv), plan, report)
