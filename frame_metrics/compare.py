@@ -26,14 +26,11 @@ import polars as pl
 
 from frame_metrics.columns import as_names
 from frame_metrics.errors import (
-    BaselineChoiceWarning,
     InvalidOptionError,
     InvalidValueError,
     Keyword,
     MissingColumnsError,
-    Pass,
     shown,
-    warn,
 )
 from frame_metrics.frames import kind_of, to_lazy
 from frame_metrics.metric_names import split_column
@@ -44,6 +41,7 @@ from frame_metrics.numerics import (
     check_seed,
     numpy_for,
     percentile_interval,
+    randomization_p_values,
     resampled_sums,
     shows_progress,
 )
@@ -82,11 +80,22 @@ _SCHEMA: dict[str, Any] = {
     "diff": pl.Float64,
     "diff_low": pl.Float64,
     "diff_high": pl.Float64,
+    "d_z": pl.Float64,
+    "d_z_low": pl.Float64,
+    "d_z_high": pl.Float64,
+    "wins": pl.Int64,
+    "ties": pl.Int64,
+    "losses": pl.Int64,
     "p_ttest": pl.Float64,
     "p_wilcoxon": pl.Float64,
+    "p_randomization": pl.Float64,
     "p_ttest_adj": pl.Float64,
     "p_wilcoxon_adj": pl.Float64,
+    "p_randomization_adj": pl.Float64,
 }
+
+#: The tests whose p-values are corrected over every comparison of the call.
+_TESTS = ("p_ttest", "p_wilcoxon", "p_randomization")
 
 
 def _check_options(
@@ -248,15 +257,16 @@ def _bootstrap(
     seed: int,
     key: tuple[int, ...],
     progress: Progress,
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """Resampled means of every column, and of every paired difference.
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Resampled means of every column, of every paired difference, and its d_z.
 
     ``values`` is users x columns with NaN where a user has no value. A resample draws
     users with replacement; a column's mean is over the drawn users that have a value
     (Σ c_i x_i / Σ c_i over them, c_i = times user i was drawn), so the sums of every
     column are one matrix product of the counts (resamples x users) with the values.
     Columns without a missing value need no count column (Σ c_i = number of users), and
-    a difference of two such columns is the difference of their means.
+    a difference of two such columns is the difference of their means. A difference's
+    d_z = mean / sd (n - 1 divisor) reads its resampled Σ c_i d_i²: one column a pair.
     """
     np_ = numpy_for("compare")
     n_users, n_cols = values.shape
@@ -266,11 +276,15 @@ def _bootstrap(
     masked = [j for j in range(n_cols) if not complete[j]]
     blocks += [has[:, masked].astype(np_.float64)]
     own = [p for p in pairs if not (complete[p[0]] and complete[p[1]])]
+    all_diffs = np_.empty((n_users, len(pairs)))
+    for p, (i, j) in enumerate(pairs):
+        all_diffs[:, p] = values[:, i] - values[:, j]
+    both = ~np_.isnan(all_diffs)
     if own:
-        diffs = np_.stack([values[:, i] - values[:, j] for i, j in own], axis=1)
-        both = ~np_.isnan(diffs)
-        blocks += [np_.where(both, diffs, 0.0), both.astype(np_.float64)]
-    design = np_.ascontiguousarray(np_.concatenate(blocks, axis=1))
+        where = [pairs.index(p) for p in own]
+        blocks += [np_.where(both[:, where], all_diffs[:, where], 0.0), both[:, where]]
+    blocks += [np_.where(both, all_diffs * all_diffs, 0.0)]
+    design = np_.ascontiguousarray(np_.concatenate(blocks, axis=1, dtype=np_.float64))
     sums = resampled_sums(design, n_resamples, seed, key, progress=progress.update)
     n_masked = len(masked)
     denominators = np_.full((n_resamples, n_cols), float(n_users))
@@ -278,14 +292,21 @@ def _bootstrap(
     with np_.errstate(invalid="ignore", divide="ignore"):
         means = sums[:, :n_cols] / denominators
         diff_means = np_.empty((n_resamples, len(pairs)))
+        counts = np_.full((n_resamples, len(pairs)), float(n_users))
         base = n_cols + n_masked
         for p, (i, j) in enumerate(pairs):
             if (i, j) in own:
                 q = own.index((i, j))
-                diff_means[:, p] = sums[:, base + q] / sums[:, base + len(own) + q]
+                counts[:, p] = sums[:, base + len(own) + q]
+                diff_means[:, p] = sums[:, base + q] / counts[:, p]
             else:
                 diff_means[:, p] = means[:, i] - means[:, j]
-    return means, diff_means
+        squares = sums[:, base + 2 * len(own) :]
+        # Σ c (d - mean)² = Σ c d² - n mean²; below a few ulps of Σ c d², sd is 0.
+        spread = squares - counts * diff_means * diff_means
+        spread[spread <= squares * 1e-12] = np_.nan
+        d_z = diff_means / np_.sqrt(spread / (counts - 1.0))
+    return means, diff_means, d_z
 
 
 def _interval(samples: Any, level: float) -> tuple[float, float]:
@@ -328,10 +349,10 @@ def compare(
         Truth for the recommendations (see :func:`frame_metrics.evaluate`).
     baseline_model
         The model every other one is compared with: a value of the ``model`` column (for
-        integer models, the number or its text). Default: the first model in sorted
-        order, said by a :class:`~frame_metrics.errors.BaselineChoiceWarning`.
-        (``baseline=`` is evaluate's: a baseline model's recommendations for
-        serendipity, passed on with the other ``evaluate_kwargs``.)
+        integer models, the number or its text). Default (None): every pair of models
+        is compared, the pair's first model in name order as its baseline (sheet 12;
+        at least two models). (``baseline=`` is evaluate's: a baseline model's
+        recommendations for serendipity, passed on with the other ``evaluate_kwargs``.)
     model
         The column naming the model (string, integer or categorical).
     by
@@ -350,12 +371,13 @@ def compare(
     level
         Confidence level of the intervals, a number in (0, 1) (default 0.95).
     n_resamples
-        Bootstrap resamples over users, an int >= 1 (default 10 000).
+        Bootstrap resamples over users, and sign assignments of the randomization test,
+        an int >= 1 (default 10 000).
     seed
         Seed of the resampling, an int >= 0: the same seed gives the same intervals.
     correction
         Multiple-comparison correction of the p-values over every (segment, metric, k,
-        model) compared with the baseline in this call, each test separately:
+        model, baseline) comparison in this call, each test separately:
         ``"holm"`` (family-wise error, default) or ``"bh"`` (Benjamini-Hochberg, false
         discovery rate).
     progress
@@ -368,15 +390,23 @@ def compare(
     Returns
     -------
     FrameT
-        One row per segment, metric, cutoff and model: ``by`` columns, ``metric``, ``k``
+        One row per segment, metric, cutoff and comparison (model against baseline; in
+        all-pairs mode the first model also alone): ``by`` columns, ``metric``, ``k``
         (null for a metric without a cutoff), ``model`` (of the model column's dtype;
         categories as strings), ``n_users`` and ``mean`` (over the users with a value),
         ``ci_low``/``ci_high`` (bootstrap percentile interval of the mean), ``baseline``,
         and against it, over the users both models have a value for: ``n_paired``,
         ``diff`` (mean of model - baseline), ``diff_low``/``diff_high`` (bootstrap
-        interval of the paired difference), ``p_ttest`` (paired t-test), ``p_wilcoxon``
-        (Wilcoxon signed-rank, normal approximation, zeros dropped) and their corrected
-        ``p_ttest_adj``/``p_wilcoxon_adj``. The baseline's own row has nulls there.
+        interval of the paired difference), ``d_z`` (mean / sd of the differences, n - 1
+        divisor; null when sd is 0) with ``d_z_low``/``d_z_high`` (its percentile
+        interval from the same resamples), ``wins``/``ties``/``losses`` (users whose
+        model value is above, equal to, below the baseline's), ``p_ttest`` (paired
+        t-test), ``p_wilcoxon`` (Wilcoxon signed-rank, normal approximation, zeros
+        dropped), ``p_randomization`` (paired randomization test: signs of the
+        differences flipped, exact when ``2**n_paired <= n_resamples``; see
+        :func:`frame_metrics.numerics.randomization_p_values`) and the corrected
+        ``p_ttest_adj``/``p_wilcoxon_adj``/``p_randomization_adj``. A model's row alone
+        (``model == baseline``) has nulls there.
 
     Notes
     -----
@@ -406,6 +436,17 @@ def compare(
     [('a', 0.25, None, None), ('b', 0.75, 4, 0.5)]
     >>> round(out["p_ttest"][1], 4)   # differences [1, 0, 1, 0]: t = 0.5 / (0.57735 / 2)
     0.1817
+    >>> out.select("wins", "ties", "losses", "d_z").row(1)  # d_z = 0.5 / 0.57735
+    (2, 2, 0, 0.8660254037844387)
+    >>> out["p_randomization"][1]  # exact: 8 of the 2**4 sign flips give |sum| = 2
+    0.5
+
+    Without ``baseline_model``, every pair (the first model by name is the baseline):
+
+    >>> per_user = pl.concat([per_user, per_user.filter(pl.col("model") == "b").with_columns(
+    ...     model=pl.lit("c"), **{"hit_rate@1": 1.0})])
+    >>> fm.compare(per_user, n_resamples=100).select("model", "baseline", "diff").rows()
+    [('a', 'a', None), ('b', 'a', 0.5), ('c', 'a', 0.75), ('c', 'b', 0.25)]
     """
     numpy_for("compare")  # its ImportError first, before any work
     level, n_resamples, seed = _check_options(model, level, n_resamples, seed, correction, progress)
@@ -509,26 +550,23 @@ def compare(
     if not models:
         return cast("FrameT", source.give_back(pl.DataFrame(schema=schema)))
     if baseline_model is None:
-        baseline = models[0]
-        if len(models) > 1:
-            warn(
-                BaselineChoiceWarning(
-                    f"{baseline!r} chosen as the baseline, the first of the {len(models)} "
-                    f"models ({', '.join(repr(m) for m in models[:5])}"
-                    f"{', ...' if len(models) > 5 else ''}) in sorted order, as none was given: every other "
-                    "model is compared with it; ",
-                    Pass("baseline_model"),
-                    " to choose it (and silence this)",
-                    option="baseline_model",
-                )
+        if len(models) < 2:
+            raise InvalidValueError(
+                f"{label}: expected at least two models to compare every pair of, found one, "
+                f"{models[0]!r}, in column {model!r}",
+                frame="frame",
+                columns=[model],
             )
+        # Every pair; its baseline is the pair's first model in name order (sheet 12).
+        compared = [(j, i) for i in range(len(models)) for j in range(i + 1, len(models))]
     else:
-        baseline = _find_baseline(models, baseline_model)
+        b = models.index(_find_baseline(models, baseline_model))
+        compared = [(m, b) for m in range(len(models)) if m != b]
 
     segments = _segments(per_user, model, segments_by, users, metric_cols, models)
     total_draws = sum(s.values.shape[0] for s in segments) * n_resamples
     bar = Progress(
-        n_resamples * len(segments),
+        2 * n_resamples * len(segments),
         "compare: bootstrap",
         enabled=shows_progress(progress, total_draws),
         unit="resample",
@@ -538,7 +576,7 @@ def compare(
         for i, segment in enumerate(segments):
             # The i-th segment's stream: SeedSequence(seed).spawn(n)[i], whatever n.
             rows += _compare_segment(
-                segment, baseline, level, n_resamples, seed, (i,), bar, segments_by
+                segment, compared, level, n_resamples, seed, (i,), bar, segments_by
             )
     finally:
         bar.close()
@@ -546,12 +584,12 @@ def compare(
     adjust: Callable[[Sequence[float]], list[float]] = (
         holm if correction == "holm" else benjamini_hochberg
     )
-    for test in ("p_ttest", "p_wilcoxon"):
-        compared = [i for i, r in enumerate(rows) if r["model"] != baseline]
-        raw = [math.nan if rows[i][test] is None else rows[i][test] for i in compared]
-        for i, p in zip(compared, adjust(raw), strict=True):
+    tested = [i for i, r in enumerate(rows) if r["model"] != r["baseline"]]
+    for test in _TESTS:
+        raw = [math.nan if rows[i][test] is None else rows[i][test] for i in tested]
+        for i, p in zip(tested, adjust(raw), strict=True):
             rows[i][f"{test}_adj"] = _nan_to_none(p)
-    result = pl.DataFrame(rows, schema=schema, orient="row")
+    result = pl.DataFrame(rows, schema=schema)
     return cast("FrameT", source.give_back(result))
 
 
@@ -592,7 +630,7 @@ def _segments(
 
 def _compare_segment(
     segment: _Segment,
-    baseline: Any,
+    compared: list[tuple[int, int]],
     level: float,
     n_resamples: int,
     seed: int,
@@ -600,23 +638,38 @@ def _compare_segment(
     bar: Progress,
     segments_by: list[str],
 ) -> list[dict[str, Any]]:
+    """The rows of one segment, metric by metric.
+
+    A model that is nobody's ``model`` in ``compared`` (the baseline, or the first
+    model of all pairs) has a row alone (``model == baseline``); each (model, baseline)
+    pair of ``compared`` a row. Ordered by baseline, then model: in baseline mode the
+    models' order.
+    """
     np_ = numpy_for("compare")
     n_users, n_models, n_metrics = segment.values.shape
     flat = segment.values.reshape(n_users, n_models * n_metrics)
-    b = segment.models.index(baseline)
 
     def col(mi: int, ci: int) -> int:
         return int(mi * n_metrics + ci)
 
-    pairs = [
-        (col(mi, ci), col(b, ci)) for mi in range(n_models) if mi != b for ci in range(n_metrics)
-    ]
-    means, diff_means = _bootstrap(flat, pairs, n_resamples, seed, key, bar)
+    pairs = [(col(mi, ci), col(b, ci)) for mi, b in compared for ci in range(n_metrics)]
+    means, diff_means, d_zs = _bootstrap(flat, pairs, n_resamples, seed, key, bar)
+    # The sign flips: a stream of their own, beside the bootstrap's (key).
+    p_random = randomization_p_values(
+        flat[:, [i for i, _ in pairs]] - flat[:, [j for _, j in pairs]],
+        n_resamples,
+        seed,
+        (*key, 1),
+        progress=bar.update,
+    )
+    alone = [(b, b) for b in sorted({b for _, b in compared} - {m for m, _ in compared})]
+    if not compared:
+        alone = [(m, m) for m in range(n_models)]
     rows = []
     pair_at = {p: j for j, p in enumerate(pairs)}
     for ci, metric_col in enumerate(segment.metrics):
         name, k = split_column(metric_col)
-        for mi, m in enumerate(segment.models):
+        for mi, b in sorted([*alone, *compared], key=lambda p: (p[1], p[0])):
             x = flat[:, col(mi, ci)]
             defined = x[~np_.isnan(x)]
             low, high = _interval(means[:, col(mi, ci)], level)
@@ -624,32 +677,41 @@ def _compare_segment(
                 **dict(zip(segments_by, segment.key, strict=True)),
                 "metric": name,
                 "k": k,
-                "model": m,
+                "model": segment.models[mi],
                 "n_users": int(defined.size),
                 "mean": float(defined.mean()) if defined.size else None,
                 "ci_low": _nan_to_none(low),
                 "ci_high": _nan_to_none(high),
-                "baseline": baseline,
-                "n_paired": None,
-                "diff": None,
-                "diff_low": None,
-                "diff_high": None,
-                "p_ttest": None,
-                "p_wilcoxon": None,
-                "p_ttest_adj": None,
-                "p_wilcoxon_adj": None,
+                "baseline": segment.models[b],
             }
             if mi != b:
                 d = x - flat[:, col(b, ci)]
                 d = d[~np_.isnan(d)]
-                dl, dh = _interval(diff_means[:, pair_at[(col(mi, ci), col(b, ci))]], level)
+                j = pair_at[(col(mi, ci), col(b, ci))]
+                dl, dh = _interval(diff_means[:, j], level)
+                zl, zh = _interval(d_zs[:, j], level)
                 row.update(
                     n_paired=int(d.size),
                     diff=float(d.mean()) if d.size else None,
                     diff_low=_nan_to_none(dl),
                     diff_high=_nan_to_none(dh),
+                    d_z=_d_z(d),
+                    d_z_low=_nan_to_none(zl),
+                    d_z_high=_nan_to_none(zh),
+                    wins=int((d > 0).sum()),
+                    ties=int((d == 0).sum()),
+                    losses=int((d < 0).sum()),
                     p_ttest=_nan_to_none(paired_t_test(d)[1]),
                     p_wilcoxon=_nan_to_none(wilcoxon_signed_rank(d)[1]),
+                    p_randomization=_nan_to_none(float(p_random[j])),
                 )
             rows.append(row)
     return rows
+
+
+def _d_z(d: npt.NDArray[np.float64]) -> float | None:
+    """mean(d) / sd(d), n - 1 divisor: Cohen's d_z of paired differences (None: sd 0)."""
+    if d.size < 2:
+        return None
+    sd = float(d.std(ddof=1))
+    return float(d.mean()) / sd if sd > 0 else None

@@ -355,10 +355,10 @@ class SmallSampleWarning(FrameMetricsWarning):
 
 
 class BaselineChoiceWarning(FrameMetricsWarning):
-    """``fm.compare`` chose the baseline model itself: the first model in sorted order.
+    """No longer issued: ``fm.compare`` without ``baseline_model`` compares every pair.
 
-    Every other model is compared with it; passing ``baseline_model=`` chooses it and
-    silences the warning.
+    It chose the first model in sorted order as the baseline before (definition sheet
+    12 changed that); the class stays for code that filters it.
     """
 
 

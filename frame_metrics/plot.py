@@ -105,7 +105,8 @@ def metric_at_k(
     """
     segs = [by] if isinstance(by, str) else list(by or [])
     df = _frame(result, ["metric", "k", "model", "mean", "ci_low", "ci_high", *segs])
-    df = df.filter(pl.col("metric") == metric)
+    # Every pair compared: a model is on a row per pair, its mean the same on each.
+    df = df.filter(pl.col("metric") == metric).unique([*segs, "k", "model"], maintain_order=True)
     if df.is_empty():
         raise InvalidOptionError(
             f"expected one of {sorted(set(_frame(result, ['metric'])['metric']))}, got {metric!r}",
@@ -236,6 +237,13 @@ def forest(
     >>> fig = fm.plot.forest(fm.compare(per_user, baseline_model="a", n_resamples=200))
     >>> [t.get_text() for t in fig.axes[0].get_yticklabels()]
     ['hit_rate@1  b']
+
+    Every pair compared: each row names its pair (model - baseline).
+
+    >>> three = pl.concat([per_user, per_user.filter(model="b").with_columns(model=pl.lit("c"))])
+    >>> fig = fm.plot.forest(fm.compare(three, n_resamples=200))
+    >>> [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    ['hit_rate@1  b - a', 'hit_rate@1  c - a', 'hit_rate@1  c - b']
     """
     segs = [by] if isinstance(by, str) else list(by or [])
     p_col = "p_ttest_adj" if adjusted else "p_ttest"
@@ -249,10 +257,13 @@ def forest(
         fig = ax.figure
     labels = []
     colors: dict[str, Any] = {}
+    baselines = df["baseline"].unique(maintain_order=True).to_list()
     for y, row in enumerate(df.iter_rows(named=True)):
         k = "" if row["k"] is None else f"@{row['k']}"
         seg = ", ".join(str(row[s]) for s in segs)
-        labels.append(f"{row['metric']}{k}  {row['model']}" + (f"  [{seg}]" if seg else ""))
+        # Every pair compared: each row names its pair.
+        pair = row["model"] if len(baselines) < 2 else f"{row['model']} - {row['baseline']}"
+        labels.append(f"{row['metric']}{k}  {pair}" + (f"  [{seg}]" if seg else ""))
         color = colors.setdefault(row["model"], f"C{len(colors)}")
         significant = row[p_col] is not None and row[p_col] < alpha
         low, high = row["diff_low"], row["diff_high"]
@@ -269,7 +280,7 @@ def forest(
     ax.axvline(0.0, color="grey", ls="--", lw=1)
     ax.set_yticks(range(len(labels)), labels)
     ax.invert_yaxis()
-    baseline = df["baseline"][0] if df.height else "baseline"
+    baseline = baselines[0] if len(baselines) == 1 else "baseline"
     ax.set_xlabel(f"difference to {baseline} (mean over paired users)")
     ax.set_title(f"vs {baseline}: filled = {p_col} < {alpha}")
     ax.grid(axis="x", alpha=0.3)

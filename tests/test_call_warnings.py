@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 import frame_metrics as fm
 from tests.conftest import Constructor, to_polars
@@ -271,22 +272,38 @@ def test_a_repeat_below_every_cutoff_is_no_error(constructor: Constructor) -> No
 # --- fm.compare's baseline ----------------------------------------------------------------------
 
 
-def test_compare_says_which_baseline_it_chose(constructor: Constructor) -> None:
+def test_compare_without_a_baseline_compares_every_pair_and_chooses_none(
+    constructor: Constructor,
+) -> None:
+    """Sheet 12: no model is picked silently; each pair's baseline is its first by name."""
     per_user = pl.DataFrame(
-        {"model": ["b", "b", "a", "a"], "user": [1, 2, 1, 2], "ndcg@5": [0.5, 1.0, 0.0, 0.5]}
-    )
+        {"model": ["b", "b", "a", "a", "c", "c"], "user": [1, 2] * 3,
+         "ndcg@5": [0.5, 1.0, 0.0, 0.5, 1.0, 1.0]}
+    )  # fmt: skip
     with caught() as seen:
         got = to_polars(fm.compare(constructor(per_user), n_resamples=10))
-    assert set(got["baseline"].to_list()) == {"a"}
-    assert of(seen, fm.BaselineChoiceWarning) == [
-        "baseline_model: 'a' chosen as the baseline, the first of the 2 models ('a', 'b') in "
-        "sorted order, as none was given: every other model is compared with it; pass "
-        "baseline_model= to choose it (and silence this)"
+    assert got.select("model", "baseline", "diff").rows() == [
+        ("a", "a", None),  # the first model alone: its mean and interval
+        ("b", "a", (0.5 + 0.5) / 2),
+        ("c", "a", (1.0 + 0.5) / 2),
+        ("c", "b", (0.5 + 0.0) / 2),
     ]
+    assert of(seen, fm.BaselineChoiceWarning) == []
     with caught() as seen:
         got = to_polars(fm.compare(constructor(per_user), baseline_model="b", n_resamples=10))
-    assert set(got["baseline"].to_list()) == {"b"}
-    assert of(seen, fm.BaselineChoiceWarning) == []
+    assert got.select("model", "baseline").rows() == [("a", "b"), ("b", "b"), ("c", "b")]
+    one = per_user.filter(pl.col("model") == "a")
+    with pytest.raises(fm.InvalidValueError) as refused:
+        fm.compare(constructor(one), n_resamples=10)
+    assert str(refused.value) == (
+        "frame: expected at least two models to compare every pair of, found one, 'a', in "
+        "column 'model'"
+    )
+    assert_frame_equal(  # one model against itself as the baseline: its row alone
+        to_polars(fm.compare(constructor(one), baseline_model="a", n_resamples=10)),
+        to_polars(fm.compare(constructor(per_user), n_resamples=10)).head(1),
+        check_dtypes=False,
+    )
 
 
 def test_compare_of_means_says_what_it_needs(constructor: Constructor) -> None:

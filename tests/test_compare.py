@@ -210,7 +210,8 @@ def test_bootstrap_coverage_is_nominal() -> None:
     for t in range(trials):
         values = rng.exponential(1.0, 200)  # true mean 1
         frame = pl.DataFrame({"model": "a", "user": np.arange(200), "x@1": values})
-        row = fm.compare(frame, n_resamples=500, seed=t, level=0.9).row(0, named=True)
+        out = fm.compare(frame, baseline_model="a", n_resamples=500, seed=t, level=0.9)
+        row = out.row(0, named=True)
         hits += row["ci_low"] <= 1.0 <= row["ci_high"]
     assert 0.82 <= hits / trials <= 0.96
 
@@ -326,9 +327,12 @@ def test_empty_and_single_model() -> None:
     out = fm.compare(empty, n_resamples=10)
     assert out.height == 0
     assert "p_ttest_adj" in out.columns
-    one = fm.compare(per_user_frame(30).filter(pl.col("model") == "a"), n_resamples=10)
+    only_a = per_user_frame(30).filter(pl.col("model") == "a")
+    one = fm.compare(only_a, baseline_model="a", n_resamples=10)
     assert one["model"].to_list() == ["a", "a"]
     assert one["diff"].to_list() == [None, None]
+    with pytest.raises(fm.InvalidValueError, match="at least two models to compare every pair"):
+        fm.compare(only_a, n_resamples=10)
 
 
 # --- bad input: one table, every frame kind -------------------------------------------------
