@@ -32,6 +32,7 @@ from frame_metrics.errors import (
     EmptySplitWarning,
     FrameMetricsError,
     FrameMetricsWarning,
+    GateFailedError,
     IgnoredOptionWarning,
     InvalidOptionError,
     InvalidValueError,
@@ -48,6 +49,7 @@ from frame_metrics.errors import (
 )
 from frame_metrics.exposure_table import exposure, group_exposure
 from frame_metrics.gaps import gaps
+from frame_metrics.gates import check
 from frame_metrics.metrics import REGISTRY
 from frame_metrics.namespace import register_all as _register_all
 from frame_metrics.policy_value import policy_value
@@ -71,6 +73,7 @@ __all__ = [
     "Folds",
     "FrameMetricsError",
     "FrameMetricsWarning",
+    "GateFailedError",
     "IgnoredOptionWarning",
     "InvalidOptionError",
     "InvalidValueError",
@@ -86,6 +89,7 @@ __all__ = [
     "UnknownKeywordError",
     "UnmatchedIdsWarning",
     "__version__",
+    "check",
     "compare",
     "conventions",
     "datasets",

@@ -23,6 +23,7 @@ __all__ = [
     "EmptySplitWarning",
     "FrameMetricsError",
     "FrameMetricsWarning",
+    "GateFailedError",
     "IgnoredOptionWarning",
     "InvalidOptionError",
     "InvalidValueError",
@@ -280,6 +281,22 @@ class MissingInputError(InvalidOptionError):
         super().__init__(
             f"{metric}: expected ", Keyword(frame), f" ({purpose}), got None", *advice, frame=frame
         )
+
+
+class GateFailedError(FrameMetricsError):
+    """``fm.check(..., raise_on_fail=True)``: gates failed (definition sheet 12).
+
+    The message has one line per failed (gate, model); ``failed`` is the frame of those
+    rows (gate, keys, value, passed) and ``n_gates`` how many (gate, model) were judged.
+    """
+
+    def __init__(self, lines: Sequence[str], *, failed: Any, n_gates: int) -> None:
+        self.failed = failed
+        self.n_gates = n_gates
+        super().__init__(f"{len(lines)} of {n_gates} failed: " + "; ".join(lines), option="gates")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return FrameMetricsError.__reduce__(self)
 
 
 class MissingDependencyError(FrameMetricsError, ImportError):

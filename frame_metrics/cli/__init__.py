@@ -12,6 +12,9 @@ Every failure is one line on stderr, ``frame-metrics: error: ...``, and an exit 
 name, or an optional dependency the command needs that is not installed), 1 for a data
 error (values the metrics cannot use, a file polars cannot read). argparse's own usage
 errors (an unknown option, a value of the wrong type) are such one-line usage errors too.
+A failed gate (``--fail-under``, ``--max-drop`` on ``evaluate`` and ``compare``) is exit
+status 3, with one ``frame-metrics: gate failed: ...`` line per (gate, model), after the
+result is written as usual.
 
 Numbers in ``table`` and ``markdown`` output are shown with 6 significant digits
 (``--precision N``: N), in scientific notation when very small or large

@@ -18,8 +18,9 @@ from frame_metrics.cli.files import (
     read_inputs,
     write_result,
 )
-from frame_metrics.cli.messages import UsageError
+from frame_metrics.cli.messages import EXIT_GATES, PROG, UsageError
 from frame_metrics.datasets import synthetic
+from frame_metrics.gates import failed_lines
 from frame_metrics.keywords import ROLES
 from frame_metrics.options import OPTIONS
 
@@ -89,6 +90,11 @@ def run_evaluate(args: argparse.Namespace) -> int:
     fmt = output_format(args)
     k = _cutoffs(args.k)
     frames = read_inputs(args)
+    gated = bool(args.fail_under or args.max_drop)
+    if gated and args.per_user:
+        raise UsageError(
+            "--fail-under/--max-drop: expected means to judge, got --per-user; leave it out"
+        )
     result = fm.evaluate(
         frames["recs"],
         frames.get("truth"),
@@ -100,8 +106,11 @@ def run_evaluate(args: argparse.Namespace) -> int:
         progress=sys.stderr.isatty() if args.progress is None else args.progress,
         **_evaluate_options(args, frames),
     )
-    write_result(result, fmt, args.output, args.precision)
-    return 0
+    if not gated:
+        write_result(result, fmt, args.output, args.precision)
+        return 0
+    means = result.collect(engine="streaming")  # small: judged and written from one run
+    return _gated(means, args, fmt, model=args.model_col)
 
 
 def run_compare(args: argparse.Namespace) -> int:
@@ -129,8 +138,37 @@ def run_compare(args: argparse.Namespace) -> int:
         progress=False if args.no_progress else None,
         **kwargs,
     )
+    if args.fail_under or args.max_drop:
+        return _gated(result.collect(), args, fmt, model=args.model_col)
     write_result(result, fmt, args.output, args.precision)
     return 0
+
+
+def _gated(result: pl.DataFrame, args: argparse.Namespace, fmt: str, *, model: str) -> int:
+    """Judge ``--fail-under``/``--max-drop`` on ``result``, write it, and say the failures.
+
+    The gates are judged first (a gate on a metric not computed is a usage error, and
+    nothing is written); the result is then written as usual, and each failed (gate,
+    model) is a line on standard error: exit status 3.
+    """
+    try:
+        judged = fm.check(
+            result,
+            {name: f">= {bound!r}" for name, bound in args.fail_under},
+            max_drop=dict(args.max_drop) or None,
+            baseline_model=args.baseline_model if args.max_drop else None,
+            model=model,
+        )
+    except fm.InvalidOptionError as exc:
+        if exc.option not in ("gates", "max_drop"):
+            raise
+        # Said in this command line's terms: the gates are its two flags.
+        raise UsageError(f"--fail-under/--max-drop: {str(exc).partition(': ')[2]}") from exc
+    write_result(result.lazy(), fmt, args.output, args.precision)
+    lines = failed_lines(judged)
+    for line in lines:
+        sys.stderr.write(f"{PROG}: gate failed: {line}\n")
+    return EXIT_GATES if lines else 0
 
 
 #: The demo's metrics and what each row of its table is (printed under it).

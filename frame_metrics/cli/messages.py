@@ -40,6 +40,9 @@ EXIT_DATA = 1
 
 #: Exit status of a usage error: the command line asks for something that cannot be done.
 EXIT_USAGE = 2
+#: Exit status when a gate (``--fail-under``, ``--max-drop``) failed: the run itself
+#: succeeded and wrote its result.
+EXIT_GATES = 3
 
 #: The optional modules a command imports, and the extra of ``pyproject.toml`` holding each.
 EXTRA_OF_MODULE = {"numpy": "stats", "matplotlib": "plot", "pandas": "pandas", "pyarrow": "pandas"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import math
 import textwrap
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -90,9 +91,12 @@ examples:
   frame-metrics evaluate long.parquet -m ndcg@10,recall@20 --format markdown --precision 4
   frame-metrics evaluate recs.parquet truth.parquet -m ndcg,novelty,coverage -k 10 \\
       --by model --train train.parquet --catalog items.csv
+  frame-metrics evaluate recs.parquet truth.parquet -m ndcg,recall -k 10 --by model \\
+      --fail-under ndcg@10=0.30,recall@10=0.2 --max-drop ndcg@10=0.01 --baseline-model prod
 
 exit status: 0 done, 1 data error (values the metrics cannot use, a file polars
-cannot read), 2 usage error (bad path, file type, option, metric, cutoff or column)."""
+cannot read), 2 usage error (bad path, file type, option, metric, cutoff or column),
+3 a gate (--fail-under, --max-drop) failed: the result is written as usual."""
 
 
 def _add_evaluate(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -146,6 +150,7 @@ def _add_evaluate(commands: argparse._SubParsersAction[_Parser]) -> None:
     )
     _add_input_options(p)
     _add_output_options(p)
+    _add_gate_options(p, evaluate=True)
     scale = p.add_argument_group("inputs larger than memory")
     scale.add_argument(
         "--buckets",
@@ -237,6 +242,76 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
         f"{MAX_DIGITS} (default: {DIGITS}; scientific notation when very small or large); "
         "csv and json are always exact",
     )
+
+
+def _add_gate_options(p: argparse.ArgumentParser, *, evaluate: bool) -> None:
+    """``--fail-under`` and ``--max-drop``: gates (``fm.check``), exit status 3."""
+    gates = p.add_argument_group(
+        "gates (exit status 3 when one fails: one line per failed gate and model on "
+        "standard error; the result is written as usual)"
+    )
+    gates.add_argument(
+        "--fail-under",
+        action="extend",
+        type=_gate_pairs,
+        default=[],
+        metavar="METRIC=X",
+        help="fail a model whose mean is below X: ndcg@10=0.30; with compare also an end of "
+        "its interval: 'ci_low(ndcg@10)=0.30' fails a model whose interval reaches below; "
+        "comma-separated, repeatable",
+    )
+    gates.add_argument(
+        "--max-drop",
+        action="extend",
+        type=_gate_pairs,
+        default=[],
+        metavar="METRIC=X",
+        help="fail a model whose mean is below --baseline-model's by more than X "
+        "(absolute): ndcg@10=0.01; comma-separated, repeatable",
+    )
+    if evaluate:
+        gates.add_argument(
+            "--baseline-model",
+            metavar="MODEL",
+            help="the model --max-drop measures from (a value of --model-col)",
+        )
+        gates.add_argument(
+            "--model-col",
+            default="model",
+            metavar="COL",
+            help="the --by column naming the model, for --max-drop (default: model)",
+        )
+
+
+def _gate_pairs(text: str) -> list[tuple[str, float]]:
+    """``--fail-under``/``--max-drop``: comma-separated METRIC=X (the last ``=`` splits).
+
+    Examples
+    --------
+    >>> _gate_pairs("ndcg@10=0.3, ci_low(recall@5)=0.2")
+    [('ndcg@10', 0.3), ('ci_low(recall@5)', 0.2)]
+    >>> _gate_pairs("ndcg@10>=0.3")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected METRIC=X (a metric name, = and a number), got 'ndcg@10>=0.3'
+    """
+    out = []
+    for item in split_names(text):
+        if not isinstance(item, str) or not item.strip():
+            continue
+        name, _, value = item.strip().rpartition("=")
+        try:
+            bound = float(value)
+        except ValueError:
+            bound = math.nan
+        if not name.strip() or name.rstrip().endswith(("<", ">", "=")) or not math.isfinite(bound):
+            raise argparse.ArgumentTypeError(
+                f"expected METRIC=X (a metric name, = and a number), got {item.strip()!r}"
+            )
+        out.append((name.strip(), bound))
+    if not out:
+        raise argparse.ArgumentTypeError(f"expected METRIC=X, got {text!r}")
+    return out
 
 
 def _add_demo(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -427,7 +502,12 @@ column, evaluated per user first. Without TRUTH, RECS holds per-user metric valu
 _COMPARE_EPILOG = """examples:
   frame-metrics compare recs.parquet truth.parquet -m ndcg,recall -k 10 --baseline-model popularity
   frame-metrics compare per_user.parquet --baseline-model popularity --by activity --correction bh
-  frame-metrics compare recs.parquet truth.parquet -m ndcg -k 5,10,20 --resamples 2000 -o cmp.csv"""
+  frame-metrics compare recs.parquet truth.parquet -m ndcg -k 5,10,20 --resamples 2000 -o cmp.csv
+  frame-metrics compare recs.parquet truth.parquet -m ndcg -k 10 --baseline-model prod \
+      --fail-under 'ci_low(ndcg@10)=0.30' --max-drop ndcg@10=0.01
+
+exit status: 0 done, 1 data error, 2 usage error, 3 a gate (--fail-under, --max-drop)
+failed: the comparison is written as usual."""
 
 
 def _add_compare(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -461,8 +541,9 @@ def _add_compare(commands: argparse._SubParsersAction[_Parser]) -> None:
     what.add_argument(
         "--baseline-model",
         metavar="MODEL",
-        help="the model every other is compared with (default: the first in sorted order; "
-        "--baseline FILE is serendipity's baseline recommendations)",
+        help="the model every other is compared with (default: every pair of models, each "
+        "pair's first by name as its baseline; --baseline FILE is serendipity's baseline "
+        "recommendations); also what --max-drop measures from",
     )
     what.add_argument(
         "--by",
@@ -493,6 +574,7 @@ def _add_compare(commands: argparse._SubParsersAction[_Parser]) -> None:
     stats.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     _add_input_options(p)
     _add_output_options(p)
+    _add_gate_options(p, evaluate=False)
 
 
 _GAPS_DESCRIPTION = """Metric gaps between groups of users (consumer fairness): per metric@k (and --by
