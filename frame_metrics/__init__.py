@@ -54,6 +54,7 @@ from frame_metrics.metrics import REGISTRY
 from frame_metrics.namespace import register_all as _register_all
 from frame_metrics.policy_value import policy_value
 from frame_metrics.protocol import Folds, Split, split
+from frame_metrics.reports import report
 
 try:
     __version__ = _metadata.version("frame_metrics")
@@ -101,6 +102,7 @@ __all__ = [
     "group_exposure",
     "plot",
     "policy_value",
+    "report",
     "split",
 ]
 

@@ -141,6 +141,10 @@ class Diagnostics:
             evaluated = evaluated + self.per_group["users_without_relevant"]
         return by, [int(n) for n in evaluated]
 
+    def lines(self) -> list[tuple[str, str]]:
+        """The counts as (label, value) pairs: what ``print`` shows, one a line."""
+        return self._lines()
+
     def _lines(self) -> list[tuple[str, str]]:
         by, per_group = self._groups()
         # With several by groups every count is a sum over them: a user evaluated for

@@ -6,6 +6,7 @@ import argparse
 import sys
 import textwrap
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -440,10 +441,57 @@ def run_split(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_report(args: argparse.Namespace) -> int:
+    """``frame-metrics report``: evaluate, compare and diagnose the files, write the report."""
+    from frame_metrics.reports import SUFFIXES
+
+    if Path(args.output).suffix.lower() not in SUFFIXES:
+        raise UsageError(
+            f"-o: expected a file name ending in {', '.join(SUFFIXES)}, got {args.output!r}"
+        )
+    if not Path(args.output).parent.is_dir():
+        raise UsageError(f"-o: expected a file in an existing directory, got {args.output!r}")
+    k = _cutoffs(args.k)
+    frames = read_inputs(args)
+    options = _evaluate_options(args, frames)
+    try:
+        _write_report(args, frames, options, k)
+    except fm.InvalidOptionError as exc:
+        if exc.option != "path":
+            raise
+        raise UsageError(f"-o: {str(exc).partition(': ')[2]}") from exc
+    sys.stderr.write(f"{PROG}: wrote {args.output}\n")
+    return 0
+
+
+def _write_report(
+    args: argparse.Namespace,
+    frames: dict[str, pl.LazyFrame],
+    options: dict[str, Any],
+    k: list[int] | None,
+) -> None:
+    fm.report(
+        frames["recs"],
+        frames.get("truth"),
+        model=args.model_col,
+        baseline_model=args.baseline_model,
+        metrics=args.metrics,
+        k=k[0] if k is not None and len(k) == 1 else k,
+        level=args.level,
+        n_resamples=args.resamples,
+        seed=args.seed,
+        correction=args.correction,
+        title=args.title,
+        path=args.output,
+        **options,
+    )
+
+
 #: Each command of the parser and what runs it.
 RUNS: dict[str, Command] = {
     "evaluate": run_evaluate,
     "compare": run_compare,
+    "report": run_report,
     "demo": run_demo,
     "gaps": run_gaps,
     "group-exposure": run_exposure,
@@ -454,6 +502,7 @@ RUNS: dict[str, Command] = {
 #: The optional modules a command imports, checked before it reads any input.
 NEEDS: dict[str, tuple[str, ...]] = {
     "compare": ("numpy",),
+    "report": ("numpy",),
     "gaps": ("numpy",),
     "policy-value": ("numpy",),
 }

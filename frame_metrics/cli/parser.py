@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Each command is an `_add_<name>(commands)`; frame_metrics.cli.commands runs it.
     _add_evaluate(commands)
     _add_compare(commands)
+    _add_report(commands)
     _add_demo(commands)
     _add_gaps(commands)
     _add_exposure(commands)
@@ -575,6 +576,83 @@ def _add_compare(commands: argparse._SubParsersAction[_Parser]) -> None:
     _add_input_options(p)
     _add_output_options(p)
     _add_gate_options(p, evaluate=False)
+
+
+_REPORT_DESCRIPTION = """Write a report to share: one self-contained HTML file (or Markdown, by the
+-o extension) with the means per model and their bootstrap intervals, metric@k
+curves, per-user distributions, every comparison (against --baseline-model, or every
+pair of models) with corrected p-values, who was left out and why, and what was
+called (options, versions, and each input's rows, users, items and content hash)."""
+
+
+_REPORT_EPILOG = """examples:
+  frame-metrics report recs.parquet truth.parquet -m ndcg,recall -k 5,10,20 -o report.html
+  frame-metrics report recs.parquet truth.parquet -m ndcg -k 10 --baseline-model prod \\
+      --threshold 4 --title 'Ranker v2 against prod' -o report.md
+
+exit status: 0 done, 1 data error, 2 usage error (a file that cannot be written too)."""
+
+
+def _add_report(commands: argparse._SubParsersAction[_Parser]) -> None:
+    p = commands.add_parser(
+        "report",
+        formatter_class=_HelpFormatter,
+        help="write a report to share (HTML or Markdown)",
+        description=_REPORT_DESCRIPTION,
+        epilog=_REPORT_EPILOG,
+    )
+    p.add_argument(
+        "recs", metavar="RECS", help="recommendations, with a model column for several models"
+    )
+    p.add_argument("truth", metavar="TRUTH", nargs="?", help="the items each user likes")
+    what = p.add_argument_group("what to report")
+    what.add_argument(
+        "-m",
+        "--metrics",
+        action="extend",
+        type=_metric_names,
+        metavar="NAMES",
+        help="comma-separated metric names, as for evaluate",
+    )
+    what.add_argument("-k", metavar="K", help="comma-separated cutoffs, e.g. 5,10,20")
+    what.add_argument(
+        "--model-col", default="model", metavar="COL", help="the model column (default: model)"
+    )
+    what.add_argument(
+        "--baseline-model",
+        metavar="MODEL",
+        help="compare every model with this one (default: every pair of models)",
+    )
+    what.add_argument("--title", default="Evaluation report", help="the report's title")
+    stats = p.add_argument_group("statistics")
+    stats.add_argument(
+        "--level", type=_number, default=0.95, metavar="X", help="confidence level (default: 0.95)"
+    )
+    stats.add_argument(
+        "--resamples",
+        type=_integer,
+        default=1000,
+        metavar="N",
+        help="bootstrap resamples over users (default: 1000)",
+    )
+    stats.add_argument(
+        "--seed", type=_integer, default=0, metavar="N", help="seed of the resampling (default: 0)"
+    )
+    stats.add_argument(
+        "--correction",
+        choices=("holm", "bh"),
+        default="holm",
+        help="multiple-comparison correction (default: holm)",
+    )
+    _add_input_options(p)
+    out = p.add_argument_group("output")
+    out.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="the report: a .html file (self-contained) or a .md file",
+    )
 
 
 _GAPS_DESCRIPTION = """Metric gaps between groups of users (consumer fairness): per metric@k (and --by
