@@ -491,11 +491,14 @@ def report(
 
     Parameters
     ----------
-    recs, truth
-        Recommendations (with a ``model`` column for several models) and truth, as
+    recs
+        Recommendations (with a ``model`` column for several models), as
         :func:`frame_metrics.evaluate` takes them: evaluated (the means, and the
         per-user values of the metrics that have one), compared and diagnosed here.
-        Or leave them out and pass results already computed:
+        Or leave them out and pass results already computed (``per_user=``, ``means=``,
+        ``comparison=``).
+    truth
+        Truth for ``recs``, as :func:`frame_metrics.evaluate` takes it.
     per_user
         Per-user values (``fm.evaluate``'s default output) with a ``model`` column.
     means
@@ -513,11 +516,19 @@ def report(
         The user key (for the per-user values and the inputs' counts).
     baseline_model
         Compare every model with this one; default: every pair (``fm.compare``).
-    metrics, k
-        As :func:`frame_metrics.evaluate`'s (with ``recs``), or the columns to show.
-    level, n_resamples, seed, correction
-        As :func:`frame_metrics.compare`'s; ``n_resamples`` is 1,000 by default here
-        (a report of 1M users in seconds; ``fm.compare``'s own default is 10,000).
+    metrics
+        The metrics to evaluate, as :func:`frame_metrics.evaluate`'s ``metrics``.
+    k
+        The cutoffs of the metrics named without one (:func:`frame_metrics.evaluate`'s).
+    level
+        Confidence level of the intervals (:func:`frame_metrics.compare`'s).
+    n_resamples
+        Bootstrap resamples and sign flips (:func:`frame_metrics.compare`'s): 1,000 by
+        default here, a report of 1M users in seconds (``fm.compare``'s own: 10,000).
+    seed
+        Seed of the resampling (:func:`frame_metrics.compare`'s).
+    correction
+        ``"holm"`` or ``"bh"`` (:func:`frame_metrics.compare`'s).
     alpha
         The corrected t-test p-value below which the report calls a difference.
     title
