@@ -625,7 +625,7 @@ ERRORS: list[tuple[str, ArgsOf, int, str]] = [
         "unknown command",
         lambda f: ["frobnicate"],
         2,
-        "COMMAND: invalid choice: 'frobnicate' (choose from 'evaluate', 'compare', 'demo', 'gaps', "
+        "COMMAND: invalid choice: 'frobnicate' (choose from 'evaluate', 'compare', 'report', 'demo', 'gaps', "
         "'group-exposure', 'exposure', 'policy-value', 'split') "
         "(see 'frame-metrics --help')",
     ),
