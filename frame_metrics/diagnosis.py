@@ -274,18 +274,20 @@ def diagnose(spec: Spec, inputs: Inputs) -> Diagnostics:
 
 
 def _users(spec: Spec, prepared: Prepared) -> pl.LazyFrame:
-    """Per ``by`` group, the users with and without a relevant item, a list, a truth row."""
+    """Per ``by`` group, the users with and without a relevant item, a list, a truth row.
+
+    From truth and the top rows apart (not their long table): |R| is a count of truth
+    rows, a list is a top row; joined to every key, truth by the keys it carries.
+    """
     keys, by = spec.columns.keys, list(spec.columns.by)
     ctx = RankingContext.from_columns(RANK, REL, spec.options)
-    users = prepared.all_keys.join(
-        prepared.long.group_by(keys).agg(
-            ctx.n_relevant().alias("n_rel"),
-            pl.col(RANK).is_not_null().any().alias("has_recs"),
-        ),
-        on=keys,
-        how="left",
-        nulls_equal=True,
-    ).with_columns(pl.col("n_rel").fill_null(0), pl.col("has_recs").fill_null(False))
+    relevant = prepared.truth.group_by(prepared.truth_keys).agg(ctx.n_relevant().alias("n_rel"))
+    listed = prepared.top.select(keys).unique().with_columns(pl.lit(True).alias("has_recs"))
+    users = (
+        prepared.all_keys.join(relevant, on=prepared.truth_keys, how="left", nulls_equal=True)
+        .join(listed, on=keys, how="left", nulls_equal=True)
+        .with_columns(pl.col("n_rel").fill_null(0), pl.col("has_recs").fill_null(False))
+    )
     in_truth = pl.lit(True)
     if prepared.truth_user_keys is not None:
         users = users.join(

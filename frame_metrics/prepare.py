@@ -589,7 +589,12 @@ def _prepare_pair(
         [recs.select(keys), truth_keyed.select(keys)], how="vertical_relaxed"
     ).unique()
     excluded = None if exclude is None else _excluded_rows(recs, exclude)
-    dup_counts = _duplicates_dropped(listed_rows, truth, c, max_k, join_keys)
+    dup_counts = (
+        _duplicates_dropped(listed_rows, truth, c, max_k, join_keys)
+        if options.on_duplicate == "first"
+        # Under "error" nothing is dropped: a repeat is an error (the checks), not a count.
+        else _no_duplicates_dropped()
+    )
     return Prepared(
         keys,
         item,
@@ -763,6 +768,14 @@ def _top_with_tie_groups(
         lists.select(*keys, *carried)
         .with_columns(pl.int_ranges(1, pl.col(item).list.len() + 1, dtype=pl.Int64).alias(RANK))
         .explode(*carried, RANK)
+    )
+
+
+def _no_duplicates_dropped() -> pl.LazyFrame:
+    """The count of rows ``on_duplicate='error'`` drops: none, per frame."""
+    return pl.LazyFrame(
+        {"frame": ["recs", "truth"], "rows_dropped": [0, 0]},
+        schema={"frame": pl.String, "rows_dropped": pl.Int64},
     )
 
 

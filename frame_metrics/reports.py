@@ -47,6 +47,9 @@ ONE_MODEL = "all"
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 #: The suffixes a report is written as, and the format of each.
 SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown"}
+#: The bootstrap's draws (resamples x users) a report's default stays under: the
+#: resamples of a report of very many users (at least 200).
+_DRAWS = 200_000_000
 #: At most this many distributions are drawn (the others are in the quantile table).
 MAX_CHARTS = 16
 
@@ -479,7 +482,7 @@ def report(
     metrics: str | Iterable[str] | None = None,
     k: int | Iterable[int] | None = None,
     level: float = 0.95,
-    n_resamples: int = 1000,
+    n_resamples: int | None = None,
     seed: int = 0,
     correction: str = "holm",
     alpha: float = 0.05,
@@ -523,8 +526,10 @@ def report(
     level
         Confidence level of the intervals (:func:`frame_metrics.compare`'s).
     n_resamples
-        Bootstrap resamples and sign flips (:func:`frame_metrics.compare`'s): 1,000 by
-        default here, a report of 1M users in seconds (``fm.compare``'s own: 10,000).
+        Bootstrap resamples and sign flips (:func:`frame_metrics.compare`'s). Default:
+        1,000, fewer for very many users (resamples x users at most 2e8, and at least
+        200 resamples: 200 at 1M users), so that a report of 1M users takes seconds;
+        ``fm.compare``'s own default is 10,000. The report says how many it drew.
     seed
         Seed of the resampling (:func:`frame_metrics.compare`'s).
     correction
@@ -624,6 +629,9 @@ def report(
     comparison_frame = None if comparison is None else _polars(comparison, "comparison")
     if comparison_frame is None and per_user_frame is not None:
         models = per_user_frame[model].unique().to_list()
+        if n_resamples is None:
+            most = per_user_frame.group_by(model).len()["len"].max() or 1
+            n_resamples = min(1000, max(200, _DRAWS // int(most)))  # type: ignore[arg-type]
         comparison_frame = compare(
             per_user_frame,
             baseline_model=baseline_model if len(models) > 1 else models[0] if models else None,
@@ -638,12 +646,18 @@ def report(
     if means_frame is None:
         assert comparison_frame is not None
         means_frame = _means_of_comparison(comparison_frame, model)
-    called += [
-        ("comparison", f"{'every pair' if baseline_model is None else f'against {baseline_model!r}'}, "
-         f"level={level}, n_resamples={n_resamples}, seed={seed}, correction={correction!r}"),
-        ("frame_metrics", _version("frame_metrics")),
-        ("polars", pl.__version__),
-    ]  # fmt: skip
+    if comparison is not None:
+        called.append(("comparison", "given"))
+    elif comparison_frame is not None:
+        pairs_of = "every pair" if baseline_model is None else f"against {baseline_model!r}"
+        called.append(
+            (
+                "comparison",
+                f"{pairs_of}, level={level}, n_resamples={n_resamples}, seed={seed}, "
+                f"correction={correction!r}",
+            )
+        )
+    called += [("frame_metrics", _version("frame_metrics")), ("polars", pl.__version__)]
     intervals: dict[tuple[Any, str], tuple[float | None, float | None]] = {}
     pairs = None
     if comparison_frame is not None:

@@ -347,3 +347,27 @@ def test_a_reader_sees_it_in_a_browser(
     # Each series' colour is drawn: the legend's swatches' colours appear in the chart.
     background = region[2, 2]
     assert (abs(region - background).sum(axis=2) > 60).mean() > 0.02
+
+
+def test_default_resamples_shrink_for_very_many_users(
+    data: tuple[pl.DataFrame, pl.DataFrame], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1,000 resamples, fewer when resamples x users would pass the cap (at least 200)."""
+    recs, truth = data
+    per_user = fm.evaluate(recs, truth, metrics=["ndcg@10"], by="model", threshold=4)
+    users = int(per_user.group_by("model").len()["len"].max())  # type: ignore[arg-type]
+
+    def drawn(report: Report) -> str:
+        return dict(report.called)["comparison"].split("n_resamples=")[1].split(",")[0]
+
+    assert drawn(fm.report(per_user=per_user)) == "1000"
+    from frame_metrics import reports
+
+    monkeypatch.setattr(reports, "_DRAWS", 500 * users)
+    shown = fm.report(per_user=per_user)
+    assert drawn(shown) == "500"
+    want = fm.compare(per_user, n_resamples=500, progress=False)
+    assert shown.comparison is not None
+    assert_frame_equal(shown.comparison, want.filter(pl.col("model") != pl.col("baseline")))
+    monkeypatch.setattr(reports, "_DRAWS", 10 * users)
+    assert drawn(fm.report(per_user=per_user)) == "200"
