@@ -591,13 +591,16 @@ def report(
         assert means_frame is not None
         columns = [c for c in means_frame.columns if c not in (model, "n_users")]
         per_user_columns = _per_user_columns(columns, evaluate_kwargs.get("convention"))
+        # The inputs were checked by the call above (same frames, same options): the
+        # per-user values and the counts skip the checks, and their warnings, said once.
+        checked = {**common, "validate": False}
         per_user_frame = (
-            api.evaluate(recs_frame, truth_frame, metrics=per_user_columns, **common).collect()
+            api.evaluate(recs_frame, truth_frame, metrics=per_user_columns, **checked).collect()
             if per_user_columns
             else None
         )
         if diagnostics is None:
-            diagnostics = api.diagnose(recs_frame, truth_frame, metrics=metrics, k=k, **common)
+            diagnostics = api.diagnose(recs_frame, truth_frame, metrics=metrics, k=k, **checked)
         called += _called(metrics, k, evaluate_kwargs, truth is not None)
         item = str(evaluate_kwargs.get("item", "item"))
         users = [user] if isinstance(user, str) else list(user)
