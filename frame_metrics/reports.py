@@ -55,6 +55,37 @@ MAX_CHARTS = 16
 
 
 @dataclass(frozen=True)
+class Distribution:
+    """One model's per-user values of one metric, summed up: what the report shows.
+
+    ``n``: users with a value; ``at_0``: the share of them at 0; ``quantiles``: at
+    :data:`QUANTILES` (numpy's linear interpolation); ``points``: the empirical CDF at
+    about 200 evenly spaced ranks, (value, share of users at or below it) pairs.
+    """
+
+    n: int
+    at_0: float | None
+    quantiles: dict[float, float | None]
+    points: list[tuple[float, float]]
+
+    @staticmethod
+    def of(values: pl.Series, steps: int = 200) -> Distribution:
+        """The summary of ``values`` (nulls left out)."""
+        ordered = values.drop_nulls().cast(pl.Float64).sort()
+        n = ordered.len()
+        if n == 0:
+            return Distribution(0, None, dict.fromkeys(QUANTILES), [])
+        ranks = sorted({min(n - 1, round(j * (n - 1) / steps)) for j in range(steps + 1)})
+        xs = ordered.gather(ranks).to_list()
+        return Distribution(
+            n,
+            float((ordered == 0).mean()),
+            {q: ordered.quantile(q, "linear") for q in QUANTILES},
+            [(x, (rank + 1) / n) for x, rank in zip(xs, ranks, strict=True)],
+        )
+
+
+@dataclass(frozen=True)
 class Fingerprint:
     """An input's size and content: rows, users, items, and a hash of its rows."""
 
@@ -72,7 +103,7 @@ class Report:
     ``means``: a row per model (the ``model`` column, ``n_users``, a column per
     metric); ``intervals``: (model, column) -> (low, high) from ``fm.compare``;
     ``comparison``: ``fm.compare``'s rows of the pairs compared; ``distributions``:
-    column -> model -> sorted per-user values; ``called``: what was called, as
+    column -> model -> :class:`Distribution` of its per-user values; ``called``: what was called, as
     (label, value) lines; ``fingerprints``: the inputs'.
     """
 
@@ -81,7 +112,7 @@ class Report:
     means: pl.DataFrame
     intervals: dict[tuple[Any, str], tuple[float | None, float | None]]
     comparison: pl.DataFrame | None
-    distributions: dict[str, dict[Any, list[float]]]
+    distributions: dict[str, dict[Any, Distribution]]
     diagnostics: Diagnostics | None
     split: Any | None
     called: list[tuple[str, str]]
@@ -120,16 +151,15 @@ class Report:
         rows = []
         for column, per_model in self.distributions.items():
             for model in [m for m in self.models if m in per_model]:
-                values = per_model[model]
-                n = len(values)
+                found = per_model[model]
                 row: dict[str, Any] = {
                     "metric": column,
                     "model": model,
-                    "n_users": n,
-                    "at_0": sum(1 for v in values if v == 0) / n if n else None,
+                    "n_users": found.n,
+                    "at_0": found.at_0,
                 }
                 for q in QUANTILES:
-                    row[f"p{round(q * 100)}"] = _quantile(values, q)
+                    row[f"p{round(q * 100)}"] = found.quantiles[q]
                 rows.append(row)
         return pl.DataFrame(rows)
 
@@ -236,7 +266,7 @@ class Report:
         for column, per_model in list(self.distributions.items())[:MAX_CHARTS]:
             chart = ecdf_chart(
                 f"{column} per user",
-                [(str(m), per_model.get(m, [])) for m in self.models],
+                [(str(m), per_model[m].points if m in per_model else []) for m in self.models],
                 column,
             )
             figures.append(
@@ -670,19 +700,15 @@ def report(
         pairs = comparison_frame.filter(pl.col("model") != pl.col("baseline"))
         if pairs.height == 0:
             pairs = None
-    distributions: dict[str, dict[Any, list[float]]] = {}
+    distributions: dict[str, dict[Any, Distribution]] = {}
     if per_user_frame is not None:
         keys = {model, *([user] if isinstance(user, str) else user)}
+        parts = per_user_frame.partition_by(model, as_dict=True)
         for column in [c for c in per_user_frame.columns if c not in keys]:
-            if not per_user_frame.schema[column].is_numeric():
-                continue
-            sorted_values = (
-                per_user_frame.select(model, column)
-                .drop_nulls()
-                .group_by(model)
-                .agg(pl.col(column).cast(pl.Float64).sort())
-            )
-            distributions[column] = dict(sorted_values.iter_rows())
+            if per_user_frame.schema[column].is_numeric():
+                distributions[column] = {
+                    key[0]: Distribution.of(part[column]) for key, part in parts.items()
+                }
     split_report = None
     if split is not None:
         # A Split's or Folds' report (a property), or a report itself.
@@ -795,16 +821,6 @@ def _means_of_comparison(comparison: pl.DataFrame, model: str) -> pl.DataFrame:
     wide = rows.pivot("_column", index="model", values="mean")
     users = rows.group_by("model").agg(pl.col("n_users").max())
     return users.join(wide, on="model").rename({"model": model})
-
-
-def _quantile(values: list[float], q: float) -> float | None:
-    """The q-quantile of sorted values, numpy's linear interpolation."""
-    if not values:
-        return None
-    position = q * (len(values) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(values) - 1)
-    return values[low] + (values[high] - values[low]) * (position - low)
 
 
 def _version(distribution: str) -> str:

@@ -181,20 +181,21 @@ def line_chart(title: str, series: Sequence[Series], x_label: str, y_label: str)
 
 
 def ecdf_chart(
-    title: str, series: Sequence[tuple[str, Sequence[float]]], x_label: str, points: int = 200
+    title: str, series: Sequence[tuple[str, Sequence[tuple[float, float]]]], x_label: str
 ) -> str:
-    """The empirical CDF of each series' values (sorted), as steps.
+    """Empirical CDFs as steps: each series' (value, share of users at or below it).
 
-    At most ``points`` steps a series: the values at evenly spaced shares of the users
-    (the whole curve's shape, whatever the number of users).
+    The points are the series' values at ranks spread over its users (a few hundred
+    whatever the number of users, see ``reports.Distribution``), ascending.
 
     Examples
     --------
-    >>> svg = ecdf_chart("ndcg@10 per user", [("a", [0.0, 0.0, 0.5, 1.0])], "ndcg@10")
+    >>> svg = ecdf_chart("ndcg@10 per user", [("a", [(0.0, 0.5), (0.5, 0.75), (1.0, 1.0)])],
+    ...                  "ndcg@10")
     >>> svg.count('class="step s0"')
     1
     """
-    values = [v for _, vs in series for v in (vs[0], vs[-1]) if len(vs)]
+    values = [x for _, points in series for x, _ in points]
     low = min(values, default=0.0)
     high = max(values, default=1.0)
     x_ticks = nice_ticks(low, high if high > low else low + 1.0)
@@ -207,16 +208,12 @@ def ecdf_chart(
         parts, area, [(t, _number(t)) for t in x_ticks], y_ticks, x_of, y_of, x_label,
         "share of users <= x",
     )  # fmt: skip
-    for i, (_, vs) in enumerate(series):
-        n = len(vs)
-        if not n:
+    for i, (_, points) in enumerate(series):
+        if not points:
             continue
-        # The value below which each share of the users lies: a step per share.
-        steps = sorted({min(n - 1, round(j * (n - 1) / points)) for j in range(points + 1)})
-        path = [f"M{x_of(vs[0]):.1f},{y_of(0.0):.1f}"]  # type: ignore[operator]
-        for index in steps:
-            x, share = x_of(vs[index]), (index + 1) / n  # type: ignore[operator]
-            path.append(f"H{x:.1f}V{y_of(share):.1f}")  # type: ignore[operator]
+        path = [f"M{x_of(points[0][0]):.1f},{y_of(0.0):.1f}"]  # type: ignore[operator]
+        for x, share in points:
+            path.append(f"H{x_of(x):.1f}V{y_of(share):.1f}")  # type: ignore[operator]
         path.append(f"H{x1:.1f}")
         parts.append(f'<path class="step s{i % 8}" d="{"".join(path)}"/>')
     parts.append("</svg>")

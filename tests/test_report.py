@@ -70,11 +70,23 @@ def test_the_report_shows_the_calls_it_stands_for(
     diagnosed = fm.diagnose(recs, truth, metrics=METRICS, k=K, by="model", threshold=4)
     assert built.diagnostics is not None
     assert built.diagnostics.lines() == diagnosed.lines()
-    # The distributions: each model's per-user values, sorted; coverage has none.
+    # The distributions: each model's per-user values summed up; coverage has none.
     assert set(built.distributions) == {"ndcg@5", "ndcg@10", "recall@5", "recall@10"}
+    np = pytest.importorskip("numpy")
     for model in ("personal", "popularity", "shuffled"):
-        values = per_user.filter(pl.col("model") == model)["ndcg@10"].drop_nulls().sort()
-        assert built.distributions["ndcg@10"][model] == values.to_list()
+        values = per_user.filter(pl.col("model") == model)["ndcg@10"].drop_nulls().to_numpy()
+        found = built.distributions["ndcg@10"][model]
+        assert found.n == values.size
+        assert found.at_0 == (values == 0).sum() / values.size
+        for q, value in found.quantiles.items():
+            assert value == pytest.approx(np.quantile(values, q), rel=1e-12, abs=1e-15)
+        # The CDF's points: a value, and the share of users at or below it (the rank's).
+        ordered = np.sort(values)
+        assert found.points[0] == (ordered[0], 1 / values.size)
+        assert found.points[-1] == (ordered[-1], 1.0)
+        for x, share in found.points:
+            rank = round(share * values.size) - 1
+            assert ordered[rank] == x
     assert built.curves() == {
         "ndcg": [(5, "ndcg@5"), (10, "ndcg@10")],
         "recall": [(5, "recall@5"), (10, "recall@10")],
