@@ -62,6 +62,21 @@ class RecMetricsNamespace:
 
         return compare(self._frame, truth, **kwargs)
 
+    def report(self, truth: object | None = None, **kwargs: Any) -> Any:
+        """A report to share of this frame's recommendations; see :func:`frame_metrics.report`."""
+        from frame_metrics.reports import report
+
+        return report(self._frame, truth, **kwargs)
+
+    def check(self, gates: object | None = None, **kwargs: Any) -> Any:
+        """Judge gates on this result (means or a comparison); see :func:`frame_metrics.check`.
+
+        ``df.recmetrics.evaluate(truth, aggregate=True).recmetrics.check({...})`` in a chain.
+        """
+        from frame_metrics.gates import check
+
+        return check(self._frame, gates, **kwargs)  # type: ignore[arg-type]
+
     def gaps(self, group: object | None = None, **kwargs: Any) -> Any:
         """Metric gaps between user groups of per-user values; see :func:`frame_metrics.gaps`."""
         from frame_metrics.gaps import gaps

@@ -16,7 +16,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import frame_metrics as fm
-from tests.conftest import Constructor, assert_kind, to_polars
+from tests.conftest import Constructor, assert_kind, recmetrics, to_polars
 
 #: Means of three models, in eighths (exact in binary): the gates' arithmetic is exact.
 MEANS = pl.DataFrame(
@@ -259,3 +259,19 @@ def test_a_ci_script_gates_a_pipeline(tmp_path: Path, files: tuple[str, str, pl.
     )
     assert (stopped.returncode, stopped.stdout) == (3, "")
     assert (tmp_path / "means.csv").exists()  # the result is still written
+
+
+def test_the_namespace_forwards_check_and_report(constructor: Constructor) -> None:
+    """``.recmetrics.check`` in a chain; ``.recmetrics.report`` on the recommendations."""
+    recs, truth = fm.datasets.synthetic(n_users=60)
+    means = recmetrics(constructor(recs)).evaluate(
+        constructor(truth), metrics="ndcg@5", by="model", aggregate=True, threshold=4
+    )
+    chained = to_polars(recmetrics(means).check({"ndcg@5": ">= 0.2"}))
+    assert_frame_equal(chained, fm.check(to_polars(means), {"ndcg@5": ">= 0.2"}))
+    shared = recmetrics(constructor(recs)).report(
+        constructor(truth), metrics="ndcg@5", threshold=4, n_resamples=50
+    )
+    assert_frame_equal(
+        shared.means, fm.report(recs, truth, metrics="ndcg@5", threshold=4, n_resamples=50).means
+    )
