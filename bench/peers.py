@@ -299,6 +299,69 @@ def prepare_handwritten(
 
 
 # --------------------------------------------------------------------------------------
+# The query an analyst would write in DuckDB SQL, over the same polars frames
+# --------------------------------------------------------------------------------------
+
+#: P, R, AP (over min(|R|, k)), NDCG (linear gain) and MRR @k per user, then their means:
+#: the top rows joined with the relevant truth, a window numbering each list's hits and
+#: one ranking each user's truth for the ideal DCG, a group-by per side, a left join.
+#: The definitions of :func:`handwritten_per_user` (frame_metrics' defaults).
+DUCKDB_SQL = """
+WITH top AS (SELECT "user", item, "rank" FROM recs WHERE "rank" <= {k}),
+rel AS (SELECT "user", item, relevance FROM truth WHERE relevance > 0),
+hits AS (
+    SELECT t."user", t."rank", r.relevance,
+           row_number() OVER (PARTITION BY t."user" ORDER BY t."rank") AS hit_no
+    FROM top t JOIN rel r ON t."user" = r."user" AND t.item = r.item
+),
+per_list AS (
+    SELECT "user", count(*) AS hits, sum(relevance / log2("rank" + 1)) AS dcg,
+           sum(hit_no / "rank") AS ap_sum, min("rank") AS first_hit
+    FROM hits GROUP BY "user"
+),
+ideal AS (
+    SELECT "user", count(*) AS n_relevant,
+           sum(CASE WHEN pos <= {k} THEN relevance / log2(pos + 1) ELSE 0 END) AS idcg
+    FROM (SELECT "user", relevance,
+                 row_number() OVER (PARTITION BY "user" ORDER BY relevance DESC) AS pos
+          FROM rel)
+    GROUP BY "user"
+),
+per_user AS (
+    SELECT coalesce(h.hits, 0) / {k} AS "precision",
+           coalesce(h.hits, 0) / i.n_relevant AS recall,
+           coalesce(h.ap_sum, 0) / least(i.n_relevant, {k}) AS ap,
+           coalesce(h.dcg, 0) / i.idcg AS ndcg,
+           coalesce(1.0 / h.first_hit, 0) AS mrr
+    FROM ideal i LEFT JOIN per_list h ON i."user" = h."user"
+)
+SELECT count(*) AS n_users, avg("precision") AS "precision", avg(recall) AS recall,
+       avg(ap) AS ap, avg(ndcg) AS ndcg, avg(mrr) AS mrr
+FROM per_user
+"""
+
+
+def prepare_duckdb(recs: Any, truth: Any, k: int) -> Prepared:
+    """:data:`DUCKDB_SQL` over the start frames (polars, read by DuckDB through Arrow:
+    what ``duckdb.sql`` does with a polars frame in scope), its means as floats."""
+    import duckdb
+
+    sql = DUCKDB_SQL.format(k=k)
+
+    def run() -> Values:
+        connection = duckdb.connect()
+        connection.register("recs", recs)
+        connection.register("truth", truth)
+        row = connection.execute(sql).fetchone()
+        connection.close()
+        assert row is not None
+        names = ("n_users", "precision", "recall", "ap", "ndcg", "mrr")
+        return {name: float(value) for name, value in zip(names, row, strict=True)}
+
+    return Prepared(run)
+
+
+# --------------------------------------------------------------------------------------
 # pytrec_eval and ranx: nested dicts
 # --------------------------------------------------------------------------------------
 

@@ -425,6 +425,15 @@ JOBS = harness.job_table(
     # collect() is polars' engine "auto", which runs the streaming engine in polars 2.x;
     # the in-memory LazyFrame shapes are paired with the query on the in-memory engine.
     hand("polars-handwritten", "LazyFrame query, collect() (polars' default engine)"),
+    Job(
+        "duckdb-handwritten",
+        "DuckDB",
+        "hand-written SQL (join, two windows, group-bys) over the polars frames",
+        lambda i: peers.prepare_duckdb(i.recs, i.truth, K),
+        "polars",
+        checks=SAME,
+        tags=FAST,
+    ),
     hand(
         "polars-handwritten-streaming",
         "LazyFrame query, collect(engine='streaming')",

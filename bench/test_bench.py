@@ -175,6 +175,30 @@ def test_handwritten_query_agrees_per_user() -> None:
         assert means[m] == pytest.approx(agg[f"{m}@{K}"], abs=1e-12), m
 
 
+def test_duckdb_sql_gives_the_packages_means() -> None:
+    """The hand-written DuckDB query (a peer of issue 35) under the package's defaults:
+    its means are fm.evaluate's, and the end-to-end run finds no mismatch."""
+    fm = pytest.importorskip("frame_metrics")
+    pytest.importorskip("duckdb")
+    recs, truth = make_data(2000, seed=7)
+    run = peers.prepare_duckdb(recs, truth, K).run
+    assert run is not None
+    got = run()
+    agg = fm.evaluate(recs, truth, metrics=ranking.METRICS, k=K, aggregate=True).row(0, named=True)
+    assert got["n_users"] == agg["n_users"] == 2000
+    for m in ranking.METRICS:
+        assert got[m] == pytest.approx(agg[f"{m}@{K}"], abs=1e-12), m
+
+
+def test_end_to_end_duckdb_job(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("duckdb")
+    code = ranking.main(
+        ["--users", "300", "--slow-size", "0", "--repeats", "1", "--only", "duckdb-handwritten"]
+    )
+    out = clean_run_output(code, capsys)
+    assert "duckdb-handwritten" in out
+
+
 def test_handwritten_query_scores_users_without_hits_zero() -> None:
     recs = pl.DataFrame({"user": [1, 1, 2, 2], "item": [10, 11, 20, 21], "rank": [1, 2, 1, 2]})
     truth = pl.DataFrame({"user": [1, 2, 2], "item": [11, 99, 21], "relevance": [2, 1, 0]})
