@@ -140,7 +140,7 @@ def _extras() -> dict[str, set[str]]:
     return extras
 
 
-def test_each_block_runs_after_the_first_command_or_names_its_extra() -> None:
+def test_each_block_runs_after_the_first_command_or_names_its_extra(tmp_path: Path) -> None:
     """Quickstart's first command installs polars and the package alone. A block that needs
     more (pandas, duckdb, numpy, matplotlib, dask) says which extra brings it, in the block
     itself (``pip install '.[pandas]'``): a reader who copies only the block still sees it.
@@ -164,7 +164,8 @@ def test_each_block_runs_after_the_first_command_or_names_its_extra() -> None:
         text=True,
         check=False,
         timeout=600,
-        cwd=README.parent,
+        # A reader's own folder: what the blocks write (a report) stays out of the clone.
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     outcomes = json.loads(done.stdout.strip().splitlines()[-1])
