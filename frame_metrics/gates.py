@@ -25,6 +25,7 @@ import polars as pl
 
 from frame_metrics.errors import GateFailedError, InvalidOptionError, InvalidValueError
 from frame_metrics.frames import to_lazy
+from frame_metrics.metric_names import joined_column
 
 __all__ = ["Gate", "check", "parse_gates"]
 
@@ -268,13 +269,8 @@ def _values(
         stats = [s for s in _STATISTICS if s in frame.columns]
         start = frame.columns.index("metric")
         keys = [*frame.columns[:start], "model"]
-        metric = (
-            pl.when(pl.col("k").is_null())
-            .then(pl.col("metric"))
-            .otherwise(pl.format("{}@{}", pl.col("metric"), pl.col("k")))
-        )
         # A model is on several rows when every pair is compared: its values are one.
-        own = frame.with_columns(metric.alias("_fm_metric")).unique(
+        own = frame.with_columns(joined_column().alias("_fm_metric")).unique(
             [*keys, "_fm_metric"], keep="first", maintain_order=True
         )
         table = own.unpivot(stats, index=[*keys, "_fm_metric"], variable_name="_fm_stat")

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import polars as pl
+
 from frame_metrics.errors import InvalidOptionError, shown
 from frame_metrics.options import CHOICES, format_value
 
@@ -189,3 +191,23 @@ def split_column(column: str) -> tuple[str, int | None]:
     """
     name, sep, k = column.rpartition("@")
     return (name, int(k)) if sep and k.isdigit() else (column, None)
+
+
+def join_column(metric: str, k: int | None) -> str:
+    """The result column of ``metric`` at ``k``: the inverse of :func:`split_column`.
+
+    Examples
+    --------
+    >>> join_column("ndcg", 10), join_column("rmse", None)
+    ('ndcg@10', 'rmse')
+    """
+    return metric if k is None else f"{metric}@{k}"
+
+
+def joined_column(metric: str = "metric", k: str = "k") -> pl.Expr:
+    """:func:`join_column` over the ``metric`` and ``k`` columns of a comparison frame."""
+    return (
+        pl.when(pl.col(k).is_null())
+        .then(pl.col(metric))
+        .otherwise(pl.format("{}@{}", pl.col(metric), pl.col(k)))
+    )

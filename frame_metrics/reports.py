@@ -35,7 +35,7 @@ from frame_metrics.diagnostics import Diagnostics
 from frame_metrics.distributed import to_local
 from frame_metrics.errors import InvalidOptionError, InvalidValueError, MissingColumnsError
 from frame_metrics.frames import to_lazy
-from frame_metrics.metric_names import split_column
+from frame_metrics.metric_names import join_column, joined_column, split_column
 from frame_metrics.spec import resolve_requests
 from frame_metrics.svg import Series, ecdf_chart, line_chart
 
@@ -285,7 +285,7 @@ class Report:
         pairs = self.comparison
         rows = []
         for row in pairs.iter_rows(named=True):
-            column = row["metric"] if row["k"] is None else f"{row['metric']}@{row['k']}"
+            column = join_column(row["metric"], row["k"])
             p_adj = row["p_ttest_adj"]
             significant = p_adj is not None and p_adj < self.alpha
             direction = "better" if (row["diff"] or 0) > 0 else "worse"
@@ -420,7 +420,7 @@ class Report:
                  "won / tied / lost", "p t-test", "p Wilcoxon", "p randomization"],
                 [
                     [
-                        r["metric"] if r["k"] is None else f"{r['metric']}@{r['k']}",
+                        join_column(r["metric"], r["k"]),
                         str(r["model"]), str(r["baseline"]),
                         f"{_num(r['diff'])} [{_num(r['diff_low'])}, {_num(r['diff_high'])}]",
                         f"{_num(r['d_z'])} [{_num(r['d_z_low'])}, {_num(r['d_z_high'])}]",
@@ -695,7 +695,7 @@ def report(
     pairs = None
     if comparison_frame is not None:
         for row in comparison_frame.iter_rows(named=True):
-            column = row["metric"] if row["k"] is None else f"{row['metric']}@{row['k']}"
+            column = join_column(row["metric"], row["k"])
             intervals.setdefault((row["model"], column), (row["ci_low"], row["ci_high"]))
         pairs = comparison_frame.filter(pl.col("model") != pl.col("baseline"))
         if pairs.height == 0:
@@ -813,11 +813,9 @@ def _means(per_user: pl.DataFrame, model: str, user: str | Sequence[str]) -> pl.
 
 def _means_of_comparison(comparison: pl.DataFrame, model: str) -> pl.DataFrame:
     """Means per model read from a comparison (one row per metric and model)."""
-    rows = comparison.with_columns(
-        _column=pl.when(pl.col("k").is_null())
-        .then(pl.col("metric"))
-        .otherwise(pl.format("{}@{}", pl.col("metric"), pl.col("k")))
-    ).unique(["model", "_column"], keep="first", maintain_order=True)
+    rows = comparison.with_columns(_column=joined_column()).unique(
+        ["model", "_column"], keep="first", maintain_order=True
+    )
     wide = rows.pivot("_column", index="model", values="mean")
     users = rows.group_by("model").agg(pl.col("n_users").max())
     return users.join(wide, on="model").rename({"model": model})

@@ -114,6 +114,16 @@ def run_evaluate(args: argparse.Namespace) -> int:
     return _gated(means, args, fmt, model=args.model_col)
 
 
+def _statistics(args: argparse.Namespace) -> dict[str, Any]:
+    """The keywords of ``parser._add_comparison_statistics``' options (compare, report)."""
+    return {
+        "level": args.level,
+        "n_resamples": args.resamples,
+        "seed": args.seed,
+        "correction": args.correction,
+    }
+
+
 def run_compare(args: argparse.Namespace) -> int:
     """``frame-metrics compare``: compare the models of the files, write the comparison."""
     fmt = output_format(args)
@@ -132,10 +142,7 @@ def run_compare(args: argparse.Namespace) -> int:
         user=user,
         metrics=args.metrics,
         k=k[0] if k is not None and len(k) == 1 else k,
-        level=args.level,
-        n_resamples=args.resamples,
-        seed=args.seed,
-        correction=args.correction,
+        **_statistics(args),
         progress=False if args.no_progress else None,
         **kwargs,
     )
@@ -477,10 +484,7 @@ def _write_report(
         baseline_model=args.baseline_model,
         metrics=args.metrics,
         k=k[0] if k is not None and len(k) == 1 else k,
-        level=args.level,
-        n_resamples=args.resamples,
-        seed=args.seed,
-        correction=args.correction,
+        **_statistics(args),
         title=args.title,
         path=args.output,
         **options,

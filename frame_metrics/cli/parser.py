@@ -245,6 +245,37 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_comparison_statistics(
+    p: argparse.ArgumentParser, resamples: int | None, said: str
+) -> argparse._ArgumentGroup:
+    """fm.compare's statistics as options, for compare and report.
+
+    Level, resamples, seed, correction; ``resamples`` is its default, ``said`` how the
+    help says it.
+    """
+    stats = p.add_argument_group("statistics")
+    stats.add_argument(
+        "--level", type=_number, default=0.95, metavar="X", help="confidence level (default: 0.95)"
+    )
+    stats.add_argument(
+        "--resamples",
+        type=_integer,
+        default=resamples,
+        metavar="N",
+        help=f"bootstrap resamples over users (default: {said})",
+    )
+    stats.add_argument(
+        "--seed", type=_integer, default=0, metavar="N", help="seed of the resampling (default: 0)"
+    )
+    stats.add_argument(
+        "--correction",
+        choices=("holm", "bh"),
+        default="holm",
+        help="multiple-comparison correction (default: holm)",
+    )
+    return stats
+
+
 def _add_gate_options(p: argparse.ArgumentParser, *, evaluate: bool) -> None:
     """``--fail-under`` and ``--max-drop``: gates (``fm.check``), exit status 3."""
     gates = p.add_argument_group(
@@ -552,26 +583,7 @@ def _add_compare(commands: argparse._SubParsersAction[_Parser]) -> None:
         metavar="COLS",
         help="comma-separated segment columns, each compared on its own",
     )
-    stats = p.add_argument_group("statistics")
-    stats.add_argument(
-        "--level", type=_number, default=0.95, metavar="X", help="confidence level (default: 0.95)"
-    )
-    stats.add_argument(
-        "--resamples",
-        type=_integer,
-        default=10_000,
-        metavar="N",
-        help="bootstrap resamples over users (default: 10000)",
-    )
-    stats.add_argument(
-        "--seed", type=_integer, default=0, metavar="N", help="seed of the resampling (default: 0)"
-    )
-    stats.add_argument(
-        "--correction",
-        choices=("holm", "bh"),
-        default="holm",
-        help="multiple-comparison correction (default: holm)",
-    )
+    stats = _add_comparison_statistics(p, 10_000, "10000")
     stats.add_argument("--no-progress", action="store_true", help="never show the progress bar")
     _add_input_options(p)
     _add_output_options(p)
@@ -624,25 +636,8 @@ def _add_report(commands: argparse._SubParsersAction[_Parser]) -> None:
         help="compare every model with this one (default: every pair of models)",
     )
     what.add_argument("--title", default="Evaluation report", help="the report's title")
-    stats = p.add_argument_group("statistics")
-    stats.add_argument(
-        "--level", type=_number, default=0.95, metavar="X", help="confidence level (default: 0.95)"
-    )
-    stats.add_argument(
-        "--resamples",
-        type=_integer,
-        default=1000,
-        metavar="N",
-        help="bootstrap resamples over users (default: 1000)",
-    )
-    stats.add_argument(
-        "--seed", type=_integer, default=0, metavar="N", help="seed of the resampling (default: 0)"
-    )
-    stats.add_argument(
-        "--correction",
-        choices=("holm", "bh"),
-        default="holm",
-        help="multiple-comparison correction (default: holm)",
+    _add_comparison_statistics(
+        p, None, "1000, fewer for very many users: resamples x users at most 2e8, 200 at least"
     )
     _add_input_options(p)
     out = p.add_argument_group("output")
