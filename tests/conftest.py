@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import math
+import os
+import shutil
+import sys
+import types
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -159,3 +165,25 @@ def spark() -> Iterator[Any]:
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's headless ``chromium`` for the browser checks (docs site, report).
+
+    Skips without it, but on CI (``CI`` set), where .ci/run installs it.
+    """
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing on CI: .ci/run installs Debian's chromium")
+        pytest.skip("no chromium (Debian: apt-get install chromium) for the browser check")
+    return found
+
+
+def gen_run() -> types.ModuleType:
+    """docs/gen/gen_run.py, which runs and records the pages' examples."""
+    folder = str(Path(__file__).resolve().parents[1] / "docs" / "gen")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module("gen_run")

@@ -36,7 +36,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -907,16 +906,6 @@ def server(build: Build) -> Iterator[str]:
     finally:
         httpd.shutdown()
         httpd.server_close()
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing on CI: .ci/run installs Debian's chromium")
-        pytest.skip("no chromium (Debian: apt-get install chromium) for the browser check")
-    return found
 
 
 @dataclass(frozen=True)

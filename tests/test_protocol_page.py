@@ -15,11 +15,7 @@ refresh with ``python docs/gen/gen_run.py docs/protocol.md``). Here:
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import re
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -27,21 +23,15 @@ import polars as pl
 import pytest
 
 import frame_metrics as fm
+from tests.conftest import gen_run
 from tests.test_split_peers import rectools as rectools_fixture  # noqa: F401 - a fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "protocol.md"
 
 
-def _gen_run() -> types.ModuleType:
-    folder = str(ROOT / "docs" / "gen")
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    return importlib.import_module("gen_run")
-
-
 def _movielens() -> Path:
-    data: Path | None = _gen_run().find_movielens(ROOT)
+    data: Path | None = gen_run().find_movielens(ROOT)
     if data is None:
         pytest.skip(
             "MovieLens ml-latest-small not found ($MOVIELENS_DIR, or "
@@ -54,7 +44,7 @@ def test_recorded_outputs_are_a_fresh_run() -> None:
     data = _movielens()
     committed = PAGE.read_text(encoding="utf-8")
     page: dict[str, Any] = {}
-    fresh = _gen_run().record_page(PAGE, data, page)
+    fresh = gen_run().record_page(PAGE, data, page)
     assert fresh == committed, (
         "docs/protocol.md's outputs are not what its code prints now: "
         "python docs/gen/gen_run.py docs/protocol.md"
@@ -73,17 +63,17 @@ def test_recorded_outputs_are_a_fresh_run() -> None:
 def test_recording_replaces_outputs_in_one_namespace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    gen_run = _gen_run()
+    recorder = gen_run()
     monkeypatch.chdir(tmp_path)
     page = (
         "Text.\n\n```python recorded\nx = 2\n```\n\n"
         "```python recorded\nprint(x * 21)\n```\n\n"
         '```{.text title="Output"}\nstale\n```\n\nMore text.\n'
     )
-    done = gen_run.record(page, "page.md")
+    done = recorder.record(page, "page.md")
     assert done == page.replace("stale", "42")
-    assert gen_run.record(done, "page.md") == done  # a second run changes nothing
-    shown = gen_run.show_recorded(done)
+    assert recorder.record(done, "page.md") == done  # a second run changes nothing
+    shown = recorder.show_recorded(done)
     assert "recorded" not in shown
     assert shown.count("```python\n") == 2
 

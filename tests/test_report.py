@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -285,16 +283,6 @@ _PROBE = """
 })();
 </script>
 """
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is missing on CI: .ci/run installs Debian's chromium")
-        pytest.skip("no chromium (Debian: apt-get install chromium) for the browser check")
-    return found
 
 
 def _render(

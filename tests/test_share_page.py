@@ -9,32 +9,24 @@ the data); the numbers the prose quotes must be those outputs' (no data needed).
 
 from __future__ import annotations
 
-import importlib
 import re
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import gen_run
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "share.md"
 
 
-def _gen_run() -> types.ModuleType:
-    folder = str(ROOT / "docs" / "gen")
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    return importlib.import_module("gen_run")
-
-
 def test_recorded_outputs_are_a_fresh_run() -> None:
-    data = _gen_run().find_movielens(ROOT)
+    data = gen_run().find_movielens(ROOT)
     if data is None:
         pytest.skip("MovieLens ml-latest-small not found ($MOVIELENS_DIR, or shared/data)")
     page: dict[str, Any] = {}
-    fresh = _gen_run().record_page(PAGE, data, page)
+    fresh = gen_run().record_page(PAGE, data, page)
     assert fresh == PAGE.read_text(encoding="utf-8"), (
         "docs/share.md's outputs are not what its code prints now: "
         "python docs/gen/gen_run.py docs/share.md"
