@@ -46,16 +46,25 @@ METRICS = [f"ndcg@{K}", f"ap@{K}", f"recall@{K}"]
 LISTED = 20  # recommendations per user
 
 
-def make_data(data_dir: Path, params: harness.Params) -> dict[str, Any]:
-    """``LISTED`` ranked items per user and 1-8 liked items, as two parquet files."""
+def lists_and_truth(n: int, seed: int, models: Sequence[str] = ()) -> tuple[Any, Any]:
+    """``LISTED`` ranked items per user (per model, each model's items shifted by its
+    position, with a ``model`` column) and 1-8 liked items per user, half of them listed."""
     import polars as pl
 
-    n, rng = params["users"], np.random.default_rng(params["seed"])
+    rng = np.random.default_rng(seed)
     users = np.repeat(np.arange(n), LISTED)
     # Distinct items per user: a user's offset plus distinct steps.
-    items = (users * 7919 + np.tile(np.arange(LISTED) * 104_729, n)) % 2_000_003
-    recs = pl.DataFrame(
-        {"user": users, "item": items, "rank": np.tile(np.arange(1, LISTED + 1), n)}
+    steps = users * 7919 + np.tile(np.arange(LISTED) * 104_729, n)
+    ranks = np.tile(np.arange(1, LISTED + 1), n)
+    recs = pl.concat(
+        [
+            pl.DataFrame(
+                {"model": model, "user": users, "item": (steps + shift) % 2_000_003, "rank": ranks}
+            )
+            for shift, model in enumerate(models)
+        ]
+        if models
+        else [pl.DataFrame({"user": users, "item": steps % 2_000_003, "rank": ranks})]
     )
     liked = rng.integers(1, 9, n)
     truth_users = np.repeat(np.arange(n), liked)
@@ -70,6 +79,12 @@ def make_data(data_dir: Path, params: harness.Params) -> dict[str, Any]:
             "relevance": np.ones(truth_users.size),
         }
     ).unique(["user", "item"])
+    return recs, truth
+
+
+def make_data(data_dir: Path, params: harness.Params) -> dict[str, Any]:
+    """:func:`lists_and_truth` as two parquet files."""
+    recs, truth = lists_and_truth(params["users"], params["seed"])
     data_dir.mkdir(parents=True, exist_ok=True)
     recs.write_parquet(data_dir / "recs.parquet", row_group_size=1_000_000)
     truth.write_parquet(data_dir / "truth.parquet", row_group_size=1_000_000)

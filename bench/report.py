@@ -25,49 +25,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # running as `python bench/report.py` already has it
     sys.path.insert(0, str(HERE))
 
 import harness  # noqa: E402
+from accumulator import lists_and_truth  # noqa: E402
 from harness import Job, Prepared, Result, Stage, Values  # noqa: E402
 
 METRICS = ["ndcg", "recall"]
 K = [5, 10, 20]
-LISTED = 20  # recommendations per user and model
 MODELS = ("a", "b")
 
 
 def make_data(data_dir: Path, params: harness.Params) -> dict[str, Any]:
-    """``LISTED`` ranked items per user for each model and 1-8 liked items per user."""
-    import polars as pl
-
-    n, rng = params["users"], np.random.default_rng(params["seed"])
-    users = np.repeat(np.arange(n), LISTED)
-    frames = []
-    for shift, model in enumerate(MODELS):
-        items = (users * 7919 + np.tile(np.arange(LISTED) * 104_729, n) + shift) % 2_000_003
-        frames.append(
-            pl.DataFrame(
-                {"model": model, "user": users, "item": items,
-                 "rank": np.tile(np.arange(1, LISTED + 1), n)}
-            )
-        )  # fmt: skip
-    recs = pl.concat(frames)
-    liked = rng.integers(1, 9, n)
-    truth_users = np.repeat(np.arange(n), liked)
-    pick = rng.integers(0, LISTED, truth_users.size)
-    listed = (truth_users * 7919 + pick * 104_729) % 2_000_003
-    other = rng.integers(0, 2_000_003, truth_users.size)
-    truth = pl.DataFrame(
-        {
-            "user": truth_users,
-            "item": np.where(rng.random(truth_users.size) < 0.5, listed, other),
-            "relevance": np.ones(truth_users.size),
-        }
-    ).unique(["user", "item"])
+    """The accumulator benchmark's lists for each of ``MODELS`` and its truth, as parquet."""
+    recs, truth = lists_and_truth(params["users"], params["seed"], MODELS)
     data_dir.mkdir(parents=True, exist_ok=True)
     recs.write_parquet(data_dir / "recs.parquet", row_group_size=1_000_000)
     truth.write_parquet(data_dir / "truth.parquet", row_group_size=1_000_000)

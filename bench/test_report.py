@@ -13,6 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import accumulator
 import harness
 import report as bench
 
@@ -24,7 +25,7 @@ PARAMS = {"users": 300, "seed": 5}
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("report") / "data"
     info = bench.make_data(out, PARAMS)
-    assert info["rows"] > 300 * bench.LISTED * len(bench.MODELS)
+    assert info["rows"] > 300 * accumulator.LISTED * len(bench.MODELS)
     return out
 
 
