@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from frame_metrics import diagnosis, engine
 from frame_metrics.diagnostics import Diagnostics
@@ -42,7 +42,10 @@ from frame_metrics.options import (
 )
 from frame_metrics.spec import Spec, build_spec
 
-__all__ = ["diagnose", "evaluate"]
+if TYPE_CHECKING:
+    import polars as pl
+
+__all__ = ["diagnose", "evaluate", "means_and_per_user"]
 
 FrameT = TypeVar("FrameT")
 T = TypeVar("T")
@@ -502,6 +505,47 @@ def evaluate(
 
     inputs = Inputs.read(spec, recs, truth, extras, reads(spec))
     return cast("FrameT", engine.evaluate(spec, inputs, aggregate=aggregate))
+
+
+def means_and_per_user(
+    recs: pl.LazyFrame, truth: pl.LazyFrame | None = None, **kwargs: Any
+) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """:func:`evaluate`'s means and its per-user values, from one pass over the rows.
+
+    Takes evaluate's arguments (``aggregate`` excepted) on polars frames on this
+    machine. The result is ``evaluate(..., aggregate=True)`` collected and, of the
+    metrics with a value per user (all but the corpus metrics), ``evaluate(...)``
+    collected, or None without any; the inputs are checked once. With ``buckets``
+    the two calls are made one after the other.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> recs = pl.LazyFrame({"user": [1, 1, 2], "item": ["a", "b", "a"], "rank": [1, 2, 1]})
+    >>> truth = pl.LazyFrame({"user": [1, 2], "item": ["b", "c"], "relevance": [1, 1]})
+    >>> means, per_user = means_and_per_user(recs, truth, metrics=["hit_rate", "coverage"], k=2)
+    >>> means.rows()  # n_users, hit_rate@2, coverage@2: items a, b of a, b, c
+    [(2, 0.5, 0.6666666666666666)]
+    >>> per_user.rows()  # coverage has no value per user
+    [(1, 1.0), (2, 0.0)]
+    """
+    kwargs.pop("aggregate", None)
+    own = {n: v for n, v in kwargs.items() if n in _DEFAULTS}
+    more = {n: v for n, v in kwargs.items() if n not in _DEFAULTS}
+    spec, extras = _spec(truth, _arguments({**_DEFAULTS, **own}, more))
+    if _buckets(recs, own.get("buckets")) > 1:
+        means = evaluate(recs, truth, aggregate=True, **kwargs).collect()
+        per_user = spec.per_user_columns
+        checked = {**kwargs, "metrics": per_user, "validate": False}
+        values = evaluate(recs, truth, **checked).collect() if per_user else None
+        return means, values
+    for warning in spec.ignored:
+        warn(warning)
+    from frame_metrics.inputs import Inputs
+    from frame_metrics.planner import reads
+
+    inputs = Inputs.read(spec, recs, truth, extras, reads(spec))
+    return engine.means_and_per_user(spec, inputs)
 
 
 def _arguments(named: Mapping[str, Any], more: Mapping[str, object]) -> dict[str, Any]:

@@ -272,19 +272,29 @@ def _bootstrap(
     n_users, n_cols = values.shape
     has = ~np_.isnan(values)
     complete = has.all(axis=0)
-    blocks: list[Any] = [np_.where(has, values, 0.0)]
     masked = [j for j in range(n_cols) if not complete[j]]
-    blocks += [has[:, masked].astype(np_.float64)]
     own = [p for p in pairs if not (complete[p[0]] and complete[p[1]])]
-    all_diffs = np_.empty((n_users, len(pairs)))
+    where = [pairs.index(p) for p in own]
+    # The design, written in place (one allocation: a temporary of this size costs as
+    # much as the product at a million users): the values (0 for NaN), each masked
+    # column's count column, each pair's differences and counts where either value
+    # may be missing, and every pair's squared differences.
+    width = n_cols + len(masked) + 2 * len(own) + len(pairs)
+    design = np_.empty((n_users, width))
+    block = design[:, :n_cols]
+    block[...] = values
+    block[~has] = 0.0
+    design[:, n_cols : n_cols + len(masked)] = has[:, masked]
+    base = n_cols + len(masked)
+    squares = design[:, base + 2 * len(own) :]
     for p, (i, j) in enumerate(pairs):
-        all_diffs[:, p] = values[:, i] - values[:, j]
-    both = ~np_.isnan(all_diffs)
+        np_.subtract(values[:, i], values[:, j], out=squares[:, p])
+    both = ~np_.isnan(squares)
     if own:
-        where = [pairs.index(p) for p in own]
-        blocks += [np_.where(both[:, where], all_diffs[:, where], 0.0), both[:, where]]
-    blocks += [np_.where(both, all_diffs * all_diffs, 0.0)]
-    design = np_.ascontiguousarray(np_.concatenate(blocks, axis=1, dtype=np_.float64))
+        design[:, base : base + len(own)] = np_.where(both[:, where], squares[:, where], 0.0)
+        design[:, base + len(own) : base + 2 * len(own)] = both[:, where]
+    np_.multiply(squares, squares, out=squares)
+    squares[~both] = 0.0
     sums = resampled_sums(design, n_resamples, seed, key, progress=progress.update)
     n_masked = len(masked)
     denominators = np_.full((n_resamples, n_cols), float(n_users))
@@ -617,13 +627,22 @@ def _segments(
     )
     out = []
     for key, part in sorted(frames.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
-        user_index = part.select(users).unique().sort(users).with_row_index("_fm_u")
-        cube = np_.full((user_index.height, len(models), len(metric_cols)), np_.nan)
-        for mi, m in enumerate(models):
-            rows = part.filter(pl.col(model) == m).join(user_index, on=users, how="inner")
-            idx = rows["_fm_u"].to_numpy()
-            for ci, c in enumerate(metric_cols):
-                cube[idx, mi, ci] = rows[c].cast(pl.Float64).fill_null(float("nan")).to_numpy()
+        # A user's row in the cube: its place among the segment's users in sorted order
+        # (keys are checked: no null, no repeated (model, user)).
+        user_key = pl.col(users[0]) if len(users) == 1 else pl.struct(users)
+        coded = part.select(
+            (user_key.rank("dense") - 1).alias("_fm_u"),
+            pl.col(metric_cols).cast(pl.Float64).fill_null(float("nan")),
+            *((pl.col(model) == m).alias(f"_fm_m{mi}") for mi, m in enumerate(models)),
+        )
+        rows = coded["_fm_u"].to_numpy()
+        values = coded.select(metric_cols).to_numpy()
+        cube = np_.full(
+            (int(rows.max()) + 1 if rows.size else 0, len(models), len(metric_cols)), np_.nan
+        )
+        for mi in range(len(models)):
+            mask = coded[f"_fm_m{mi}"].to_numpy()
+            cube[rows[mask], mi, :] = values[mask]
         out.append(_Segment(tuple(key), models, metric_cols, cube))
     return out
 

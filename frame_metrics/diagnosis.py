@@ -108,11 +108,22 @@ def partials(
         checks.append(prepared.checks)
     c = spec.columns
     keys, by = c.keys, list(c.by)
-    out.append(Partial("users", _users(spec, prepared), by=tuple(by)))
+    # One pass over the top rows for both: the lists' counts, and who has a list.
+    per_list = _per_list(prepared.top, keys, spec.cutoffs)
+    out.append(Partial("users", _users(spec, prepared, per_list), by=tuple(by)))
     out.append(Partial("duplicates", prepared.duplicates, by=("frame",)))
-    out.append(
-        Partial("lists", _list_counts(prepared, spec.cutoffs, inputs, c.sample), most=("longest",))
+    lists = (
+        _list_counts(prepared, per_list, spec.cutoffs)
+        if c.sample is None
+        # A list is one (user, sample) ranking.
+        else _list_counts(
+            prepared,
+            _per_list(prepared.top, [*keys, c.sample], spec.cutoffs),
+            spec.cutoffs,
+            inputs.source.lazy.select(*keys, c.sample).unique(),
+        )
     )
+    out.append(Partial("lists", lists, most=("longest",)))
     if prepared.excluded is not None:
         given = _prepared(spec, inputs, excluding=False)
         ranking = keys if c.sample is None else [*keys, c.sample]
@@ -273,41 +284,57 @@ def diagnose(spec: Spec, inputs: Inputs) -> Diagnostics:
     )
 
 
-def _users(spec: Spec, prepared: Prepared) -> pl.LazyFrame:
+def _users(spec: Spec, prepared: Prepared, per_list: pl.LazyFrame) -> pl.LazyFrame:
     """Per ``by`` group, the users with and without a relevant item, a list, a truth row.
 
-    From truth and the top rows apart (not their long table): |R| is a count of truth
-    rows, a list is a top row; joined to every key, truth by the keys it carries.
+    Counted from sets of keys, without joining them to every key: every key is in
+    ``all_keys``, and so is every key with a truth row (``truth_user_keys``) and every
+    one with a relevant item (|R| > 0, counted on truth; truth without some ``by``
+    columns applies to each of their groups). A user without recommendations is one
+    of these without a list (a key of ``per_list``, :func:`_per_list`); a user not in
+    truth, a key without a truth row.
     """
     keys, by = spec.columns.keys, list(spec.columns.by)
     ctx = RankingContext.from_columns(RANK, REL, spec.options)
-    relevant = prepared.truth.group_by(prepared.truth_keys).agg(ctx.n_relevant().alias("n_rel"))
-    listed = prepared.top.select(keys).unique().with_columns(pl.lit(True).alias("has_recs"))
-    users = (
-        prepared.all_keys.join(relevant, on=prepared.truth_keys, how="left", nulls_equal=True)
-        .join(listed, on=keys, how="left", nulls_equal=True)
-        .with_columns(pl.col("n_rel").fill_null(0), pl.col("has_recs").fill_null(False))
+    relevant = (
+        prepared.truth.group_by(prepared.truth_keys)
+        .agg(ctx.n_relevant().alias("_fm_n_rel"))
+        .filter(pl.col("_fm_n_rel") > 0)
+        .select(prepared.truth_keys)
     )
-    in_truth = pl.lit(True)
-    if prepared.truth_user_keys is not None:
-        users = users.join(
-            prepared.truth_user_keys.with_columns(pl.lit(True).alias("_fm_in_truth")),
-            on=keys,
-            how="left",
-            nulls_equal=True,
-        )
-        in_truth = pl.col("_fm_in_truth").fill_null(False)
-    counts = [
-        (pl.col("n_rel") > 0).sum().cast(pl.Int64).alias("users_with_relevant"),
-        (pl.col("n_rel") == 0).sum().cast(pl.Int64).alias("users_without_relevant"),
-        ((pl.col("n_rel") > 0) & ~pl.col("has_recs"))
-        .sum()
-        .cast(pl.Int64)
-        .alias("users_without_recommendations"),
-        # Every key is in recs or in truth: one not in truth is only in recs.
-        (~in_truth).sum().cast(pl.Int64).alias("users_not_in_truth"),
+    if prepared.groups is not None:
+        relevant = relevant.join(prepared.groups, how="cross")
+    relevant = relevant.select(keys)
+
+    def count(frame: pl.LazyFrame, name: str) -> pl.LazyFrame:
+        n = pl.len().cast(pl.Int64).alias(name)
+        return frame.group_by(by).agg(n) if by else frame.select(n)
+
+    parts = [
+        count(prepared.all_keys, "_fm_keys"),
+        count(relevant, "users_with_relevant"),
+        count(relevant.join(per_list, on=keys, how="anti", nulls_equal=True), "_fm_unlisted"),
     ]
-    return users.group_by(by).agg(counts) if by else users.select(counts)
+    truth_keys = prepared.truth_user_keys
+    if truth_keys is not None:
+        parts.append(count(truth_keys, "_fm_in_truth"))
+    found = parts[0]
+    for part in parts[1:]:
+        found = (
+            found.join(part, on=by, how="left", nulls_equal=True)
+            if by
+            else pl.concat([found, part], how="horizontal")
+        )
+    n_keys = pl.col("_fm_keys")
+    with_relevant = pl.col("users_with_relevant").fill_null(0)
+    in_truth = n_keys if truth_keys is None else pl.col("_fm_in_truth").fill_null(0)
+    return found.select(
+        *by,
+        with_relevant.alias("users_with_relevant"),
+        (n_keys - with_relevant).alias("users_without_relevant"),
+        pl.col("_fm_unlisted").fill_null(0).alias("users_without_recommendations"),
+        (n_keys - in_truth).alias("users_not_in_truth"),
+    )
 
 
 def _fell_short(
@@ -335,40 +362,61 @@ def _fell_short(
     )
 
 
+def _per_list(top: pl.LazyFrame, lists: list[str], cutoffs: tuple[int, ...]) -> pl.LazyFrame:
+    """Per list with a top row, its rows within each cutoff and the largest, its last rank.
+
+    Columns ``_fm_n@k``, ``_fm_n`` (within the largest cutoff) and ``_fm_last`` (the
+    last rank within it; null if none).
+    """
+    deepest = max(cutoffs, default=None)
+    within = pl.lit(True) if deepest is None else pl.col(RANK) <= deepest
+    return top.group_by(lists).agg(
+        *((pl.col(RANK) <= k).sum().alias(f"_fm_n@{k}") for k in cutoffs),
+        within.sum().alias("_fm_n"),
+        # when/then, not filter: polars runs a filter within a group-by far slower.
+        pl.when(within).then(pl.col(RANK)).max().alias("_fm_last"),
+    )
+
+
 def _list_counts(
-    prepared: Prepared, cutoffs: tuple[int, ...], inputs: Inputs, sample: str | None
+    prepared: Prepared,
+    per_list: pl.LazyFrame,
+    cutoffs: tuple[int, ...],
+    listed: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
     """How full the lists are: one row of ``short@k`` per cutoff, ``longest`` and ``gaps``.
 
-    ``short@k``: lists (keys with a recommendation, at any rank) with fewer than k items
-    ranked within k; ``longest``: the most items a list has within the largest cutoff
-    (null without cutoffs); ``gaps``: lists whose ranks within it skip a position (ranks
-    1, 2, 5). Each empty position is read as a miss: precision@k still divides by k.
-    With a ``sample`` column, a list is one (user, sample) ranking of ``recs``.
+    ``short@k``: lists (keys with a recommendation, at any rank; ``listed`` when given)
+    with fewer than k items ranked within k; ``longest``: the most items a list has
+    within the largest cutoff (null without cutoffs); ``gaps``: lists whose ranks within
+    it skip a position (ranks 1, 2, 5). Each empty position is read as a miss:
+    precision@k still divides by k. ``per_list``: :func:`_per_list` of the lists.
     """
-    keys = prepared.keys if sample is None else [*prepared.keys, sample]
-    deepest = max(cutoffs, default=None)
-    top = prepared.top if deepest is None else prepared.top.filter(pl.col(RANK) <= deepest)
-    per_list = top.group_by(keys).agg(
-        *((pl.col(RANK) <= k).sum().alias(f"_fm_n@{k}") for k in cutoffs),
-        pl.len().alias("_fm_n"),
-        pl.col(RANK).max().alias("_fm_last"),
+    if listed is None:
+        listed = (
+            per_list.select(prepared.keys) if prepared.recs_keys is None else prepared.recs_keys
+        )
+    # A list without a top row (every item excluded, or ranked beyond the cutoff) has
+    # no row in ``per_list``: it is short at every cutoff and holds 0 items. The lists
+    # of ``per_list`` are listed (their top rows are recs' rows): the rest, counted.
+    counts = per_list.select(
+        *((pl.col(f"_fm_n@{k}") < k).sum().alias(f"_fm_short@{k}") for k in cutoffs),
+        pl.col("_fm_n").max().alias("_fm_longest"),
+        (pl.col("_fm_last") > pl.col("_fm_n")).sum().cast(pl.Int64).alias("gaps"),
+        pl.len().alias("_fm_lists"),
     )
-    if sample is not None:
-        listed = inputs.source.lazy.select(keys).unique()
-    elif prepared.recs_keys is not None:
-        listed = prepared.recs_keys
-    else:
-        listed = top.select(keys).unique()
-    per_list = listed.join(per_list, on=keys, how="left", nulls_equal=True)
-    n = pl.col("_fm_n").fill_null(0)
-    return per_list.select(
-        *(
-            (pl.col(f"_fm_n@{k}").fill_null(0) < k).sum().cast(pl.Int64).alias(f"short@{k}")
-            for k in cutoffs
-        ),
-        (n.max() if cutoffs else pl.lit(None, pl.UInt32)).cast(pl.Int64).alias("longest"),
-        (pl.col("_fm_last") > n).sum().cast(pl.Int64).alias("gaps"),
+    both = pl.concat([counts, listed.select(pl.len().alias("_fm_listed"))], how="horizontal")
+    empty = (pl.col("_fm_listed") - pl.col("_fm_lists")).cast(pl.Int64)
+    return both.select(
+        *((pl.col(f"_fm_short@{k}").cast(pl.Int64) + empty).alias(f"short@{k}") for k in cutoffs),
+        (
+            pl.max_horizontal(pl.col("_fm_longest"), pl.when(empty > 0).then(0))
+            if cutoffs
+            else pl.lit(None, pl.UInt32)
+        )
+        .cast(pl.Int64)
+        .alias("longest"),
+        "gaps",
     )
 
 

@@ -615,12 +615,12 @@ def randomization_p_values(
     counts = numpy.zeros(len(drawn))
     rng = generator(seed, key)
     chunk = max(1, min(n_resamples, cells // max(n_users, 1)))
+    plus_minus = numpy.array([1.0, -1.0])
     for start in range(0, n_resamples, chunk):
         size = min(chunk, n_resamples - start)
-        # A random bit per user and resample: -1 or +1.
+        # A random bit per user and resample: +1 for 0, -1 for 1 (1 - 2 bit).
         raw = rng.integers(0, 256, size=(size, (n_users + 7) // 8), dtype=numpy.uint8)
-        drawn_bits = numpy.unpackbits(raw, axis=1, count=n_users)
-        signs = 1.0 - 2.0 * drawn_bits
+        signs = plus_minus[numpy.unpackbits(raw, axis=1, count=n_users)]
         counts += (numpy.abs(signs @ values) >= bar[drawn]).sum(axis=0)
         if progress is not None:
             progress(size)

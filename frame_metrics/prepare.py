@@ -578,16 +578,18 @@ def _prepare_pair(
         ]
 
     missing_by = [b for b in c.by if b not in truth_by]
+    # Each side's distinct keys first (truth's before the cross join): the union of two
+    # small frames, and the same frames a diagnosis reads (one pass over recs for both).
+    recs_keys = recs.select(keys).unique()
+    truth_user_keys = truth_rows.select(*c.user, *truth_by).unique()
     groups = None
-    truth_keyed = truth_rows
     if missing_by:
         # Truth without the by columns applies to every group (e.g. every model): each
         # group is judged on all truth users, recommended to or not.
         groups = recs.select(missing_by).unique() if known_groups is None else known_groups.lazy()
-        truth_keyed = truth_rows.join(groups, how="cross")
-    all_keys = pl.concat(
-        [recs.select(keys), truth_keyed.select(keys)], how="vertical_relaxed"
-    ).unique()
+        truth_user_keys = truth_user_keys.join(groups, how="cross")
+    truth_user_keys = truth_user_keys.select(keys)
+    all_keys = pl.concat([recs_keys, truth_user_keys], how="vertical_relaxed").unique()
     excluded = None if exclude is None else _excluded_rows(recs, exclude)
     dup_counts = (
         _duplicates_dropped(listed_rows, truth, c, max_k, join_keys)
@@ -610,8 +612,8 @@ def _prepare_pair(
         max_k,
         options.ties,
         # A user whose every recommendation is excluded still had a list (now empty).
-        recs.select(keys).unique(),
-        truth_keyed.select(keys).unique(),
+        recs_keys,
+        truth_user_keys,
         truth_rows,
         excluded,
     )

@@ -36,7 +36,6 @@ from frame_metrics.distributed import to_local
 from frame_metrics.errors import InvalidOptionError, InvalidValueError, MissingColumnsError
 from frame_metrics.frames import to_lazy
 from frame_metrics.metric_names import join_column, joined_column, split_column
-from frame_metrics.spec import resolve_requests
 from frame_metrics.svg import Series, ecdf_chart, line_chart
 
 __all__ = ["Report", "report"]
@@ -615,28 +614,22 @@ def report(
         has_model = model in recs_frame.collect_schema().names()
         by = [model] if has_model else None
         common: dict[str, Any] = {"by": by, "user": user, **evaluate_kwargs}
-        means_frame: pl.DataFrame | None = api.evaluate(
-            recs_frame, truth_frame, metrics=metrics, k=k, aggregate=True, **common
-        ).collect()
-        assert means_frame is not None
-        columns = [c for c in means_frame.columns if c not in (model, "n_users")]
-        per_user_columns = _per_user_columns(columns, evaluate_kwargs.get("convention"))
-        # The inputs were checked by the call above (same frames, same options): the
-        # per-user values and the counts skip the checks, and their warnings, said once.
-        checked = {**common, "validate": False}
-        per_user_frame = (
-            api.evaluate(recs_frame, truth_frame, metrics=per_user_columns, **checked).collect()
-            if per_user_columns
-            else None
+        # The means and the per-user values from one pass: the rows checked once.
+        means_frame: pl.DataFrame | None
+        means_frame, per_user_frame = api.means_and_per_user(
+            recs_frame, truth_frame, metrics=metrics, k=k, **common
         )
+        assert means_frame is not None
+        # The inputs were checked above (same frames, same options): the counts skip
+        # the checks, and their warnings, said once.
+        checked = {**common, "validate": False}
         if diagnostics is None:
             diagnostics = api.diagnose(recs_frame, truth_frame, metrics=metrics, k=k, **checked)
         called += _called(metrics, k, evaluate_kwargs, truth is not None)
         item = str(evaluate_kwargs.get("item", "item"))
         users = [user] if isinstance(user, str) else list(user)
         inputs = {"recs": recs_frame, **({"truth": truth_frame} if truth_frame is not None else {})}
-        for name, frame in {**inputs, **_extra_frames(evaluate_kwargs)}.items():
-            fingerprints.append(_fingerprint(name, frame, users, item))
+        fingerprints = _fingerprints({**inputs, **_extra_frames(evaluate_kwargs)}, users, item)
         if not has_model:
             means_frame = means_frame.select(pl.lit(ONE_MODEL).alias(model), pl.all())
             if per_user_frame is not None:
@@ -738,16 +731,6 @@ def report(
     return built
 
 
-def _per_user_columns(columns: list[str], convention: object) -> list[str]:
-    """The columns of metrics with a value per user (not the corpus metrics)."""
-    out = []
-    for column in columns:
-        requested = resolve_requests([column], None, [], convention=convention)  # type: ignore[arg-type]
-        if requested and requested[0].metric.population != "corpus":
-            out.append(column)
-    return out
-
-
 def _called(
     metrics: object, k: object, options: Mapping[str, Any], with_truth: bool
 ) -> list[tuple[str, str]]:
@@ -780,18 +763,33 @@ def _extra_frames(options: Mapping[str, Any]) -> dict[str, pl.LazyFrame]:
     return out
 
 
-def _fingerprint(name: str, frame: pl.LazyFrame, users: list[str], item: str) -> Fingerprint:
-    """Rows, distinct users and items, and an order-free hash of the rows."""
-    schema = frame.collect_schema()
-    names = schema.names()
-    exprs = [pl.len().alias("rows"), pl.struct(pl.all()).hash(seed=0).sum().alias("hash")]
-    if all(u in names for u in users):
-        exprs.append(pl.struct(users).n_unique().alias("users"))
-    if item in names:
-        exprs.append(pl.col(item).n_unique().alias("items"))
-    row = frame.select(exprs).collect().row(0, named=True)
-    digest = hashlib.sha256(f"{schema}|{row['rows']}|{row['hash']}".encode()).hexdigest()[:16]
-    return Fingerprint(name, row["rows"], row.get("users"), row.get("items"), digest)
+def _fingerprints(
+    frames: Mapping[str, pl.LazyFrame], users: list[str], item: str
+) -> list[Fingerprint]:
+    """Each frame's rows, distinct users and items, and an order-free hash of its rows.
+
+    Collected together (polars runs the frames' passes side by side).
+    """
+    queries, schemas = [], []
+    for frame in frames.values():
+        schema = frame.collect_schema()
+        names = schema.names()
+        exprs = [pl.len().alias("rows"), pl.struct(pl.all()).hash(seed=0).sum().alias("hash")]
+        if all(u in names for u in users):
+            # One column's distinct values directly: a struct's are slower to count.
+            key = pl.col(users[0]) if len(users) == 1 else pl.struct(users)
+            exprs.append(key.n_unique().alias("users"))
+        if item in names:
+            exprs.append(pl.col(item).n_unique().alias("items"))
+        queries.append(frame.select(exprs))
+        schemas.append(schema)
+    out = []
+    for name, schema, found in zip(frames, schemas, pl.collect_all(queries), strict=True):
+        row = found.row(0, named=True)
+        text = f"{schema}|{row['rows']}|{row['hash']}"
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        out.append(Fingerprint(name, row["rows"], row.get("users"), row.get("items"), digest))
+    return out
 
 
 def _polars(frame: object, name: str) -> pl.DataFrame:

@@ -16,6 +16,7 @@ import json
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,9 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import frame_metrics as fm
+from frame_metrics.api import means_and_per_user
 from frame_metrics.reports import Report
+from tests import result_matrix
 from tests.conftest import Constructor
 
 METRICS = ["ndcg", "recall", "coverage"]
@@ -90,6 +93,37 @@ def test_the_report_shows_the_calls_it_stands_for(
         "recall": [(5, "recall@5"), (10, "recall@10")],
         "coverage": [(5, "coverage@5"), (10, "coverage@10")],
     }
+
+
+@pytest.mark.parametrize("case", result_matrix.CASES, ids=[c[0] for c in result_matrix.CASES])
+def test_one_pass_gives_the_two_calls_bit_for_bit(case: result_matrix.Case) -> None:
+    """The report's means and per-user values (one plan, one batch) are the two calls'.
+
+    Over the result matrix's cases: every family, convention, tie rule, key and option
+    it records; the per-user call of the metrics with a value per user (none: corpus).
+    """
+    call = result_matrix._call(case, _matrix_frames())
+    recs, truth = call.pop("recs"), call.pop("truth")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # each call's own warnings are tested elsewhere
+        means, per_user = means_and_per_user(
+            recs.lazy(), None if truth is None else truth.lazy(), **call
+        )
+        assert_frame_equal(means, fm.evaluate(recs, truth, aggregate=True, **call))
+        if case[0] == "corpus":
+            assert per_user is None
+        else:
+            assert per_user is not None
+            assert_frame_equal(per_user, fm.evaluate(recs, truth, **call))
+
+
+_MATRIX: dict[str, pl.DataFrame] = {}
+
+
+def _matrix_frames() -> dict[str, pl.DataFrame]:
+    if not _MATRIX:
+        _MATRIX.update(result_matrix.frames())
+    return _MATRIX
 
 
 def test_the_page_holds_every_section_and_loads_nothing(built: Report) -> None:
