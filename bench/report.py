@@ -6,9 +6,11 @@ untimed:
 
 - ``fm-evaluate``: the evaluation a report needs: ``fm.evaluate(..., aggregate=True)``
   (the means) and ``fm.evaluate(...)`` (the per-user values), ``by="model"``;
-- ``fm-report``: ``fm.report(recs, truth, ..., path=...)``: both evaluations, then
-  ``fm.compare`` on the per-user values (every pair, 1,000 resamples: the report's
-  default), ``fm.diagnose``, the inputs' fingerprints, the charts, and the HTML file.
+- ``fm-report``: ``fm.report(recs, truth, ..., path=...)``: the means and the per-user
+  values (one pass: ``api.means_and_per_user``), then ``fm.compare`` on the per-user
+  values (every pair; the report's default resamples: 1,000, fewer above 200,000 users,
+  200 at a million), ``fm.diagnose``, the inputs' fingerprints, the charts, and the
+  HTML file.
 
 The report's own cost is the difference of the two medians (the bar: a few seconds).
 
