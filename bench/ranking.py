@@ -50,7 +50,11 @@ MODEL_SHIFTS = {"a": 0, "b": 3, "c": 7}
 SHAPE_LIMIT = 2.0
 #: Propensity-scored precision, recall and NDCG@10, against the same call unweighted.
 PRN = ["precision", "recall", "ndcg"]
-PROPENSITY_LIMIT = 1.5
+PROPENSITY_LIMIT = 1.3
+#: The score path against the rank path (k=10, per input row), and the checks' share of
+#: the call: checks on at most 1 / (1 - 0.2) times validate=False.
+SCORE_LIMIT = 2.5
+CHECKS_LIMIT = 1.25
 
 
 # --------------------------------------------------------------------------------------
@@ -322,6 +326,8 @@ FM, HAND, SHAPE_BASE = "frame_metrics", "polars (hand-written)", "fm-shape-k10"
 FAST, SLOW, SHAPE = frozenset({"fast-peer"}), frozenset({"slow-peer"}), frozenset({"shape"})
 #: The hand-written queries of the shapes (run with the shapes) and of the readers.
 HAND_SHAPE, HAND_READER = frozenset({"hand-shape"}), frozenset({"hand-reader"})
+#: The hand-written DuckDB queries of the shapes (run with the shapes).
+DUCK_SHAPE = frozenset({"duckdb-shape"})
 
 
 def fm_job(name: str, label: str, kind: str = "polars", **call: Any) -> Job:
@@ -368,6 +374,37 @@ def hand(
 
     rows = len(MODEL_SHIFTS) if by else 1
     return Job(name, HAND, label, prepare, kind, vs, checks=checks, rows=rows, tags=tags)
+
+
+def duck(
+    name: str,
+    label: str,
+    kind: str = "polars",
+    checks: tuple[Check, ...] = SAME,
+    *,
+    k: int | Sequence[int] = K,
+    **query: Any,
+) -> Job:
+    """The hand-written DuckDB SQL of a shape (:func:`peers.prepare_duckdb`) on the
+    shape's polars frames; ``query`` are its ``by`` and ``score``."""
+    by = query.get("by", ())
+    read = by_model_values if by else strip_k
+
+    def prepare(i: Inputs) -> Prepared:
+        return peers.prepare_duckdb(i.recs, i.truth, k, read=read, **query)
+
+    rows = len(MODEL_SHIFTS) if by else 1
+    return Job(
+        name,
+        "DuckDB",
+        label,
+        prepare,
+        kind,
+        "duckdb-handwritten",
+        checks=checks,
+        rows=rows,
+        tags=DUCK_SHAPE,
+    )
 
 
 def peer(
@@ -576,6 +613,29 @@ JOBS = harness.job_table(
         by=["model"],
         tags=HAND_SHAPE,
     ),
+    # The SQL an analyst would write in DuckDB for each shape (issue 35's bar: the k=10
+    # query is duckdb-handwritten above, with the fast peers).
+    duck(
+        "duckdb-score",
+        "shape: row_number() over (partition by user order by score desc, item)",
+        "polars-no-rank",
+        SCORED,
+        score="score",
+    ),
+    duck("duckdb-k100", "shape: k=100", checks=K100, k=100),
+    duck(
+        "duckdb-multik",
+        f"shape: k={MULTI_K}, one FILTER aggregate per cutoff",
+        checks=MULTIK,
+        k=MULTI_K,
+    ),
+    duck(
+        "duckdb-by-model",
+        f"shape: partitions by model and user, {len(MODEL_SHIFTS)} models",
+        "polars-3-models",
+        BY_MODEL,
+        by=["model"],
+    ),
     # Propensity-scored P/R/NDCG@10 (spec 9.4) beside the same call unweighted, on the
     # same frames (truth with a propensity column p).
     Job(
@@ -630,8 +690,16 @@ REFERENCE = "fm-reference"
 SHAPES = [name for name, job in JOBS.items() if "shape" in job.tags]
 FAST_PEERS = [name for name, job in JOBS.items() if job.tags == FAST]
 SLOW_PEERS = [name for name, job in JOBS.items() if job.tags == SLOW]
-HAND_SHAPES = [name for name, job in JOBS.items() if job.tags == HAND_SHAPE]
+HAND_SHAPES = [name for name, job in JOBS.items() if job.tags in (HAND_SHAPE, DUCK_SHAPE)]
 HANDWRITTEN = [name for name, job in JOBS.items() if job.tool == HAND and name not in HAND_SHAPES]
+#: Each frame_metrics shape and the DuckDB SQL of the same shape (issue 35).
+SAME_DUCKDB = {
+    SHAPE_BASE: "duckdb-handwritten",
+    "fm-shape-score": "duckdb-score",
+    "fm-shape-k100": "duckdb-k100",
+    "fm-shape-multik": "duckdb-multik",
+    "fm-shape-by-model": "duckdb-by-model",
+}
 #: Each frame_metrics shape and the hand-written query of the same shape.
 SAME_SHAPE = {
     SHAPE_BASE: "polars-handwritten",
@@ -756,6 +824,37 @@ TARGETS += [
         memory=True,
     ),
     *same_query_targets(SAME_SHAPE, "fm-shape-", "same shape"),
+    # Issue 35: the package, checks on, against the SQL an analyst would write.
+    harness.Target("fm / DuckDB SQL, k=10", (BASELINE,), "duckdb-handwritten", 1.0, applies=MID),
+    harness.Target(
+        "peak RSS fm / DuckDB SQL, k=10",
+        (BASELINE,),
+        "duckdb-handwritten",
+        1.0,
+        applies=MID,
+        memory=True,
+    ),
+    harness.Target(
+        "fm checks on / validate=False (checks <= 20% of the call)",
+        (BASELINE,),
+        "fm-polars-no-validate",
+        CHECKS_LIMIT,
+        applies=MID,
+    ),
+    *(
+        harness.Target(
+            f"fm {fm_name.removeprefix('fm-shape-')} / DuckDB SQL, same shape",
+            (fm_name,),
+            duck_name,
+            1.0 if fm_name == "fm-shape-score" else 0.0,
+            applies=MID,
+        )
+        for fm_name, duck_name in SAME_DUCKDB.items()
+        if fm_name != SHAPE_BASE
+    ),
+    harness.Target(
+        f"score path / rank path, k={K}", ("fm-shape-score",), SHAPE_BASE, SCORE_LIMIT, applies=BIG
+    ),
     *same_query_targets(SAME_READER, "fm-", "same start frames"),
 ]
 SUITE = harness.Suite(

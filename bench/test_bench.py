@@ -190,6 +190,41 @@ def test_duckdb_sql_gives_the_packages_means() -> None:
         assert got[m] == pytest.approx(agg[f"{m}@{K}"], abs=1e-12), m
 
 
+@pytest.mark.parametrize(
+    ("shape", "query"),
+    [
+        ("score", {"score": "score"}),
+        ("several k", {"k": ranking.MULTI_K}),
+        ("by model", {"by": ["model"]}),
+    ],
+)
+def test_duckdb_shapes_give_the_packages_means(shape: str, query: dict[str, Any]) -> None:
+    """Each shape's DuckDB SQL (issue 35's peer beside each shape): its means are
+    fm.evaluate's for the same call, per cutoff and per model."""
+    fm = pytest.importorskip("frame_metrics")
+    pytest.importorskip("duckdb")
+    import polars as pl
+
+    recs, truth = make_data(1500, seed=3)
+    ks = query.pop("k", [K])
+    by = query.get("by", [])
+    if by:
+        recs = ranking.stack_models(recs, 100)
+    if "score" in query:
+        recs = recs.drop("rank")
+    run = peers.prepare_duckdb(recs, truth, ks, read=lambda out: {"frame": out}, **query).run
+    assert run is not None
+    got = run()["frame"]
+    call = {"score": query.get("score"), "by": by or None}
+    want = fm.evaluate(recs, truth, metrics=ranking.METRICS, k=ks, aggregate=True, **call)
+    assert isinstance(got, pl.DataFrame)
+    assert sorted(got.columns) == sorted(want.columns), shape
+    assert got.select(*by, "n_users").rows() == want.select(*by, "n_users").rows()
+    for column in want.columns[len(by) + 1 :]:
+        for a, b in zip(got[column], want[column], strict=True):
+            assert a == pytest.approx(b, abs=1e-12), (shape, column)
+
+
 def test_end_to_end_duckdb_job(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("duckdb")
     code = ranking.main(
