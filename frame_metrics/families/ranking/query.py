@@ -263,6 +263,10 @@ def user_statistics(
             *([REL] if REL in hit_needs else []),
             WEIGHT,
         )
+        # Cached: the ideal side and the hits read the weighted rows (the weights are
+        # windows over each user's rows); without it polars computed them once for each
+        # (their projections differ): 2.77 s against 2.52 s at 1M users, checks off.
+        relevant = relevant.cache()
     # With few distinct gains the ideal DCG is built from counts of each: levels of this
     # call's data, passed to the truth aggregation and kept nowhere else (weighted gains
     # are as many as the rows: the sorted path).
