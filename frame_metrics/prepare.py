@@ -291,17 +291,20 @@ def _duplicate_checks(
     hint_rows: Callable[[], pl.LazyFrame],
     roles: set[str],
     nullable: Collection[str] = (),
+    ascending: Collection[str] = (),
 ) -> list[Check]:
     """The checks that (``lists``, value) repeats no row, per ``(value, what, advice)``.
 
-    One pass for all (:func:`~frame_metrics.validation.duplicate_checks`); on failure
-    each says which column would tell the repeated rows apart (:func:`_likely_by`).
+    One pass for all (:func:`~frame_metrics.validation.duplicate_checks`; a value of
+    ``ascending``, the rank of lists as given, first screened by whether it rises
+    within each list); on failure each says which column would tell the repeated rows
+    apart (:func:`_likely_by`).
     """
 
     def likely_by(key: list[str]) -> Callable[[], Parts]:
         return lambda: _likely_by(hint_rows(), key, roles)
 
-    checks = duplicate_checks(lists, wanted, nullable)
+    checks = duplicate_checks(lists, wanted, nullable, ascending=ascending)
     return [
         replace(check, explain=likely_by([*lists, value]))
         for check, (value, _, _) in zip(checks, wanted, strict=True)
@@ -313,6 +316,14 @@ _FIRST_KEEPS_RANKS: Parts = (
     " (on_duplicate='first' resolves a repeated item, keeping its best-ranked row; two "
     "different items at one rank leave no order between them: give each its own rank)",
 )
+
+
+#: Above this largest cutoff the ranks within it are screened by whether they rise
+#: within each list (``validation.repeats_within_runs``'s ``rising``) rather than by
+#: counting each list's distinct ranks. Measured at 1M users, the checks of ranks and
+#: items, distinct counts against rising ranks: k=10 0.25 against 0.28 s, k=20 0.35
+#: against 0.35, k=50 0.60 against 0.54, k=100 0.82 against 0.66.
+_RISING_BEYOND = 20
 
 
 def _dedup_hint(keep: str) -> Parts:
@@ -554,7 +565,13 @@ def _prepare_pair(
                 wanted.append((c.rank, within_what, ()))
         if options.on_duplicate == "error":
             wanted.append((item, pair, _dedup_hint("best-ranked")))
-        dup_checks = _duplicate_checks(lists, wanted, hint_rows, roles) if wanted else []
+        # The rows within the cutoff keep recs' order (a filter): long lists written in
+        # rank order have their ranks checked by a comparison per row (see _RISING_BEYOND).
+        long_lists = max_k is None or max_k > _RISING_BEYOND
+        rising = (c.rank,) if c.score is None and exclude is None and long_lists else ()
+        dup_checks = (
+            _duplicate_checks(lists, wanted, hint_rows, roles, ascending=rising) if wanted else []
+        )
         show_truth = [*c.user, *truth_by, item, c.relevance, *([propensity] if propensity else [])]
         truth_checks = [
             *null_checks([*c.user, *truth_by, item], "key"),

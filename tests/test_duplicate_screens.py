@@ -51,9 +51,11 @@ def screen_values(
     values: list[str],
     engine: EngineType,
     nullable: frozenset[str] = frozenset(),
+    rising: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """The shared first screen's value for each value column."""
-    checks = duplicate_checks(groups, [(v, "row", ()) for v in values], nullable)
+    wanted = [(v, "row", ()) for v in values]
+    checks = duplicate_checks(groups, wanted, nullable, ascending=rising)
     screen = checks[0].screens[0]
     assert isinstance(screen, SharedScreen)
     return screen.query(frame.lazy()).collect(engine=engine).row(0, named=True)
@@ -97,6 +99,47 @@ def test_the_runs_screen_is_zero_only_without_repeats_and_exact_on_runs(
                 if contiguous(keys):
                     # Outside ``nullable`` a null counts as a value (a spurious repeat).
                     assert got[column] == repeats(pairs, nulls=column not in nullable)
+        # Ranks screened by whether they rise within each run: never 0 with a repeat,
+        # 0 when lists are runs whose ranks rise.
+        got = screen_values(frame, groups, ["item", "rank"], engine, rising=frozenset({"rank"}))
+        ranks = [(*k, r[3]) for k, r in zip(keys, rows, strict=True)]
+        if repeats(ranks):
+            assert got["rank"] > 0
+        rank_of = [r[3] for r in rows]
+        rises = all(
+            keys[i] != keys[i - 1] or rank_of[i] > rank_of[i - 1] for i in range(1, len(rows))
+        )
+        if contiguous(keys) and rises:
+            assert got["rank"] == 0
+        items = [(*k, r[2]) for k, r in zip(keys, rows, strict=True)]
+        if contiguous(keys):
+            assert got["item"] == repeats(items, nulls=True)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    lists=st.lists(st.lists(st.integers(1, 40), min_size=1, max_size=30), min_size=1, max_size=6),
+    shuffle=st.booleans(),
+)
+def test_long_lists_in_or_out_of_rank_order_are_checked_exactly(
+    lists: list[list[int]], shuffle: bool
+) -> None:
+    """k=30: the ranks within the cutoff screened by whether they rise (long lists); a
+    repeated rank is refused and lists without one are evaluated, in rank order or not,
+    as the reference counts."""
+    rows = [(u, 100 * u + j, r) for u, ranks in enumerate(lists) for j, r in enumerate(ranks)]
+    recs = pl.DataFrame(rows, schema=["user", "item", "rank"], orient="row")
+    recs = recs.sample(fraction=1.0, shuffle=True, seed=1) if shuffle else recs
+    truth = pl.DataFrame({"user": [u for u, _, _ in rows], "item": [i for _, i, _ in rows],
+                          "relevance": [1] * len(rows)})  # fmt: skip
+    repeated = repeats([(u, r) for u, _, r in rows if r <= 30])
+    if repeated:
+        with pytest.raises(DuplicateRowsError, match="one row per rank within a user"):
+            fm.evaluate(recs, truth, metrics=["precision"], k=30)
+    else:
+        got = fm.evaluate(recs, truth, metrics=["precision"], k=30, aggregate=True)
+        within = [sum(r <= 30 for r in ranks) / 30 for ranks in lists]
+        assert got["precision@30"][0] == pytest.approx(sum(within) / len(within), abs=1e-15)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
