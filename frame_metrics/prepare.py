@@ -751,8 +751,11 @@ def top_by_score(
         ordered = pl.col(col).sort_by(order, descending=descending)
         return ordered if k is None else ordered.head(k)
 
+    # maintain_order: polars 2.1 runs this group-by of a sort per group faster with
+    # it (1M users x 100 rows: 1.65 s against 2.27 s; shuffled rows: 1.27 against 1.33
+    # at 300k users); the groups' order is no part of any result.
     return (
-        rows.group_by(keys)
+        rows.group_by(keys, maintain_order=True)
         .agg(best(col) for col in carried)
         .with_columns(pl.int_ranges(1, pl.col(item).list.len() + 1, dtype=pl.Int64).alias(RANK))
         .explode(*carried, RANK)
@@ -770,7 +773,7 @@ def _top_with_tie_groups(
     sorted scores once, inside the list (no second sort of the rows).
     """
     order = [pl.col(score), pl.col(item)]
-    lists = rows.group_by(keys).agg(
+    lists = rows.group_by(keys, maintain_order=True).agg(  # as in top_by_score
         pl.col(item).sort_by(order, descending=[True, False]),
         pl.col(score).sort_by(order, descending=[True, False]),
     )
