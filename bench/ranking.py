@@ -339,7 +339,7 @@ def shape(
     name: str, label: str, kind: str = "polars", checks: tuple[Check, ...] = SAME, **call: Any
 ) -> Job:
     """A call shape: the package's default engine, its ratio against :data:`SHAPE_BASE`."""
-    rows = len(MODEL_SHIFTS) if call.get("by") else 1
+    _, rows = shape_reading(call)
     prepare = fm(**call)
     return Job(
         name, FM, f"shape: {label}", prepare, kind, SHAPE_BASE, checks=checks, rows=rows, tags=SHAPE
@@ -350,6 +350,14 @@ def strip_k(out: Any) -> Values:
     """The one row of a hand-written result, ``metric@k`` named ``metric`` for k=10 (as
     frame_metrics' values and the reference's are named)."""
     return {n.removesuffix(f"@{K}"): v for n, v in peers.first_row(out).items()}
+
+
+def shape_reading(query: dict[str, Any]) -> tuple[Callable[[Any], Values], int]:
+    """How a hand-written query's result of a shape is read (by model or one row), and
+    the shape's rows per k=10 input row (its ratio divides by them)."""
+    if query.get("by"):
+        return by_model_values, len(MODEL_SHIFTS)
+    return strip_k, 1
 
 
 def hand(
@@ -365,14 +373,12 @@ def hand(
 ) -> Job:
     """A hand-written polars query (:func:`peers.prepare_handwritten`): ``query`` are its
     ``by`` and ``score``; a shape's ratio is taken against the k=10 query's, per input row."""
-    by = query.get("by", ())
-    read = by_model_values if by else strip_k
+    read, rows = shape_reading(query)
     vs = "polars-handwritten" if tags == HAND_SHAPE else ""
 
     def prepare(i: Inputs) -> Prepared:
         return peers.prepare_handwritten(i.recs, i.truth, k, collect, read=read, **query)
 
-    rows = len(MODEL_SHIFTS) if by else 1
     return Job(name, HAND, label, prepare, kind, vs, checks=checks, rows=rows, tags=tags)
 
 
@@ -387,13 +393,11 @@ def duck(
 ) -> Job:
     """The hand-written DuckDB SQL of a shape (:func:`peers.prepare_duckdb`) on the
     shape's polars frames; ``query`` are its ``by`` and ``score``."""
-    by = query.get("by", ())
-    read = by_model_values if by else strip_k
+    read, rows = shape_reading(query)
 
     def prepare(i: Inputs) -> Prepared:
         return peers.prepare_duckdb(i.recs, i.truth, k, read=read, **query)
 
-    rows = len(MODEL_SHIFTS) if by else 1
     return Job(
         name,
         "DuckDB",

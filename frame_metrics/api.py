@@ -530,10 +530,8 @@ def means_and_per_user(
     [(1, 1.0), (2, 0.0)]
     """
     kwargs.pop("aggregate", None)
-    own = {n: v for n, v in kwargs.items() if n in _DEFAULTS}
-    more = {n: v for n, v in kwargs.items() if n not in _DEFAULTS}
-    spec, extras = _spec(truth, _arguments({**_DEFAULTS, **own}, more))
-    if _buckets(recs, own.get("buckets")) > 1:
+    spec, extras = _keywords_spec(truth, kwargs)
+    if _buckets(recs, kwargs.get("buckets")) > 1:
         means = evaluate(recs, truth, aggregate=True, **kwargs).collect()
         per_user = spec.per_user_columns
         checked = {**kwargs, "metrics": per_user, "validate": False}
@@ -585,6 +583,17 @@ def _spec(truth: object | None, arguments: Mapping[str, Any]) -> tuple[Spec, dic
         **{n: v for n, v in arguments.items() if n in described},
     )
     return spec, extras
+
+
+def _keywords_spec(truth: object | None, kwargs: Mapping[str, Any]) -> tuple[Spec, dict[str, Any]]:
+    """:func:`_spec` of evaluate's keywords given as ``kwargs``, the rest at defaults.
+
+    ``kwargs`` holds evaluate's own keywords and the frames and columns of registered
+    families (:func:`_arguments`).
+    """
+    own = {n: v for n, v in kwargs.items() if n in _DEFAULTS}
+    more = {n: v for n, v in kwargs.items() if n not in _DEFAULTS}
+    return _spec(truth, _arguments({**_DEFAULTS, **own}, more))
 
 
 def _reusable(value: T) -> T:
@@ -670,14 +679,12 @@ def diagnose(recs: object, truth: object | None = None, **kwargs: Any) -> Diagno
     (1, {1: 0})
     """
     kwargs.pop("aggregate", None)
-    own = {n: v for n, v in kwargs.items() if n in _DEFAULTS}
-    unknown = sorted(set(own) & {"buckets", "progress"})
+    unknown = sorted(set(kwargs) & {"buckets", "progress"})
     if unknown:  # evaluate's, not diagnose's: it always computes in one pass
         raise UnknownKeywordError("diagnose", unknown, ())
     from frame_metrics.distributed import adapter_for
 
-    more = {n: v for n, v in kwargs.items() if n not in _DEFAULTS}
-    spec, extras = _spec(truth, _arguments({**_DEFAULTS, **own}, more))
+    spec, extras = _keywords_spec(truth, kwargs)
     adapter = adapter_for(recs)
     if adapter is not None:
         found = cast("Diagnostics", adapter.diagnose(spec, recs, truth, extras))

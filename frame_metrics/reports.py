@@ -619,7 +619,6 @@ def report(
         means_frame, per_user_frame = api.means_and_per_user(
             recs_frame, truth_frame, metrics=metrics, k=k, **common
         )
-        assert means_frame is not None
         # The inputs were checked above (same frames, same options): the counts skip
         # the checks, and their warnings, said once.
         checked = {**common, "validate": False}
