@@ -620,8 +620,10 @@ def report(
             recs_frame, truth_frame, metrics=metrics, k=k, **common
         )
         # The inputs were checked above (same frames, same options): the counts skip
-        # the checks, and their warnings, said once.
-        checked = {**common, "validate": False}
+        # the checks, and their warnings, said once. fm.diagnose always counts in one
+        # pass: evaluate's buckets and progress bar are not its keywords.
+        counted = {n: v for n, v in common.items() if n not in ("buckets", "progress")}
+        checked = {**counted, "validate": False}
         if diagnostics is None:
             diagnostics = api.diagnose(recs_frame, truth_frame, metrics=metrics, k=k, **checked)
         called += _called(metrics, k, evaluate_kwargs, truth is not None)

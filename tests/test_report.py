@@ -173,6 +173,25 @@ def test_every_frame_kind_gives_the_same_report(
     assert got.distributions == built.distributions
 
 
+def test_buckets_give_the_same_report(
+    constructor: Constructor, data: tuple[pl.DataFrame, pl.DataFrame], built: Report
+) -> None:
+    """evaluate's ``buckets`` reach the evaluation (users in 3 buckets, one after
+    another); the diagnosis counts in one pass as always. The same report."""
+    recs, truth = data
+    got = fm.report(
+        constructor(recs), constructor(truth), metrics=METRICS, k=K, threshold=4,
+        n_resamples=300, seed=2, buckets=3,
+    )  # fmt: skip
+    assert_frame_equal(got.means, built.means, check_dtypes=False, check_exact=True)
+    assert got.comparison is not None
+    assert built.comparison is not None
+    assert_frame_equal(got.comparison, built.comparison, check_dtypes=False, check_exact=True)
+    assert got.diagnostics is not None
+    assert built.diagnostics is not None
+    assert got.diagnostics.lines() == built.diagnostics.lines()
+
+
 def test_from_results_already_computed(data: tuple[pl.DataFrame, pl.DataFrame]) -> None:
     recs, truth = data
     per_user = fm.evaluate(recs, truth, metrics=["ndcg@10"], by="model", threshold=4)
