@@ -679,16 +679,19 @@ def _python_without(module: str, folder: Path) -> Path:
     """A Python of this interpreter that imports what this one does, except ``module``.
 
     A virtual environment without packages of its own (no pip: made in a blink) whose
-    sitecustomize puts this Python's search path on its own and refuses ``module`` as
+    site-packages puts this Python's search path on its own and refuses ``module`` as
     Python refuses a module that is not installed: the issue's worker Python, a python3
-    with polars but no pyarrow, whatever this machine's python3 has.
+    with polars but no pyarrow, whatever this machine's python3 has. A ``.pth`` file
+    imports the module that does it (a sitecustomize would be shadowed by Debian's
+    python3, whose standard library has its own: the tests then failed there).
     """
     import venv
 
     venv.EnvBuilder(with_pip=False).create(folder)
     (site_packages,) = folder.glob("lib/python*/site-packages")
     search = [entry for entry in sys.path if entry and Path(entry).is_dir()]
-    (site_packages / "sitecustomize.py").write_text(
+    (site_packages / "_fm_not_installed.pth").write_text("import _fm_not_installed\n")
+    (site_packages / "_fm_not_installed.py").write_text(
         f"""import importlib.abc, site, sys
 
 for entry in {search!r}:
