@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -614,6 +615,66 @@ def test_score_ties_and_key_dtypes(backend: Any) -> None:
     result = fm.evaluate(to_backend(scored, 2), to_backend(truth, 3), **kwargs)
     got = to_polars(result).sort("user")
     assert_frame_equal(got, expected, check_dtypes=False, rel_tol=1e-12, abs_tol=0.0)
+
+
+@pytest.mark.parametrize(
+    ("recs_ids", "truth_ids", "direct"),
+    [
+        ("int64", "int64", True),
+        ("str", "str", True),
+        ("int32", "int64", False),  # may hash apart: a bucket of the unified dtype
+        ("int64", "uint32", False),
+    ],
+)
+def test_dask_users_meet_in_one_partition_whatever_their_dtype(
+    recs_ids: str, truth_ids: str, direct: bool
+) -> None:
+    # Dask shuffles by its own hash of the user column when every frame holds it in one
+    # dtype, else by a bucket hashed from the unified dtype: either way each user's
+    # recommendations and truth meet in one partition (7 and 3 partitions here), so
+    # every per-user value equals polars' on the same rows.
+    from frame_metrics.distributed.dask import _same_user_dtypes
+
+    rng = np.random.default_rng(5)
+    users = np.repeat(np.arange(300), 5)
+    recs = pl.DataFrame(
+        {
+            "user": users,
+            "item": rng.integers(0, 10**6, users.size),
+            "rank": np.tile(np.arange(1, 6), 300),
+        }
+    )
+    truth = recs.filter(pl.col("rank").is_in([2, 5]) & (pl.col("user") % 3 != 0)).select(
+        "user", "item", pl.lit(1.0).alias("relevance")
+    )
+    if recs_ids == "str":
+        recs, truth = (
+            frame.with_columns(
+                pl.format("u{}", pl.col("user").cast(pl.String).str.zfill(3)).alias("user")
+            )
+            for frame in (recs, truth)
+        )
+    kwargs: dict[str, Any] = {"metrics": ["recall@3", "ndcg@5", "mrr@5"]}
+    expected = fm.evaluate(recs, truth, **kwargs)
+
+    def as_dask(frame: pl.DataFrame, ids: str, partitions: int) -> Any:
+        pandas = frame.to_pandas()
+        pandas["user"] = pandas["user"].astype(ids)
+        return dd.from_pandas(pandas, npartitions=partitions)
+
+    frames = {"recs": as_dask(recs, recs_ids, 7), "truth": as_dask(truth, truth_ids, 3)}
+    assert _same_user_dtypes(frames, ["user"]) is direct
+    got = _dask_result(fm.evaluate(frames["recs"], frames["truth"], **kwargs)).sort("user")
+    assert got.height == 200  # users with a relevant item
+    assert_frame_equal(got, expected.sort("user"), check_dtypes=False, rel_tol=0.0, abs_tol=0.0)
+    means = fm.evaluate(frames["recs"], frames["truth"], aggregate=True, **kwargs)
+    assert_frame_equal(
+        _dask_result(means),
+        fm.evaluate(recs, truth, aggregate=True, **kwargs),
+        check_dtypes=False,
+        rel_tol=0.0,
+        abs_tol=0.0,
+    )
 
 
 def test_spark_partitions_follow_the_data_not_the_shuffle_partitions(spark: Any) -> None:

