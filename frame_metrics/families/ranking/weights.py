@@ -89,14 +89,46 @@ def with_popularity_propensity(
     )
 
 
-def _units(w: pl.Expr, shift: pl.Expr) -> pl.Expr:
+def _units(w: pl.Expr, shift: int | pl.Expr) -> pl.Expr:
     """``w · 2^shift`` as an Int128: the user's whole units (exact, see the module)."""
     return times_two_to(w, shift).cast(pl.Int128, strict=False)
 
 
-def _unscaled(units: pl.Expr, shift: pl.Expr) -> pl.Expr:
+def _unscaled(units: pl.Expr, shift: int | pl.Expr) -> pl.Expr:
     """``units · 2^-shift`` as a Float64: one rounding (Int128 to Float64), then exact."""
     return times_two_to(units.cast(pl.Float64), -shift)
+
+
+def _common_shift(rows: pl.LazyFrame) -> int | None:
+    """One scale 2^s that makes every weight of ``rows`` a whole number of units, if any.
+
+    Then each user's ``Σ w · 2^s`` is the exact sum scaled, as the user's own scale
+    gives it scaled by another power of two: rounded to a float (correctly, so alike
+    at any power of two) and scaled back, both give the same float. s makes the
+    smallest weight's last bit a unit (a larger weight's last bit is no smaller); it
+    must leave the largest possible sum, every row at the largest weight, below 2^127.
+    None (each user's own scale) when no s does, or a weight is not a positive normal
+    float (invalid input, reported by the checks: the per-user path as before).
+    One small query over the rows (their least and largest weight).
+    """
+    raw = pl.col(RAW_WEIGHT)
+    least, most, nan, n = (
+        rows.select(
+            raw.min().alias("least"),
+            raw.max().alias("most"),
+            raw.is_nan().any().alias("nan"),
+            pl.len(),
+        )
+        .collect()
+        .row(0)
+    )
+    if least is None or nan or not (least >= 2.0**-1022 and math.isfinite(most)):
+        return None
+    # least = f · 2^e with f in [0.5, 1): its 53 bits end at 2^(e - 53).
+    shift = 53 - math.frexp(least)[1]
+    if math.frexp(most)[1] + shift + int(n).bit_length() > 126:
+        return None
+    return shift
 
 
 def with_weights(
@@ -114,17 +146,29 @@ def with_weights(
         w = pl.min_horizontal(w, pl.lit(options.max_weight, pl.Float64))
     rows = relevant.with_columns(w.alias(RAW_WEIGHT))
     raw = pl.col(RAW_WEIGHT)
-    # The scale: the user's largest weight near 2^_TOP (its exponent from log2, which
-    # may be off by one either way: the headroom allows it).
-    shift = _TOP - raw.max().over(keys).log(2).floor().cast(pl.Int64, strict=False)
-    rows = rows.with_columns(shift.alias(_SHIFT)).with_columns(
-        _unscaled(_units(raw, pl.col(_SHIFT)).sum().over(keys), pl.col(_SHIFT)).alias(_MASS),
-        pl.len().over(keys).cast(pl.Float64).alias(_N),
-    )
+    common = _common_shift(rows)
+    if common is not None:
+        # One scale for every user (a Python int: one multiplication per row, no window
+        # for each user's largest weight): 0.65 -> 0.2 s for 7.5M rows. The same exact
+        # sums, so the same floats (see _common_shift).
+        # The sum is added to 0.0 on each row's own weight (a positive mass is
+        # unchanged): with one user in the frame, polars holds a window's value as one
+        # value for the column and divides by it as a multiplication by its reciprocal
+        # (off in the last bit: found by the test against each user's own scale).
+        mass = _unscaled(_units(raw, common).sum().over(keys), common) + raw * 0.0
+        rows = rows.with_columns(mass.alias(_MASS), pl.len().over(keys).cast(pl.Float64).alias(_N))
+    else:
+        # The scale: the user's largest weight near 2^_TOP (its exponent from log2,
+        # which may be off by one either way: the headroom allows it).
+        shift = _TOP - raw.max().over(keys).log(2).floor().cast(pl.Int64, strict=False)
+        rows = rows.with_columns(shift.alias(_SHIFT)).with_columns(
+            _unscaled(_units(raw, pl.col(_SHIFT)).sum().over(keys), pl.col(_SHIFT)).alias(_MASS),
+            pl.len().over(keys).cast(pl.Float64).alias(_N),
+        )
     # Under snips, w·|R| and Σ_R w are each one correctly rounded operation on the same
     # exact value when the weights are equal: their quotient is then exactly 1.0.
     weight = (raw * pl.col(_N)) / pl.col(_MASS) if options.ips == "snips" else raw
-    return rows.with_columns(weight.alias(WEIGHT)).drop(_SHIFT, _N, _MASS)
+    return rows.with_columns(weight.alias(WEIGHT)).drop(_SHIFT, _N, _MASS, strict=False)
 
 
 _ESS = "_fm_ess"
