@@ -748,7 +748,9 @@ def mismatches(rows: Sequence[Sequence[str]]) -> int:
 @dataclass(frozen=True)
 class Target:
     """A limit on a ratio at each size: the fastest of ``jobs`` (with ``worst``, the
-    slowest) over ``vs``, by median seconds per input row (with ``memory``, peak MiB).
+    slowest) over ``vs``, by median seconds per input row (with ``memory``, peak MiB;
+    with ``spread``, the spread of the fresh processes' times, (slowest - fastest) /
+    median).
 
     ``at_most``: the ratio must be <= ``limit``, else >= it (``limit`` 0: no verdict);
     ``shown``: the sizes (from, below) whose table has the row; ``applies``: the size
@@ -764,11 +766,24 @@ class Target:
     shown: tuple[int, int] = (0, sys.maxsize)
     worst: bool = False
     memory: bool = False
+    spread: bool = False
 
 
 def _measure(suite: Suite, target: Target, result: Result) -> float:
-    """What ``target`` compares of ``result``: its peak MiB, or its median per input row."""
-    return result.peak_mib if target.memory else result.median / suite.jobs[result.job].rows
+    """What ``target`` compares of ``result``: its peak MiB, its spread, or its median
+    per input row."""
+    if target.memory:
+        return result.peak_mib
+    if target.spread:
+        return (max(result.times) - min(result.times)) / result.median
+    return result.median / suite.jobs[result.job].rows
+
+
+def _ratio(measured: float, base: float) -> float:
+    """``measured / base``; of two spreads of 0 (one run each), 1."""
+    if base == 0:
+        return 1.0 if measured == 0 else math.inf
+    return measured / base
 
 
 def targets_table(
@@ -789,11 +804,17 @@ def targets_table(
                 continue
             value = functools.partial(_measure, suite, t)
             pick = (max if t.worst else min)(found, key=value) if found else None
-            ratio = value(pick) / value(base) if pick else math.nan
-            unit = "MiB" if t.memory else "s"
-            show = (lambda x: f"{x:,.0f}") if t.memory else fmt_s
+            ratio = _ratio(value(pick), value(base)) if pick else math.nan
+            unit = " MiB" if t.memory else "" if t.spread else " s"
+            show = (
+                (lambda x: f"{x:,.0f}")
+                if t.memory
+                else (lambda x: f"{x:.2f}")
+                if t.spread
+                else fmt_s
+            )
             measured = (
-                f"{pick.job} {show(value(pick))} / {show(value(base))} {unit}" if pick else "-"
+                f"{pick.job} {show(value(pick))} / {show(value(base))}{unit}" if pick else "-"
             )
             ok = not failed and (ratio <= t.limit if t.at_most else ratio >= t.limit)
             where = f"at >= {t.applies:,} users"

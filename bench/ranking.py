@@ -121,6 +121,7 @@ KINDS = (
     "polars-no-rank",
     "polars-3-models",
     "polars-propensity",
+    "polars-contiguous",
 )
 
 
@@ -141,8 +142,12 @@ def load(data_dir: Path, kind: str, params: harness.Params) -> Inputs:
         # Nothing is read yet: the query plan of each file, read by the timed call.
         return Inputs(kind, pl.scan_parquet(recs_path), pl.scan_parquet(truth_path), n_recs)
     truth = pl.read_parquet(truth_path)
-    if kind == "polars":
-        return Inputs(kind, pl.read_parquet(recs_path), truth, n_recs)
+    if kind in ("polars", "polars-contiguous"):
+        recs = pl.read_parquet(recs_path)
+        if kind == "polars-contiguous":
+            # The same frames in one chunk each (read_parquet gives one per row group).
+            recs, truth = recs.rechunk(), truth.rechunk()
+        return Inputs(kind, recs, truth, n_recs)
     if kind == "polars-no-rank":
         return Inputs(
             kind, pl.read_parquet(recs_path, columns=["user", "item", "score"]), truth, n_recs
@@ -427,6 +432,12 @@ JOBS = harness.job_table(
     Job("fm-reference", FM, "reference values (untimed)", prepare_reference, "polars", timed=False),
     fm_job("fm-polars-in-memory", "polars eager, in-memory", engine="in-memory"),
     fm_job("fm-polars-streaming", "polars eager, streaming", engine="streaming"),
+    fm_job(
+        "fm-polars-contiguous",
+        "polars eager, streaming, frames in one chunk each",
+        "polars-contiguous",
+        engine="streaming",
+    ),
     fm_job(
         "fm-polars-no-validate",
         "polars eager, streaming, validate=False",
@@ -837,6 +848,21 @@ TARGETS += [
         1.0,
         applies=MID,
         memory=True,
+    ),
+    harness.Target(
+        "fm as read (a chunk per row group) / frames in one chunk",
+        (BASELINE,),
+        "fm-polars-contiguous",
+        1.10,
+        applies=MID,
+    ),
+    harness.Target(
+        "spread of fm's first calls / DuckDB's ((slowest - fastest) / median)",
+        (BASELINE,),
+        "duckdb-handwritten",
+        1.0,
+        applies=MID,
+        spread=True,
     ),
     harness.Target(
         "fm checks on / validate=False (checks <= 20% of the call)",

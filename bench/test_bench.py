@@ -364,6 +364,33 @@ def test_targets_pass_and_fail_where_they_apply() -> None:
     assert shapes["fm-shape-by-model"][-1] == "PASS"
 
 
+def test_the_spread_and_the_chunked_input_targets() -> None:
+    # Spread: (slowest - fastest) / median of each job's fresh processes, fm's over
+    # DuckDB's; chunked input: the baseline (as read) over the same frames in one chunk.
+    mid = 100_000
+
+    def timed(name: str, times: list[float]) -> harness.Result:
+        return harness.Result(name, mid, times=times, peaks=[100.0] * len(times), base_mib=50.0)
+
+    results = [
+        timed(ranking.BASELINE, [1.0, 1.3, 1.2]),  # (1.3 - 1.0) / 1.2 = 0.25
+        timed("duckdb-handwritten", [1.0, 1.1, 1.05]),  # (1.1 - 1.0) / 1.05 = 0.0952...
+        timed("fm-polars-contiguous", [1.0, 1.1, 1.05]),  # 1.2 / 1.05 = 1.14x
+    ]
+    table = harness.targets_table(ranking.SUITE, results, ranking.TARGETS)
+    rows = {r[1]: r for r in table[1:] if r[0] == f"{mid:,}"}
+    spread = rows["spread of fm's first calls / DuckDB's ((slowest - fastest) / median)"]
+    assert spread[2] == f"{ranking.BASELINE} 0.25 / 0.10 = {0.25 / (0.1 / 1.05):.2f}x"
+    assert spread[3:] == ["<= 1.00x", "FAIL"]
+    chunked = rows["fm as read (a chunk per row group) / frames in one chunk"]
+    assert chunked[2].endswith(f"= {1.2 / 1.05:.2f}x")
+    assert chunked[3:] == ["<= 1.10x", "FAIL"]
+    # One run each: spreads of 0, no wider.
+    once = [timed(ranking.BASELINE, [1.0]), timed("duckdb-handwritten", [1.0])]
+    table = harness.targets_table(ranking.SUITE, once, ranking.TARGETS)
+    assert {r[1]: r[-1] for r in table[1:]}[spread[1]] == "PASS"
+
+
 def test_end_to_end_shapes_and_handwritten(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("frame_metrics")
     code = ranking.main(
