@@ -657,9 +657,9 @@ def test_dask_users_meet_in_one_partition_whatever_their_dtype(
     kwargs: dict[str, Any] = {"metrics": ["recall@3", "ndcg@5", "mrr@5"]}
     expected = fm.evaluate(recs, truth, **kwargs)
 
-    def as_dask(frame: pl.DataFrame, ids: str, partitions: int) -> Any:
+    def as_dask(frame: pl.DataFrame, ids: Any, partitions: int) -> Any:
         pandas = frame.to_pandas()
-        pandas["user"] = pandas["user"].astype(ids)
+        pandas["user"] = pandas["user"].astype(ids)  # a dtype's name
         return dd.from_pandas(pandas, npartitions=partitions)
 
     frames = {"recs": as_dask(recs, recs_ids, 7), "truth": as_dask(truth, truth_ids, 3)}
