@@ -4,8 +4,10 @@ A distributed run is the single-machine plan run once per bucket of user keys, f
 call's :class:`~frame_metrics.spec.Spec` (carried by a :class:`Job`):
 
 1. every frame keyed by user (recommendations, truth, the keyed extra inputs: train, a
-   baseline) gets a bucket column, a hash of its user key in the key dtype all frames
-   share (:func:`with_bucket`), and the adapter co-partitions them by it;
+   baseline) is co-partitioned by a hash of its user key in the key dtype all frames
+   share: the engine's own hash where it agrees across the frames (Spark hashes the
+   stacked key; Dask its columns when every frame holds them in one dtype), else a
+   bucket column (:func:`with_bucket`);
 2. item tables (catalog, item features) go whole to every partition;
 3. tables over every user (the ``by`` groups truth applies to, and each family's:
    train popularity, the items seen) are computed first and handed to each partition
