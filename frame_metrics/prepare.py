@@ -8,7 +8,7 @@ dropping them first is what keeps evaluation cheap on long recommendation lists.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -467,6 +467,7 @@ def _prepare_pair(
         # Rank from score: score descending, ties by the tie rule (spec sections 4, 8).
         row = [pl.int_range(pl.len(), dtype=pl.Int64).alias(_ROW)] if row_order else []
         scored = recs.select(*lists, item, pl.col(c.score).alias(_SCORE), *row)
+        scored = _sorted_flagged(scored, lists)
         if exclude is not None:
             # Before ranking: the rest are ranked 1, 2, ... by score and the tie rule
             # (the row numbers of ties="input" are the input's, taken before).
@@ -760,6 +761,25 @@ def top_by_score(
         .with_columns(pl.int_ranges(1, pl.col(item).list.len() + 1, dtype=pl.Int64).alias(RANK))
         .explode(*carried, RANK)
     )
+
+
+def _sorted_flagged(rows: pl.LazyFrame, lists: Sequence[str]) -> pl.LazyFrame:
+    """``rows`` with their list key flagged sorted, when it is one column and sorted.
+
+    Lists usually come written user after user. polars groups a key it knows to be
+    sorted by slicing its runs instead of hashing it, and the per-list sort of a
+    ``score=`` call (:func:`top_by_score`) costs about a third less so (1M users x 100
+    rows: 3.2 -> 2.1 s). The key's order is read first (one small query over one
+    column, 0.04 s there; it stops at the first pair out of order) and flagged only when
+    it holds with no null key (nulls are the checks' to report). Nothing else changes:
+    the same rows in the same order, so the same groups in the same order.
+    """
+    if len(lists) != 1:
+        return rows  # a list keyed by several columns (``by``, ``sample``): hashed
+    key = pl.col(lists[0])
+    if not rows.select(key.is_sorted() & (key.null_count() == 0)).collect().item():
+        return rows
+    return rows.with_columns(key.set_sorted())
 
 
 def _top_with_tie_groups(

@@ -528,3 +528,50 @@ def test_diagnose_counts_ties_at_the_cutoff(constructor: Constructor, ties: str)
     else:
         # User 1: item 3 shares positions 2..3 with item 2: within k = 2 with probability 1/2.
         assert got.rows() == [(1, 0.0, 1 / 4, 0.0, 1 / 2), (2, 1 / 2, 1 / 2, 1 / 2, 1.0)]
+
+
+# -- lists written user after user: the key flagged sorted, the same values -------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lists=st.lists(
+        st.lists(st.tuples(st.integers(0, 9), st.sampled_from([0.1, 0.5, 0.9, 0.5])), max_size=8),
+        min_size=1,
+        max_size=6,
+    ),
+    ties=st.sampled_from(["item", "item_desc", "input", "average"]),
+    k=st.sampled_from([1, 3, 5]),
+    shuffled=st.booleans(),
+)
+def test_lists_in_user_order_rank_as_any_order(
+    lists: list[list[tuple[int, float]]], ties: str, k: int, shuffled: bool
+) -> None:
+    # A score call reads whether the user key is sorted and, if so, tells polars, which
+    # then groups the lists by slicing runs: the values must be those of the same rows
+    # grouped by hashing (the flag switched off), for sorted and shuffled rows alike.
+    from frame_metrics import prepare
+
+    rows = [
+        (user, item, score)
+        for user, entries in enumerate(lists)
+        for item, score in dict(entries).items()  # one row per (user, item)
+    ]
+    if shuffled:
+        random.Random(len(rows)).shuffle(rows)
+    recs = pl.DataFrame(rows, schema=["user", "item", "score"], orient="row")
+    truth = recs.filter(pl.col("item") % 3 == 0).select(
+        "user", "item", (pl.col("item") % 2 + 1).cast(pl.Float64).alias("relevance")
+    )
+    call: dict[str, Any] = {"score": "score", "k": k, "ties": ties}
+    call["metrics"] = ["precision", "recall", "ndcg"]  # (mrr has no ties="average")
+    flagged = fm.evaluate(recs, truth, **call)
+    lazy = fm.evaluate(recs.lazy(), truth.lazy(), **call).collect()
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(prepare, "_sorted_flagged", lambda rows, lists: rows)
+        hashed = fm.evaluate(recs, truth, **call)
+    assert flagged.equals(hashed)
+    assert lazy.equals(hashed)
+    holds = recs["user"].is_sorted()
+    flag = prepare._sorted_flagged(recs.lazy(), ["user"]).collect()["user"].flags
+    assert flag["SORTED_ASC"] is holds
