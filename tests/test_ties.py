@@ -575,3 +575,27 @@ def test_lists_in_user_order_rank_as_any_order(
     holds = recs["user"].is_sorted()
     flag = prepare._sorted_flagged(recs.lazy(), ["user"]).collect()["user"].flags
     assert flag["SORTED_ASC"] is holds
+
+
+def test_chunks_each_in_user_order_are_not_taken_for_a_sorted_key(tmp_path: Any) -> None:
+    # Two chunks (or parquet row groups), each sorted by user, together not: the key's
+    # order is read across the boundary, so it is not flagged and each user's rows in
+    # both chunks form one list.
+    from frame_metrics import prepare
+
+    half = pl.DataFrame(
+        {"user": [1, 1, 2, 2], "item": [10, 11, 20, 21], "score": [0.9, 0.1, 0.8, 0.2]}
+    )
+    later = half.with_columns(pl.col("item") + 100, pl.col("score") / 2)
+    recs = pl.concat([half, later], rechunk=False)
+    assert recs.n_chunks() == 2
+    path = tmp_path / "recs.parquet"
+    recs.write_parquet(path, row_group_size=4)
+    for rows in (recs.lazy(), pl.scan_parquet(path)):
+        assert (
+            prepare._sorted_flagged(rows, ["user"]).collect()["user"].flags["SORTED_ASC"] is False
+        )
+    truth = pl.DataFrame({"user": [1, 2], "item": [110, 21], "relevance": [1.0, 1.0]})
+    out = fm.evaluate(recs, truth, score="score", metrics=["mrr@4"])
+    # user 1: 0.9 (10), 0.45 (110) -> rank 2; user 2: 0.8 (20), 0.4 (120), 0.2 (21) -> 3
+    assert out.sort("user")["mrr@4"].to_list() == [1 / 2, 1 / 3]
