@@ -786,6 +786,15 @@ def _ratio(measured: float, base: float) -> float:
     return measured / base
 
 
+def _written(target: Target) -> tuple[Callable[[float], str], str]:
+    """How a target's measure is written, and its unit."""
+    if target.memory:
+        return (lambda x: f"{x:,.0f}"), " MiB"
+    if target.spread:
+        return (lambda x: f"{x:.2f}"), ""
+    return fmt_s, " s"
+
+
 def targets_table(
     suite: Suite, results: Sequence[Result], targets: Sequence[Target]
 ) -> list[list[str]]:
@@ -805,14 +814,7 @@ def targets_table(
             value = functools.partial(_measure, suite, t)
             pick = (max if t.worst else min)(found, key=value) if found else None
             ratio = _ratio(value(pick), value(base)) if pick else math.nan
-            unit = " MiB" if t.memory else "" if t.spread else " s"
-            show = (
-                (lambda x: f"{x:,.0f}")
-                if t.memory
-                else (lambda x: f"{x:.2f}")
-                if t.spread
-                else fmt_s
-            )
+            show, unit = _written(t)
             measured = (
                 f"{pick.job} {show(value(pick))} / {show(value(base))}{unit}" if pick else "-"
             )

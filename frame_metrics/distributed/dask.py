@@ -96,11 +96,12 @@ class _Run:
         self.job = job
         self.keep = None if for_diagnose else core.row_filter(self.job)
         self.direct = _same_user_dtypes(self.frames, list(spec.columns.user))
-        self.shuffled = {name: self._bucketed(name, f) for name, f in self.frames.items()}
+        self.shuffled = {name: self._shuffled(name, f) for name, f in self.frames.items()}
         shared = core.global_tables(job, self.collect, self.distinct, has_recs=self.has_recs)
         self.job = core.Job(spec, aggregate, self.schemas, broadcast, shared)
 
-    def _bucketed(self, name: str, frame: Any) -> Any:
+    def _shuffled(self, name: str, frame: Any) -> Any:
+        """Frame ``name`` shuffled by user: by its own columns or by a bucket of them."""
         schema, user, n = self.schemas[name], list(self.job.spec.columns.user), self.n
         keep = self.keep if name == "recs" else None
         if keep is not None:

@@ -3,8 +3,9 @@
 The frames keyed by user are stacked into one (a column of one name and dtype in
 several frames, as the user and item keys are once unified, is one stacked column; the
 others are prefixed by their frame's position, so no two frames' columns clash) and
-repartitioned by a hash of the stacked user key, and ``mapInArrow`` hands each partition's rows of every frame to the engine
-(:mod:`frame_metrics.distributed.core`): a partition holds whole users. Spark's
+repartitioned by a hash of the stacked user key, and ``mapInArrow`` hands each
+partition's rows of every frame to the engine (:mod:`frame_metrics.distributed.core`):
+a partition holds whole users. Spark's
 adaptive execution sizes the partitions from the data
 (``spark.sql.adaptive.advisoryPartitionSizeInBytes``, 64 MB by default).
 
@@ -177,8 +178,9 @@ class _Run:
 
         All in Spark: the key columns cast to the dtypes every frame shares (so one user
         is one stacked value, which hashes alike whichever frame it came from), the
-        recommendations below the largest cutoff left out while reading. The rows cross into Python once,
-        in the per-partition run (``per_partition``), which applies the exact row rule.
+        recommendations below the largest cutoff left out while reading. The rows cross
+        into Python once, in the per-partition run (``per_partition``), which applies the
+        exact row rule.
         """
         from pyspark.sql import functions as F
 
